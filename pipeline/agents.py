@@ -1,0 +1,143 @@
+"""What an agent adapter is, and what the engine hands it.
+
+An adapter is instantiated once per tile with a :class:`TileContext`. It knows one kind of agent: how to
+tell that a turn finished (:meth:`AgentAdapter.follow`), where the clean answer is
+(:meth:`AgentAdapter.response`), and whether the pane can take a prompt now (:meth:`AgentAdapter.target_state`).
+Adapters never run tmux themselves; they ask the context, which is the engine's side of the contract.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pipeline import proc
+from pipeline.events import Completion, Response
+
+if TYPE_CHECKING:
+    from pipeline.config import Tile
+    from pipeline.tmux import PaneInfo, Tmux
+    from pipeline.watch import FileWatcher
+
+__all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext"]
+
+Emit = Callable[[Completion], Awaitable[None]]
+TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
+
+
+@dataclass
+class ResolveStep:
+    """One step of a resolution chain, for ``baton resolve``: what was looked at and what was found."""
+
+    step: str
+    ok: bool
+    detail: str
+    value: Any = None
+
+
+@dataclass
+class TileContext:
+    """The engine's services for one tile. Shared by the tile's adapter and the stages."""
+
+    name: str
+    tile: Tile
+    tmux: Tmux
+    watcher: FileWatcher | None = None
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("batonpass"))
+    #: the last prompt batonpass typed into this tile (an adapter may use it to tell panes apart)
+    last_prompt: str | None = None
+    #: set by the dispatcher when it has typed a prompt; the terminal adapter treats it as a turn start
+    prompt_sent_at: float = 0.0
+    _pane_id: str | None = None
+
+    async def pane(self) -> PaneInfo:
+        """The tile's pane, resolved once to its ``%N`` id and addressed by id afterwards.
+        Raises :class:`pipeline.tmux.PaneGone` / :class:`pipeline.tmux.ServerGone`."""
+        if self._pane_id is None:
+            info = await self.tmux.resolve(self.tile.pane)
+            self._pane_id = info.pane_id
+            return info
+        return await self.tmux.pane(self._pane_id)
+
+    def forget_pane(self) -> None:
+        """Resolve the pane target again next time (after its pane or server went away)."""
+        self._pane_id = None
+
+    async def capture(self, *, escapes: bool = False, start: int | str | None = None,
+                      end: int | str | None = None) -> str:
+        info = await self.pane()
+        return await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
+
+    async def capture_from(self, line: int) -> str:
+        """Everything from absolute line ``line`` (see :attr:`PaneInfo.cursor_line`) to the cursor."""
+        info = await self.pane()
+        start = max(line - info.history_size, -info.history_size)
+        return await self.tmux.capture(info.pane_id, start=start, end=info.cursor_y)
+
+
+class AgentAdapter:
+    """Base class of every agent adapter. Subclasses set the class attributes and override what they
+    know better than the terminal."""
+
+    #: what `agent:` in routes.yaml names
+    name: ClassVar[str] = ""
+    #: /proc/PID/comm (or exe basename) values that identify this agent in a pane's process tree
+    process_names: ClassVar[frozenset[str]] = frozenset()
+    #: seconds between the paste and the Enter that submits it
+    submit_delay_s: ClassVar[float] = 0.2
+    #: how long to wait for the target to show that the turn started, before calling it unconfirmed
+    confirm_timeout_s: ClassVar[float] = 5.0
+    #: True for adapters that answer from the screen; others get the ``terminal`` adapter as fallback
+    reads_screen: ClassVar[bool] = False
+    #: a short description for `baton plugins`
+    summary: ClassVar[str] = ""
+
+    def __init__(self, ctx: TileContext) -> None:
+        self.ctx = ctx
+
+    async def follow(self, emit: Emit) -> None:
+        """Run until cancelled, awaiting ``emit(Completion)`` each time the tile finishes a turn.
+        The detector deduplicates by ``turn_id``, so several signals may report the same turn."""
+        raise NotImplementedError
+
+    async def response(self, completion: Completion) -> Response | None:
+        """The clean answer of ``completion``'s turn, or None to let the terminal fallback answer."""
+        return None
+
+    async def target_state(self) -> TargetState:
+        """Whether a prompt may be typed now: ``ready``; ``busy`` or ``draft`` (wait); ``absent`` (the
+        pane shows no such agent — never type there); ``gone`` (no pane)."""
+        raise NotImplementedError
+
+    async def snapshot(self) -> Any:
+        """Whatever :meth:`turn_started` needs to see that a submitted prompt started a turn."""
+        return None
+
+    async def turn_started(self, before: Any) -> bool:
+        """True once the agent shows it took the prompt submitted after ``snapshot()`` returned ``before``."""
+        return True
+
+    async def resolve(self) -> list[ResolveStep]:
+        """The chain from pane to answer, each step shown by ``baton resolve``."""
+        return await self.find_process_steps()
+
+    # ---- helpers for subclasses ------------------------------------------------------------------
+
+    async def agent_process(self) -> proc.Proc | None:
+        """This agent's process in the tile's pane, or None (the pane runs something else)."""
+        info = await self.ctx.pane()
+        return proc.find_agent(info.pid, self.process_names)
+
+    async def find_process_steps(self) -> list[ResolveStep]:
+        info = await self.ctx.pane()
+        steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                             {"pane_id": info.pane_id, "pid": info.pid})]
+        found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
+        if self.process_names:
+            names = ", ".join(sorted(self.process_names))
+            steps.append(ResolveStep("process", found is not None,
+                                     f"{found.comm} pid {found.pid}" if found else f"no process named {names} under pid {info.pid}",
+                                     found.pid if found else None))
+        return steps

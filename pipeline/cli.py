@@ -1,0 +1,264 @@
+"""The ``baton`` command. Thin: parse arguments, call into the engine, print, choose the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from pipeline.config import Config, ConfigError, Problem, default_config_path, load_config
+from pipeline.plugins import Registries, load_registries, make_plugin_manager, plugin_origin
+from pipeline.tmux import Tmux, TmuxError
+
+__all__ = ["main"]
+
+log = logging.getLogger("batonpass")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="baton", description="Pass the baton between AI coding agents in tmux panes.")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(metavar="COMMAND")
+
+    def cmd(name: str, func, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = cmd("run", _run, "the routing daemon, in the foreground")
+    _config_arg(sp)
+    sp.add_argument("-L", dest="socket", help="tmux socket name (overrides tmux.socket_name)")
+    sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
+
+    sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
+    _config_arg(sp)
+
+    sp = cmd("demo", _demo, "a self-contained demo on real tmux panes (no API key, no agents needed)")
+    sp.add_argument("--handoffs", type=int, default=4, help="stop after this many hand-offs (default 4)")
+    sp.add_argument("--work-s", type=float, default=1.0, help="how long each demo turn works (default 1.0)")
+    sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
+
+    sp = cmd("send", _send, "hand text to a pane exactly as the dispatcher does")
+    sp.add_argument("pane", help="%%N, session:window.pane or title:NAME")
+    sp.add_argument("text", help="the text, or - to read standard input")
+    sp.add_argument("-L", dest="socket", help="tmux socket name")
+    sp.add_argument("--agent", default="auto", help="the agent in the pane (default: from its process tree)")
+
+    sp = cmd("resolve", _resolve, "run the resolution chain for one pane and show every step")
+    sp.add_argument("pane")
+    sp.add_argument("-L", dest="socket", help="tmux socket name")
+    sp.add_argument("--agent", default="auto")
+    sp.add_argument("--json", action="store_true")
+
+    sp = cmd("status", _status, "per tile: pane, agent, agent PID, state")
+    _config_arg(sp)
+    sp.add_argument("--json", action="store_true")
+
+    sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
+    sp.add_argument("--json", action="store_true")
+    return p
+
+
+def _config_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("-c", "--config", type=Path, default=None,
+                    help="routes.yaml (default ./routes.yaml, then $XDG_CONFIG_HOME/batonpass/routes.yaml)")
+
+
+def _load(args: argparse.Namespace, registries: Registries) -> tuple[Config | None, list[Problem]]:
+    path = args.config or default_config_path()
+    try:
+        config, warnings = load_config(path, registries)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        errors = sum(p.severity == "error" for p in exc.problems)
+        print(f"{path}: {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        return None, exc.problems
+    for problem in warnings:
+        print(problem, file=sys.stderr)
+    return config, warnings
+
+
+def _tmux(config: Config | None, socket: str | None) -> Tmux:
+    return Tmux(socket_name=socket or (config.tmux.socket_name if config else None))
+
+
+# ---- commands ------------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    config, warnings = _load(args, load_registries())
+    if config is None:
+        return 1
+    print(f"{config.path}: ok — {len(config.tiles)} tiles, {len(config.routes)} routes"
+          + (f", {len(warnings)} warnings" if warnings else ""))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline.runtime import Pipeline
+
+    registries = load_registries()
+    config, _ = _load(args, registries)
+    if config is None:
+        return 1
+    pipeline = Pipeline(config, registries, _tmux(config, args.socket), dry_run=args.dry_run)
+
+    async def until_signal() -> None:
+        async with anyio.create_task_group() as tg:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                tg.start_soon(pipeline.run)
+                async for signum in signals:
+                    log.info("stopping on %s", signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    break
+
+    anyio.run(until_signal)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from pipeline.demo import run_demo
+
+    logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
+
+
+def _adapter_for(args: argparse.Namespace, registries: Registries):
+    from pipeline.agents import TileContext
+    from pipeline.config import Tile
+    from pipeline.tiles import identify_agent
+
+    async def build():
+        ctx = TileContext(name=args.pane, tile=Tile(pane=args.pane, agent=args.agent), tmux=_tmux(None, args.socket))
+        kind = args.agent
+        if kind == "auto":
+            kind = identify_agent((await ctx.pane()).pid, registries.agents)
+        return registries.agents.get(kind)(ctx)
+
+    return build
+
+
+def _send(args: argparse.Namespace) -> int:
+    from pipeline.stages.dispatch import type_prompt
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    build = _adapter_for(args, load_registries())
+
+    async def send() -> int:
+        adapter = await build()
+        state = await adapter.target_state()
+        if state in ("absent", "gone"):
+            print(f"baton send: not typing into {args.pane}: it is {state} "
+                  f"({'no ' + adapter.name + ' agent runs there' if state == 'absent' else 'no such pane'})",
+                  file=sys.stderr)
+            return 1
+        confirmed, pane_id = await type_prompt(adapter, text)
+        print(f"sent {len(text)} chars to {pane_id} ({adapter.name}): "
+              f"{'the agent started a turn' if confirmed else 'typed; the agent did not show a new turn yet'}")
+        return 0
+
+    try:
+        return anyio.run(send)
+    except (TmuxError, ValueError) as exc:
+        print(f"baton send: {exc}", file=sys.stderr)
+        return 1
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    build = _adapter_for(args, load_registries())
+
+    async def resolve():
+        adapter = await build()
+        return adapter, await adapter.resolve()
+
+    try:
+        adapter, steps = anyio.run(resolve)
+    except TmuxError as exc:
+        print(f"baton resolve: {exc}", file=sys.stderr)
+        return 1
+    ok = all(s.ok for s in steps)
+    if args.json:
+        print(json.dumps({"pane": args.pane, "agent": adapter.name, "ok": ok,
+                          "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value} for s in steps]},
+                         indent=2, default=str))
+    else:
+        print(f"{args.pane}: agent {adapter.name}")
+        for s in steps:
+            print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
+    return 0 if ok else 1
+
+
+def _status(args: argparse.Namespace) -> int:
+    from pipeline.tiles import build_tiles
+
+    registries = load_registries()
+    config, _ = _load(args, registries)
+    if config is None:
+        return 1
+
+    async def status() -> list[dict]:
+        rows = []
+        for name, runtime in (await build_tiles(config, registries.agents, _tmux(config, None))).items():
+            row = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name}
+            try:
+                info = await runtime.ctx.pane()
+                found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
+                row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
+                           state=await runtime.adapter.target_state())
+            except TmuxError as exc:
+                row.update(state="gone", error=str(exc))
+            rows.append(row)
+        return rows
+
+    rows = anyio.run(status)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['tile']:<14} {r.get('pane_id') or r['pane']:<8} {r['agent']:<10} "
+                  f"pid {r.get('agent_pid') or '-':<8} {r['state']}")
+    return 0
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    pm = make_plugin_manager()
+    registries = load_registries(pm)
+    rows = []
+    for kind, registry in (("agent", registries.agents), ("transform", registries.transforms)):
+        for name in registry.names():
+            cls = registry.get(name)
+            rows.append({"kind": kind, "name": name, "from": registry.origin(name),
+                         "summary": getattr(cls, "summary", "")})
+    if args.json:
+        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows}, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['kind']:<10} {r['name']:<12} {r['from']:<28} {r['summary']}")
+        if os.environ.get("BATON_DISABLE_EXTERNAL_PLUGINS") == "1":
+            print("(external plugins disabled by BATON_DISABLE_EXTERNAL_PLUGINS=1)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

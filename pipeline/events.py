@@ -1,0 +1,80 @@
+"""The records that flow between the four stages.
+
+All are frozen: a stage never edits what it received, it makes the next record. Each one names the tile
+and the turn it belongs to, so that a log line about any of them can say which hand-off it is part of.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Completion", "Delivery", "Outcome", "Prompt", "Response", "ResponseSource"]
+
+Outcome = Literal["completed", "failed"]
+ResponseSource = Literal["transcript", "hook", "terminal", "store", "input"]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """Tile `tile` finished turn `turn_id`. `turn_id` is stable: the same turn seen through two signals
+    (a file and a hook, say) has the same id, which is how the detector tells them apart."""
+
+    tile: str
+    turn_id: str
+    outcome: Outcome = "completed"
+    signal: str = "terminal"
+    at: float = field(default_factory=time.time)
+    hop: int = 0
+    #: the answer when the signal itself carried it (a Stop hook's last_assistant_message)
+    text: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The clean text of a turn's final answer, and where it came from."""
+
+    completion: Completion
+    text: str
+    source: ResponseSource
+    cwd: str | None = None
+    note: str = ""
+
+    @property
+    def tile(self) -> str:
+        return self.completion.tile
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What one route will type into its target for one turn."""
+
+    route: str
+    source: str
+    target: str
+    text: str
+    turn_id: str
+    hop: int
+    created: float = field(default_factory=time.time)
+
+    @property
+    def key(self) -> str:
+        """Identifies this hand-off: one route firing for one turn."""
+        return f"{self.route}@{self.turn_id}"
+
+
+DeliveryState = Literal["delivered", "unconfirmed", "failed", "skipped", "dry-run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """The end of a hand-off: what happened to a prompt."""
+
+    prompt: Prompt
+    state: DeliveryState
+    pane: str | None = None
+    attempts: int = 1
+    error: str = ""
+    at: float = field(default_factory=time.time)

@@ -1,0 +1,61 @@
+"""Name → class registries filled by the plugin hooks. A miss says which names exist, so a typo in
+routes.yaml is answered with the list to choose from."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+__all__ = ["AgentRegistry", "Registry", "TransformRegistry", "UnknownName"]
+
+T = TypeVar("T")
+
+
+class UnknownName(LookupError):
+    """Raised by :meth:`Registry.get` for a name no plugin registered."""
+
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        self.kind, self.name, self.known = kind, name, known
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(known) or '(none)'}")
+
+
+class Registry(Generic[T]):
+    kind = "name"
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[T]] = {}
+        self._origin: dict[str, str] = {}
+        self._current_origin = "?"
+
+    def add(self, cls: type[T]) -> None:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{cls!r} has no 'name' string, so routes.yaml could not name it")
+        self._classes[name] = cls
+        self._origin[name] = self._current_origin
+
+    def get(self, name: str) -> type[T]:
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise UnknownName(self.kind, name, self.names()) from None
+
+    def origin(self, name: str) -> str:
+        """The plugin (distribution or module) that registered ``name``."""
+        return self._origin.get(name, "?")
+
+    def names(self) -> list[str]:
+        return sorted(self._classes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes
+
+    def __iter__(self):
+        return iter(self.names())
+
+
+class AgentRegistry(Registry):
+    kind = "agent"
+
+
+class TransformRegistry(Registry):
+    kind = "transform"

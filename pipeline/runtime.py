@@ -1,0 +1,67 @@
+"""One task group wiring the four stages with bounded streams.
+
+detector → extractor → router → dispatcher. Each stage owns and closes its stream ends, so cancelling the
+group (a signal, or the end of the demo) unwinds every stage at once, and a slow stage makes the ones
+before it wait instead of piling up memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from pipeline.config import Config
+from pipeline.events import Completion, Delivery, Prompt, Response
+from pipeline.hops import HopLedger
+from pipeline.plugins import Registries
+from pipeline.stages.detect import CompletionDetector
+from pipeline.stages.dispatch import PromptDispatcher
+from pipeline.stages.extract import ResponseExtractor
+from pipeline.stages.transform import PromptRouter
+from pipeline.tiles import TileRuntime, build_tiles
+from pipeline.tmux import Tmux
+
+__all__ = ["Pipeline"]
+
+log = logging.getLogger("batonpass")
+STREAM_SIZE = 64
+
+
+class Pipeline:
+    """The routing daemon. ``await pipeline.run()`` runs until cancelled."""
+
+    def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
+                 report: Callable[[Completion | Delivery], None] | None = None) -> None:
+        self.config, self.registries, self.tmux = config, registries, tmux
+        self.dry_run, self.report = dry_run, report
+        self.hops = HopLedger()
+        self.tiles: dict[str, TileRuntime] = {}
+        self.dispatcher: PromptDispatcher | None = None
+
+    async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
+        self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux)
+        detector = CompletionDetector(self.tiles, self.hops, report=self.report)
+        extractor = ResponseExtractor(self.tiles)
+        router = PromptRouter(self.config, self.tiles, self.registries.transforms)
+        self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
+                                           dry_run=self.dry_run, report=self.report)
+        completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
+        responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
+        prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
+        self._prompts_in = prompts_in.clone()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(detector.run, completions_in)
+            tg.start_soon(extractor.run, completions_out, responses_in)
+            tg.start_soon(router.run, responses_out, prompts_in)
+            tg.start_soon(self.dispatcher.run, prompts_out)
+            log.info("running: %d tiles, %d routes on %s", len(self.tiles), len(self.config.routes),
+                     self.tmux.describe())
+            task_status.started(self)
+
+    async def submit(self, prompt: Prompt) -> None:
+        """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""
+        await self._prompts_in.send(prompt)

@@ -1,0 +1,69 @@
+"""Stage 1: completions from every tile's adapter, one stream, each turn once.
+
+Each adapter may report a turn through several signals (a file, a hook, the screen); the detector keeps
+the first report of each ``(tile, turn_id)`` and drops the rest, so one turn is one completion whichever
+signal comes first. An adapter that crashes is logged and restarted: one broken tile never stops the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+
+import anyio
+from anyio.abc import ObjectSendStream
+
+from pipeline.events import Completion
+from pipeline.hops import HopLedger
+from pipeline.tiles import TileRuntime
+
+__all__ = ["CompletionDetector"]
+
+log = logging.getLogger("batonpass")
+
+
+class CompletionDetector:
+    def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, memory: int = 4096,
+                 report: Callable[[Completion], None] | None = None) -> None:
+        self.tiles, self.hops, self.memory = tiles, hops, memory
+        self.report = report or (lambda completion: None)
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    async def run(self, send: ObjectSendStream[Completion]) -> None:
+        async with send, anyio.create_task_group() as tg:
+            for runtime in self.tiles.values():
+                tg.start_soon(self._follow, runtime, send)
+
+    def is_new(self, completion: Completion) -> bool:
+        key = (completion.tile, completion.turn_id)
+        if key in self._seen:
+            return False
+        self._seen[key] = None
+        if len(self._seen) > self.memory:
+            self._seen.popitem(last=False)
+        return True
+
+    async def _follow(self, runtime: TileRuntime, send: ObjectSendStream[Completion]) -> None:
+        async def emit(completion: Completion) -> None:
+            if not self.is_new(completion):
+                log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
+                return
+            completion = replace(completion, hop=self.hops.take(completion.tile))
+            runtime.invalidate()
+            log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
+                     completion.outcome, completion.signal, completion.hop)
+            self.report(completion)
+            await send.send(completion)
+
+        delay = 1.0
+        while True:
+            try:
+                await runtime.adapter.follow(emit)
+                return
+            except Exception as exc:  # one tile's failure is reported, the others go on
+                log.error("%s: the %s adapter failed while watching (%s: %s); restarting in %.0fs",
+                          runtime.name, runtime.adapter.name, type(exc).__name__, exc, delay, exc_info=log.isEnabledFor(logging.DEBUG))
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 30.0)

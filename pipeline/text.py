@@ -1,0 +1,53 @@
+"""Making text safe: ANSI stripping for screens, and the sanitizer that guards every pane we type into.
+
+Both work on ``str``. The sanitizer is the last step before tmux: whatever an agent printed, only printable
+characters, newline and tab get through, so no escape sequence (and so no bracketed-paste terminator
+``ESC[201~``) from one agent's output can act on another agent's terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["sanitize", "strip_ansi"]
+
+# ESC-introduced sequences (ECMA-48): CSI, OSC/DCS/SOS/PM/APC strings, two-byte escapes; plus the 8-bit
+# C1 forms of CSI (0x9b) and of the string introducers (0x90, 0x98, 0x9d, 0x9e, 0x9f).
+_ANSI = re.compile(
+    r"""
+    (?:\x1b\[|\x9b) [\x30-\x3f]* [\x20-\x2f]* [\x40-\x7e]        # CSI ... final
+  | (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]) .*? (?:\x07|\x1b\\|\x9c|$)   # OSC/DCS/SOS/PM/APC ... ST|BEL
+  | \x1b [\x20-\x2f]* [\x30-\x7e]                                 # nF / Fp / Fe / Fs escapes
+  | \x1b $                                                        # a lone ESC at the very end
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+# C0 except tab and newline, DEL, C1; plus Unicode "format" characters that reorder or hide text.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal escape sequences and control characters; keep newlines and tabs.
+
+    Carriage returns are treated as line ends (``\\r\\n`` → ``\\n``), and trailing spaces that a screen
+    capture pads lines with are removed.
+    """
+    text = _ANSI.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text)
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def sanitize(text: str) -> str:
+    """The text as it may be typed into a pane: printable characters, ``\\n`` and ``\\t`` only.
+
+    Escape sequences are removed whole (not just their ESC byte, which would leave ``[201~`` behind to
+    confuse a reader), other controls dropped, unpaired surrogates dropped, line ends normalised, and
+    trailing blank lines trimmed so that the submit key is not preceded by empty lines.
+    """
+    text = _ANSI.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cs")
+    return text.strip("\n")

@@ -1,0 +1,199 @@
+"""The tmux client: the only module in batonpass that runs tmux.
+
+Every call names its server (``-L`` socket name, ``-S`` socket path, or the server of ``$TMUX``) and
+addresses panes by id (``%N``) once resolved — never "the active pane". Text reaches a pane only through
+:meth:`Tmux.paste`: loaded from stdin into a uniquely named buffer and pasted as one unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+from dataclasses import dataclass
+
+import anyio
+
+__all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
+
+_FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
+           "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
+           "pane_in_mode", "alternate_on")
+_FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
+_buffer_ids = itertools.count()
+
+
+class TmuxError(RuntimeError):
+    """tmux said no; the message is tmux's own."""
+
+
+class ServerGone(TmuxError):
+    """No tmux server answers on this socket."""
+
+
+class PaneGone(TmuxError):
+    """The pane (or the session/window named) does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class PaneInfo:
+    pane_id: str
+    pid: int
+    dead: bool
+    history_size: int
+    cursor_x: int
+    cursor_y: int
+    height: int
+    width: int
+    current_command: str
+    title: str
+    address: str
+    in_mode: bool
+    alternate_on: bool
+
+    @property
+    def cursor_line(self) -> int:
+        """The cursor's line counted from the top of the scrollback: stable while output scrolls."""
+        return self.history_size + self.cursor_y
+
+
+def _parse(line: str) -> PaneInfo:
+    v = dict(zip(_FIELDS, line.split("\x1f"), strict=False))
+    return PaneInfo(
+        pane_id=v["pane_id"], pid=int(v["pane_pid"] or 0), dead=v["pane_dead"] == "1",
+        history_size=int(v["history_size"] or 0), cursor_x=int(v["cursor_x"] or 0),
+        cursor_y=int(v["cursor_y"] or 0), height=int(v["pane_height"] or 0), width=int(v["pane_width"] or 0),
+        current_command=v["pane_current_command"], title=v["pane_title"],
+        address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}", in_mode=v["pane_in_mode"] == "1",
+        alternate_on=v.get("alternate_on") == "1",
+    )
+
+
+class Tmux:
+    """One tmux server. ``socket_name`` is ``-L``; ``socket_path`` is ``-S``; with neither, the server of
+    ``$TMUX`` when set, else tmux's default server."""
+
+    def __init__(self, socket_name: str | None = None, socket_path: str | None = None, *,
+                 config_file: str | None = None) -> None:
+        if socket_name is None and socket_path is None and os.environ.get("TMUX"):
+            socket_path = os.environ["TMUX"].split(",")[0]
+        self.socket_name, self.socket_path = socket_name, socket_path
+        #: ``-f``: only read when this client starts the server (the demo and tests pass /dev/null)
+        self.config_file = config_file
+
+    @property
+    def base(self) -> list[str]:
+        cmd = ["tmux"] + (["-f", self.config_file] if self.config_file else [])
+        if self.socket_name:
+            return cmd + ["-L", self.socket_name]
+        if self.socket_path:
+            return cmd + ["-S", self.socket_path]
+        return cmd
+
+    def describe(self) -> str:
+        if self.socket_name:
+            return f"tmux -L {self.socket_name}"
+        if self.socket_path:
+            return f"tmux -S {self.socket_path}"
+        return "the default tmux server"
+
+    async def run(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
+        try:
+            result = await anyio.run_process([*self.base, *args], input=input, check=False)
+        except FileNotFoundError:
+            raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
+        if check and result.returncode != 0:
+            raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
+        return result.stdout.decode("utf-8", "replace")
+
+    def run_sync(self, *args: str, check: bool = True) -> str:
+        """For the few places outside the event loop (test fixtures, the demo's teardown)."""
+        result = subprocess.run([*self.base, *args], capture_output=True, check=False)
+        if check and result.returncode != 0:
+            raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
+        return result.stdout.decode("utf-8", "replace")
+
+    # ---- panes -------------------------------------------------------------------------------------
+
+    async def resolve(self, target: str) -> PaneInfo:
+        """A tile's ``pane:`` (``%N``, ``session:window.pane`` or ``title:NAME``) → the pane."""
+        if target.startswith("title:"):
+            title = target.removeprefix("title:")
+            matches = [p for p in await self.list_panes() if p.title == title]
+            if not matches:
+                raise PaneGone(f"no pane has the title {title!r} on {self.describe()}")
+            if len(matches) > 1:
+                ids = ", ".join(p.pane_id for p in matches)
+                raise PaneGone(f"{len(matches)} panes have the title {title!r} ({ids}); give each a unique title")
+            return matches[0]
+        return await self.pane(target)
+
+    async def pane(self, target: str) -> PaneInfo:
+        out = await self.run("display-message", "-p", "-t", target, _FORMAT)
+        return _parse(out.rstrip("\n"))
+
+    async def list_panes(self) -> list[PaneInfo]:
+        out = await self.run("list-panes", "-a", "-F", _FORMAT)
+        return [_parse(line) for line in out.splitlines() if line]
+
+    async def capture(self, pane_id: str, *, escapes: bool = False, start: int | str | None = None,
+                      end: int | str | None = None) -> str:
+        """The pane's text, wrapped lines joined. ``start``/``end`` are tmux line numbers (0 = top of the
+        visible screen, negative = scrollback, ``"-"`` = the very start/end)."""
+        args = ["capture-pane", "-p", "-J", "-t", pane_id]
+        if escapes:
+            args.append("-e")
+        if start is not None:
+            args += ["-S", str(start)]
+        if end is not None:
+            args += ["-E", str(end)]
+        return await self.run(*args)
+
+    # ---- typing ------------------------------------------------------------------------------------
+
+    async def paste(self, pane_id: str, text: str) -> None:
+        """Paste ``text`` (already sanitized) as one unit: bracketed if the program asked for it, LF kept
+        as LF, and the uniquely named buffer deleted afterwards."""
+        name = f"baton-{os.getpid()}-{next(_buffer_ids)}"
+        await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
+        try:
+            await self.run("paste-buffer", "-p", "-r", "-d", "-b", name, "-t", pane_id)
+        except TmuxError:
+            await self.run("delete-buffer", "-b", name, check=False)
+            raise
+
+    async def send_keys(self, pane_id: str, *keys: str) -> None:
+        """Named keys only (``Enter``, ``C-u``); text goes through :meth:`paste`."""
+        await self.run("send-keys", "-t", pane_id, *keys)
+
+    # ---- sessions ----------------------------------------------------------------------------------
+
+    async def new_session(self, name: str, command: str, *, cwd: str | None = None, width: int = 160,
+                          height: int = 48, env: dict[str, str] | None = None) -> PaneInfo:
+        args = ["new-session", "-d", "-P", "-F", _FORMAT, "-s", name, "-x", str(width), "-y", str(height)]
+        args += _env_args(env) + (["-c", cwd] if cwd else [])
+        return _parse((await self.run(*args, command)).rstrip("\n"))
+
+    async def split(self, target: str, command: str, *, cwd: str | None = None, horizontal: bool = True,
+                    env: dict[str, str] | None = None) -> PaneInfo:
+        args = ["split-window", "-d", "-P", "-F", _FORMAT, "-t", target, "-h" if horizontal else "-v"]
+        args += _env_args(env) + (["-c", cwd] if cwd else [])
+        return _parse((await self.run(*args, command)).rstrip("\n"))
+
+    async def set_title(self, pane_id: str, title: str) -> None:
+        await self.run("select-pane", "-t", pane_id, "-T", title)
+
+    async def kill_server(self) -> None:
+        await self.run("kill-server", check=False)
+
+
+def _env_args(env: dict[str, str] | None) -> list[str]:
+    return [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
+
+
+def _error(stderr: str, args: tuple[str, ...]) -> TmuxError:
+    if "no server running" in stderr or "error connecting to" in stderr:
+        return ServerGone(stderr)
+    if "can't find" in stderr:
+        return PaneGone(stderr)
+    return TmuxError(f"tmux {' '.join(args[:1])}: {stderr}")
