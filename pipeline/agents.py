@@ -17,7 +17,10 @@ from pipeline import proc
 from pipeline.events import Completion, Response
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pipeline.config import Tile
+    from pipeline.spool import HookRecord
     from pipeline.tmux import PaneInfo, Tmux
     from pipeline.watch import FileWatcher
 
@@ -118,6 +121,23 @@ class AgentAdapter:
     async def turn_started(self, before: Any) -> bool:
         """True once the agent shows it took the prompt submitted after ``snapshot()`` returned ``before``."""
         return True
+
+    async def hook_completion(self, record: HookRecord) -> Completion | None:
+        """A record from this agent's own completion hook (see :mod:`pipeline.spool`), offered to every
+        tile of this agent kind: return the Completion if the record is this tile's, else None."""
+        return None
+
+    @classmethod
+    def extract_file(cls, path: Path) -> Response | None:
+        """``baton extract``: the last finished turn's answer from one of this agent's files, or None
+        if the file holds no finished turn. Adapters without files raise NotImplementedError."""
+        raise NotImplementedError(f"the {cls.name} adapter reads no files")
+
+    @classmethod
+    def install_hooks(cls, hook_command: list[str]) -> str:
+        """``baton hooks install``: add ``hook_command`` (it runs :mod:`pipeline.spool`) to the agent's own
+        settings without destroying what the user has there. Returns what was changed, for the user."""
+        raise NotImplementedError(f"the {cls.name} adapter has no hooks to install")
 
     async def resolve(self) -> list[ResolveStep]:
         """The chain from pane to answer, each step shown by ``baton resolve``."""

@@ -74,6 +74,18 @@ def _parser() -> argparse.ArgumentParser:
     _config_arg(sp)
     sp.add_argument("--json", action="store_true")
 
+    sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
+    sp.add_argument("file", type=Path)
+    sp.add_argument("--agent", default="claude", help="whose file it is (default claude)")
+    sp.add_argument("--json", action="store_true")
+
+    sp = cmd("hooks", None, "the agents' own completion hooks")
+    hooks = sp.add_subparsers(metavar="ACTION")
+    hp = hooks.add_parser("install", help="add Claude Code's Stop hook / Codex's notify, pointing at batonpass")
+    hp.set_defaults(func=_hooks_install)
+    hp.add_argument("--claude", action="store_true")
+    hp.add_argument("--codex", action="store_true")
+
     sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
     sp.add_argument("--json", action="store_true")
     return p
@@ -239,6 +251,38 @@ def _status(args: argparse.Namespace) -> int:
             print(f"{r['tile']:<14} {r.get('pane_id') or r['pane']:<8} {r['agent']:<10} "
                   f"pid {r.get('agent_pid') or '-':<8} {r['state']}")
     return 0
+
+
+def _extract(args: argparse.Namespace) -> int:
+    registries = load_registries()
+    try:
+        response = registries.agents.get(args.agent).extract_file(args.file)
+    except (LookupError, NotImplementedError, OSError) as exc:
+        print(f"baton extract: {exc}", file=sys.stderr)
+        return 1
+    if response is None:
+        print(f"baton extract: {args.file} holds no finished turn", file=sys.stderr)
+        return 1
+    if args.json:
+        c = response.completion
+        print(json.dumps({"text": response.text, "turn_id": c.turn_id, "outcome": c.outcome,
+                          "source": response.source, "cwd": response.cwd}, ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(response.text if response.text.endswith("\n") else response.text + "\n")
+    return 0
+
+
+def _hooks_install(args: argparse.Namespace) -> int:
+    registries = load_registries()
+    kinds = [k for k, on in (("claude", args.claude), ("codex", args.codex)) if on] or ["claude", "codex"]
+    status = 0
+    for kind in kinds:
+        try:
+            print(registries.agents.get(kind).install_hooks([sys.executable, "-m", "pipeline.spool", kind]))
+        except (NotImplementedError, OSError, ValueError) as exc:
+            print(f"baton hooks install --{kind}: {exc}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def _plugins(args: argparse.Namespace) -> int:

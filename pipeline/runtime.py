@@ -24,6 +24,7 @@ from pipeline.stages.extract import ResponseExtractor
 from pipeline.stages.transform import PromptRouter
 from pipeline.tiles import TileRuntime, build_tiles
 from pipeline.tmux import Tmux
+from pipeline.watch import FileWatcher
 
 __all__ = ["Pipeline"]
 
@@ -43,7 +44,8 @@ class Pipeline:
         self.dispatcher: PromptDispatcher | None = None
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
-        self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux)
+        watcher = FileWatcher()
+        self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux, watcher=watcher)
         detector = CompletionDetector(self.tiles, self.hops, report=self.report)
         extractor = ResponseExtractor(self.tiles)
         router = PromptRouter(self.config, self.tiles, self.registries.transforms)
@@ -54,7 +56,8 @@ class Pipeline:
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
         self._prompts_in = prompts_in.clone()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(detector.run, completions_in)
+            tg.start_soon(watcher.run)
+            tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
             tg.start_soon(self.dispatcher.run, prompts_out)

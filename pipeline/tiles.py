@@ -11,6 +11,7 @@ from pipeline.config import Config
 from pipeline.events import Response
 from pipeline.registry import AgentRegistry
 from pipeline.tmux import Tmux, TmuxError
+from pipeline.watch import FileWatcher
 
 __all__ = ["TileRuntime", "build_tiles", "identify_agent"]
 
@@ -46,10 +47,11 @@ def identify_agent(pane_pid: int, agents: AgentRegistry) -> str:
     return names.get(found.comm) or names.get(found.exe_name, "shell")
 
 
-async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux) -> dict[str, TileRuntime]:
+async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
+                      watcher: FileWatcher | None = None) -> dict[str, TileRuntime]:
     tiles: dict[str, TileRuntime] = {}
     for name, tile in config.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=tmux)
+        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher)
         kind = tile.agent
         if kind == "auto":
             try:

@@ -17,7 +17,9 @@ from anyio.abc import ObjectSendStream
 
 from pipeline.events import Completion
 from pipeline.hops import HopLedger
+from pipeline.spool import ensure_spool_dir, read_records
 from pipeline.tiles import TileRuntime
+from pipeline.watch import FileWatcher
 
 __all__ = ["CompletionDetector"]
 
@@ -31,10 +33,43 @@ class CompletionDetector:
         self.report = report or (lambda completion: None)
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
-    async def run(self, send: ObjectSendStream[Completion]) -> None:
+    async def run(self, send: ObjectSendStream[Completion], watcher: FileWatcher | None = None) -> None:
+        self._send = send
         async with send, anyio.create_task_group() as tg:
             for runtime in self.tiles.values():
-                tg.start_soon(self._follow, runtime, send)
+                tg.start_soon(self._follow, runtime)
+            if watcher is not None:
+                tg.start_soon(self._hooks, watcher)
+
+    async def accept(self, completion: Completion) -> None:
+        """Pass ``completion`` on unless its turn was already seen (through another signal)."""
+        if not self.is_new(completion):
+            log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
+            return
+        completion = replace(completion, hop=self.hops.take(completion.tile))
+        self.tiles[completion.tile].invalidate()
+        log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
+                 completion.outcome, completion.signal, completion.hop)
+        self.report(completion)
+        await self._send.send(completion)
+
+    async def _hooks(self, watcher: FileWatcher) -> None:
+        """Records from the agents' own hooks (pipeline.spool), offered to the tiles of that agent."""
+        with watcher.subscribe(ensure_spool_dir()) as sub:
+            while True:
+                for record in read_records():
+                    for runtime in self.tiles.values():
+                        if runtime.adapter.name != record.agent:
+                            continue
+                        try:
+                            completion = await runtime.adapter.hook_completion(record)
+                        except Exception as exc:
+                            log.error("%s: bad %s hook record: %s: %s", runtime.name, record.agent,
+                                      type(exc).__name__, exc)
+                            continue
+                        if completion is not None:
+                            await self.accept(completion)
+                await sub.wait()
 
     def is_new(self, completion: Completion) -> bool:
         key = (completion.tile, completion.turn_id)
@@ -45,22 +80,11 @@ class CompletionDetector:
             self._seen.popitem(last=False)
         return True
 
-    async def _follow(self, runtime: TileRuntime, send: ObjectSendStream[Completion]) -> None:
-        async def emit(completion: Completion) -> None:
-            if not self.is_new(completion):
-                log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
-                return
-            completion = replace(completion, hop=self.hops.take(completion.tile))
-            runtime.invalidate()
-            log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
-                     completion.outcome, completion.signal, completion.hop)
-            self.report(completion)
-            await send.send(completion)
-
+    async def _follow(self, runtime: TileRuntime) -> None:
         delay = 1.0
         while True:
             try:
-                await runtime.adapter.follow(emit)
+                await runtime.adapter.follow(self.accept)
                 return
             except Exception as exc:  # one tile's failure is reported, the others go on
                 log.error("%s: the %s adapter failed while watching (%s: %s); restarting in %.0fs",
