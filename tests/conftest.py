@@ -1,0 +1,105 @@
+"""Shared test fixtures: a private tmux server per test, and helpers to wait on real panes.
+
+Each test that needs tmux gets its own server on a unique socket (``tmux -L``) started with ``-f /dev/null``
+so the user's tmux.conf plays no part; the fixture kills only that server. Waiting is by condition with a
+deadline, never by fixed sleeps, and no test asserts a wall-clock timing.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.tmux import Tmux
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if shutil.which("tmux") is None:
+        skip = pytest.mark.skip(reason="tmux is not installed")
+        for item in items:
+            if "tmux" in item.keywords:
+                item.add_marker(skip)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+class TmuxServer:
+    """A private tmux server for one test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.socket = f"baton-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmux = Tmux(socket_name=self.socket, config_file="/dev/null")
+        self.tmp = tmp
+        self._sessions = 0
+
+    def run(self, *args: str, check: bool = True) -> str:
+        return self.tmux.run_sync(*args, check=check)
+
+    def new_pane(self, command: str | None = None, *, cwd: str | Path | None = None,
+                 env: dict[str, str] | None = None, width: int = 160, height: int = 40) -> str:
+        """A new session (so panes never share a window's size) running ``command`` (default: a plain
+        bash with a fixed prompt). Returns the pane id."""
+        self._sessions += 1
+        base_env = {"PS1": "$ ", "TERM": "tmux-256color", "LANG": "C.UTF-8", "HISTFILE": "/dev/null"}
+        base_env.update(env or {})
+        cmd = command or "bash --norc --noprofile"
+        args = ["new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"s{self._sessions}", "-x", str(width),
+                "-y", str(height), "-c", str(cwd or self.tmp)]
+        for k, v in base_env.items():
+            args += ["-e", f"{k}={v}"]
+        return self.run(*args, cmd).strip()
+
+    def capture(self, pane: str) -> str:
+        return self.run("capture-pane", "-p", "-J", "-t", pane)
+
+    def type(self, pane: str, text: str, enter: bool = True) -> None:
+        """Type like a person would (send-keys -l), for setting up a scene — not how batonpass types."""
+        self.run("send-keys", "-t", pane, "-l", text)
+        if enter:
+            self.run("send-keys", "-t", pane, "Enter")
+
+    def pane_pid(self, pane: str) -> int:
+        return int(self.run("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+
+
+@pytest.fixture
+def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
+    server = TmuxServer(tmp_path)
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def demo_agent_command(name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None) -> str:
+    """The shell command that runs the package's demo agent (a real raw-mode TUI with bracketed paste)."""
+    cmd = [sys.executable, "-m", "plugins.demo_agent", "--name", name, "--role", role, "--work-s", str(work_s)]
+    if log is not None:
+        cmd += ["--log", str(log)]
+    return shlex.join(cmd)
