@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.config import Config, ConfigError, Problem, default_config_path, load_config
-from pipeline.plugins import Registries, load_registries, make_plugin_manager, plugin_origin
+from pipeline.plugins import Registries, load_registries, make_plugin_manager
 from pipeline.tmux import Tmux, TmuxError
 
 __all__ = ["main"]

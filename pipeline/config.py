@@ -244,7 +244,7 @@ def _pydantic_problems(exc: ValidationError, positions: _Positions) -> list[Prob
         elif kind == "literal_error" and loc == ["version"]:
             problems.append(positions.problem(loc, "unsupported version; this batonpass reads version 1"))
         else:
-            problems.append(positions.problem(loc, err["msg"]))
+            problems.append(positions.problem(loc, _message(err)))
     # str | dict unions repeat the same position for each member; keep one message per path
     seen: set[str] = set()
     unique = []
@@ -253,6 +253,10 @@ def _pydantic_problems(exc: ValidationError, positions: _Positions) -> list[Prob
             unique.append(p)
         seen.add(p.path)
     return unique
+
+
+def _message(err: Any) -> str:
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: Any) -> list[Problem]:
@@ -283,8 +287,9 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
         label = route.get("name") or f"{src}->{dst}"
         if isinstance(label, str):
             if label in names_seen:
+                hint = "" if route.get("name") else "; give one of them a `name:`"
                 problems.append(positions.problem(("routes", i, "name" if route.get("name") else "from"),
-                                                  f"route name {label!r} is already used by routes[{names_seen[label]}]"))
+                                                  f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}"))
             names_seen.setdefault(label, i)
         if isinstance(route.get("match"), str):
             try:
@@ -324,7 +329,7 @@ def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions,
     except UnknownName as exc:
         return [positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")]
     try:
-        cls.Options.model_validate(options)
+        validated = cls.Options.model_validate(options)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
@@ -336,9 +341,20 @@ def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions,
                 problems.append(Problem(positions.filename, *positions.mark(path), _dotted(loc),
                                         f"transform {kind!r} needs option {err['loc'][-1]!r}"))
             else:
-                problems.append(positions.problem(loc, err["msg"]))
+                problems.append(positions.problem(loc, _message(err)))
         return problems
-    return []
+    return _api_key_problems(cls, kind, validated, type_path, positions)
+
+
+def _api_key_problems(cls: Any, kind: str, options: Any, path: tuple[Any, ...], positions: _Positions) -> list[Problem]:
+    """A warning when the transform calls a service whose key (``needs_api_key_env``) is not set: the
+    config is valid, but every hand-off of the route will fall back."""
+    env = getattr(cls, "needs_api_key_env", None)
+    if not env or os.environ.get(env):
+        return []
+    then = "skipped" if getattr(options, "on_error", "raw") == "skip" else "handed on as the raw answer"
+    return [positions.problem(path, f"transform {kind!r} needs {env}, which is not set: its hand-offs will be "
+                                    f"{then} until it is", severity="warning")]
 
 
 def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:

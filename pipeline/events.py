@@ -58,6 +58,8 @@ class Prompt:
     turn_id: str
     hop: int
     created: float = field(default_factory=time.time)
+    #: how the transform made the text when that is worth knowing (e.g. why an AI transform fell back)
+    note: str = ""
 
     @property
     def key(self) -> str:

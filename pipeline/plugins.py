@@ -25,6 +25,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.codex",
     "plugins.demo",
     "plugins.transforms",
+    "plugins.llm_transforms",
 )
 
 

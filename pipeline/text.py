@@ -18,6 +18,7 @@ _ANSI = re.compile(
     r"""
     (?:\x1b\[|\x9b) [\x30-\x3f]* [\x20-\x2f]* [\x40-\x7e]        # CSI ... final
   | (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]) .*? (?:\x07|\x1b\\|\x9c|$)   # OSC/DCS/SOS/PM/APC ... ST|BEL
+  | \x1bO [\x20-\x7e]                                            # SS3 (keypad, F1-F4)
   | \x1b [\x20-\x2f]* [\x30-\x7e]                                 # nF / Fp / Fe / Fs escapes
   | \x1b $                                                        # a lone ESC at the very end
     """,

@@ -130,6 +130,9 @@ class Tmux:
 
     async def pane(self, target: str) -> PaneInfo:
         out = await self.run("display-message", "-p", "-t", target, _FORMAT)
+        if not out.strip("\n\x1f"):
+            # tmux 3.3 answers an unknown target with an empty line and exit status 0
+            raise PaneGone(f"can't find pane {target} on {self.describe()}")
         return _parse(out.rstrip("\n"))
 
     async def list_panes(self) -> list[PaneInfo]:

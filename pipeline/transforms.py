@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.events import Response
 
-__all__ = ["NoOptions", "Transform", "TransformInput", "TransformSkipped"]
+__all__ = ["NoOptions", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
 
 
 class NoOptions(BaseModel):
@@ -19,6 +19,19 @@ class NoOptions(BaseModel):
 
 class TransformSkipped(Exception):
     """Raised by a transform that decided this hand-off should not happen; the message says why."""
+
+
+@dataclass(frozen=True)
+class TransformResult:
+    """A prompt plus a note on how it was made, for transforms with something to report (an AI transform
+    that fell back to the raw answer says why). ``apply`` may return this or a plain ``str``."""
+
+    text: str
+    note: str = ""
+
+    @classmethod
+    def of(cls, value: str | TransformResult) -> TransformResult:
+        return value if isinstance(value, TransformResult) else cls(value)
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,9 @@ class Transform:
     name: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
     summary: ClassVar[str] = ""
+    #: the environment variable holding the key of the service this transform calls; ``baton check``
+    #: warns when a route uses the transform and the variable is unset
+    needs_api_key_env: ClassVar[str | None] = None
 
     def __init__(self, options: BaseModel) -> None:
         self.options = options
@@ -52,6 +68,16 @@ class Transform:
     def from_config(cls, options: dict) -> Transform:
         return cls(cls.Options.model_validate(options))
 
-    async def apply(self, data: TransformInput) -> str:
-        """The prompt for the target. Raise :class:`TransformSkipped` to drop this hand-off on purpose."""
+    def configure(self, settings: Any) -> None:
+        """Called once after construction with the config's :class:`pipeline.config.Settings`, for
+        transforms that take defaults from it (the LLM ones read ``settings.llm``). Default: nothing."""
+
+    def dry_run(self, data: TransformInput) -> str | None:
+        """What :meth:`apply` would send to an outside service, shown instead of sending it
+        (``baton preview --dry-run``). None for transforms that call nothing: those are simply applied."""
+        return None
+
+    async def apply(self, data: TransformInput) -> str | TransformResult:
+        """The prompt for the target (a ``str``, or a :class:`TransformResult` with a note). Raise
+        :class:`TransformSkipped` to drop this hand-off on purpose."""
         raise NotImplementedError

@@ -112,7 +112,7 @@ class FileWatcher:
             stop = self._stop = threading.Event()
             async with anyio.create_task_group() as tg:
 
-                async def restart_on_change() -> None:
+                async def restart_on_change(stop: threading.Event = stop) -> None:
                     await self._changed.wait()
                     stop.set()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import sys
 import termios
 import time
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                     out.write("\r\n")
                     if message.strip():
                         turn += 1
-                        _work(args, turn, message, out)
+                        pending += _work(args, turn, message, out, fd)
                     out.write(PROMPT)
                     out.flush()
                 elif byte in (b"\x03", b"\x04"):
@@ -120,19 +121,29 @@ def _take(chunk: bytes, buf: list[str], out) -> None:
     out.flush()
 
 
-def _work(args: argparse.Namespace, turn: int, message: str, out) -> None:
+def _log(args: argparse.Namespace, **record: object) -> None:
     if args.log:
         with open(args.log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"t": time.time(), "turn": turn, "message": message}) + "\n")
-    end, i = time.monotonic() + args.work_s, 0
+            f.write(json.dumps({"t": time.time(), **record}) + "\n")
+
+
+def _work(args: argparse.Namespace, turn: int, message: str, out, fd: int) -> bytes:
+    """Show the busy line for ``work_s`` seconds. Input typed meanwhile is kept for later and logged as
+    ``input-while-busy``: the tests use that to prove batonpass never types into a busy agent."""
+    _log(args, turn=turn, message=message)
+    end, i, early = time.monotonic() + args.work_s, 0, b""
     while time.monotonic() < end:
         out.write(f"\r{SPINNER[i % len(SPINNER)]} {args.name} is working… (esc to interrupt)\x1b[K")
         out.flush()
         i += 1
-        time.sleep(0.08)
+        if select.select([fd], [], [], 0.08)[0]:
+            chunk = os.read(fd, 65536)
+            early += chunk
+            _log(args, event="input-while-busy", turn=turn, data=chunk.decode("utf-8", "replace"))
     out.write("\r\x1b[K")
     reply = message if args.role == "echo" else answer(args.role, args.name, turn, message)
     out.write(reply.replace("\n", "\r\n") + "\r\n\r\n")
+    return early
 
 
 if __name__ == "__main__":

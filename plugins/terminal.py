@@ -31,7 +31,7 @@ def clean_turn_text(captured: str, prompt: str | None, input_line: re.Pattern[st
     cursor. The echoed prompt is cut (up to its last line when batonpass typed it, else the first line),
     and so are the trailing input line, the screen furniture around it and blank lines.
     """
-    lines = strip_ansi(captured).split("\n")
+    lines = strip_ansi(captured).rstrip("\n").split("\n")
     cut = 1
     if prompt:
         tail = next((ln.strip() for ln in reversed(prompt.split("\n")) if ln.strip()), "")

@@ -68,9 +68,8 @@ class TmuxServer:
         cmd = command or "bash --norc --noprofile"
         args = ["new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"s{self._sessions}", "-x", str(width),
                 "-y", str(height), "-c", str(cwd or self.tmp)]
-        for k, v in base_env.items():
-            args += ["-e", f"{k}={v}"]
-        return self.run(*args, cmd).strip()
+        env_prefix = shlex.join(["env", *(f"{k}={v}" for k, v in base_env.items())])
+        return self.run(*args, f"exec {env_prefix} {cmd}").strip()
 
     def capture(self, pane: str) -> str:
         return self.run("capture-pane", "-p", "-J", "-t", pane)
@@ -103,3 +102,21 @@ def demo_agent_command(name: str = "agent", *, role: str = "echo", work_s: float
     if log is not None:
         cmd += ["--log", str(log)]
     return shlex.join(cmd)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The demo agent's --log: one record per message received (and per input typed while busy)."""
+    import json
+
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def messages(path: Path) -> list[str]:
+    return [r["message"] for r in read_log(path) if "message" in r]

@@ -16,7 +16,7 @@ from pipeline.config import Config, Route
 from pipeline.events import Prompt, Response
 from pipeline.registry import TransformRegistry
 from pipeline.tiles import TileRuntime
-from pipeline.transforms import Transform, TransformInput, TransformSkipped
+from pipeline.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 
 __all__ = ["PromptRouter"]
 
@@ -30,6 +30,8 @@ class PromptRouter:
             route.label: transforms.get(route.transform_type).from_config(route.transform_options)
             for route in config.routes
         }
+        for transform in self._transforms.values():
+            transform.configure(config.settings)
         self._match = {route.label: re.compile(route.match) for route in config.routes if route.match}
 
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
@@ -50,7 +52,7 @@ class PromptRouter:
                             completion.turn_id, limit)
                 continue
             try:
-                text = await self.transform(route, response)
+                result = TransformResult.of(await self.transform(route, response))
             except TransformSkipped as exc:
                 log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, exc)
                 continue
@@ -58,8 +60,8 @@ class PromptRouter:
                 log.error("route %s: transform %s failed on turn %s: %s: %s", route.label, route.transform_type,
                           completion.turn_id, type(exc).__name__, exc)
                 continue
-            prompts.append(Prompt(route=route.label, source=route.from_, target=route.to, text=text,
-                                  turn_id=completion.turn_id, hop=completion.hop + 1))
+            prompts.append(Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
+                                  turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note))
         return prompts
 
     def _fires(self, route: Route, response: Response) -> bool:
@@ -72,7 +74,15 @@ class PromptRouter:
             return False
         return True
 
-    async def transform(self, route: Route, response: Response) -> str:
+    def transform_for(self, route: Route) -> Transform:
+        """The route's configured transform instance."""
+        return self._transforms[route.label]
+
+    async def transform(self, route: Route, response: Response) -> str | TransformResult:
+        return await self._transforms[route.label].apply(self.input_for(route, response))
+
+    def input_for(self, route: Route, response: Response) -> TransformInput:
+        """What the route's transform is given for ``response`` (also used by ``baton preview``)."""
         source, target = self.tiles[route.from_], self.tiles[route.to]
 
         async def terminal_text() -> str:
@@ -87,4 +97,4 @@ class PromptRouter:
             source_description=source.ctx.tile.description, target_description=target.ctx.tile.description,
             cwd=response.cwd or source.ctx.tile.cwd, terminal_text=terminal_text,
         )
-        return await self._transforms[route.label].apply(data)
+        return data

@@ -1,0 +1,185 @@
+"""Hand-offs into real tmux panes: one message per prompt, never into a busy agent or a bare shell."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.agents import TileContext
+from pipeline.config import Config, Tile
+from pipeline.events import Delivery, Prompt
+from pipeline.plugins import load_registries
+from pipeline.runtime import Pipeline
+from pipeline.stages.dispatch import type_prompt
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+
+pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
+REGISTRIES = load_registries()
+
+
+def make_config(tiles: dict[str, dict], routes: list[dict], **settings) -> Config:
+    return Config.model_validate({"version": 1, "tiles": tiles, "routes": routes, "settings": settings})
+
+
+@contextlib.asynccontextmanager
+async def running(config: Config, server: TmuxServer, deliveries: list | None = None) -> AsyncIterator[Pipeline]:
+    def report(event) -> None:
+        if deliveries is not None and isinstance(event, Delivery):
+            deliveries.append(event)
+
+    pipeline = Pipeline(config, REGISTRIES, server.tmux, report=report)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        yield pipeline
+        tg.cancel_scope.cancel()
+
+
+async def until(predicate, timeout: float = 20.0, what: str = "") -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.05)
+
+
+def start_demo(server: TmuxServer, log: Path, **kw) -> str:
+    pane = server.new_pane(demo_agent_command(log=log, **kw))
+    wait_for(lambda: "demo❯" in server.capture(pane), what="the demo agent's prompt")
+    return pane
+
+
+async def test_multiline_prompt_arrives_as_one_message(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    pane = start_demo(tmux_server, log)
+    adapter = REGISTRIES.agents.get("demo")(TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux))
+    hostile = "first line\nsecond line\x1b[201~\n\x1b[31mthird\x1b[0m line\x07\x9b\x00\n\n"
+    confirmed, pane_id = await type_prompt(adapter, hostile)
+    assert confirmed and pane_id == pane
+    await until(lambda: messages(log), what="the message")
+    await anyio.sleep(0.5)
+    assert messages(log) == ["first line\nsecond line\nthird line"]
+
+
+async def test_resolve_targets_by_id_address_and_title(tmux_server: TmuxServer) -> None:
+    pane = tmux_server.new_pane()
+    tmux_server.run("select-pane", "-t", pane, "-T", "builder")
+    tmux = tmux_server.tmux
+    for target in (pane, "s1:0.0", "title:builder"):
+        assert (await tmux.resolve(target)).pane_id == pane
+
+
+async def test_busy_target_gets_the_prompt_only_once_idle(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    log = tmp_path / "target.jsonl"
+    target = start_demo(tmux_server, log, work_s=2.0)
+    config = make_config({"b": {"pane": target, "agent": "demo"}}, [])
+    deliveries: list[Delivery] = []
+    async with running(config, tmux_server, deliveries) as pipeline:
+        for i in (1, 2, 3):
+            await pipeline.submit(Prompt(route="test", source="you", target="b", text=f"prompt {i}", turn_id=f"t{i}", hop=0))
+        await until(lambda: len(deliveries) == 3, timeout=30, what="three deliveries")
+    assert [d.state for d in deliveries] == ["delivered"] * 3
+    assert messages(log) == ["prompt 1", "prompt 2", "prompt 3"]  # in order, each once
+    assert [r for r in read_log(log) if r.get("event") == "input-while-busy"] == []
+
+
+async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    log = tmp_path / "target.jsonl"
+    shell = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
+    target = start_demo(tmux_server, log)
+    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
+                         [{"from": "sh", "to": "agent", "transform": {"type": "template",
+                                                                      "template": "Output of {source}:\n{response}"}}])
+    deliveries: list[Delivery] = []
+    async with running(config, tmux_server, deliveries):
+        await anyio.sleep(0.5)  # the shell tile learns its prompt
+        tmux_server.type(shell, "printf 'alpha\\nbeta gamma\\n'")
+        await until(lambda: deliveries, what="the hand-off")
+        await anyio.sleep(1.0)  # nothing more arrives
+    assert messages(log) == ["Output of sh:\nalpha\nbeta gamma"]
+    assert len(deliveries) == 1 and deliveries[0].state == "delivered"
+
+
+async def test_failed_command_and_quick_commands_are_turns_too(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    log = tmp_path / "target.jsonl"
+    shell = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
+    target = start_demo(tmux_server, log, work_s=0.1)
+    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
+                         [{"from": "sh", "to": "agent"}])
+    async with running(config, tmux_server):
+        await anyio.sleep(0.5)
+        tmux_server.type(shell, "echo one")
+        await until(lambda: len(messages(log)) == 1, what="first hand-off")
+        tmux_server.type(shell, "ls /nonexistent-dir-for-test")
+        await until(lambda: len(messages(log)) == 2, what="second hand-off")
+        tmux_server.type(shell, "sleep 0.6; echo slow")
+        await until(lambda: len(messages(log)) == 3, what="third hand-off")
+    got = messages(log)
+    assert got[0] == "one"
+    assert "nonexistent-dir-for-test" in got[1] and "No such file" in got[1]
+    assert got[2] == "slow"
+
+
+async def test_bare_shell_where_agent_declared_gets_nothing_and_handoff_is_kept(
+        tmux_server: TmuxServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    log = tmp_path / "target.jsonl"
+    shell = tmux_server.new_pane()
+    bare = tmux_server.new_pane()  # declared as a demo agent, but only bash runs there
+    wait_for(lambda: "$" in tmux_server.capture(shell) and "$" in tmux_server.capture(bare), what="prompts")
+    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": bare, "agent": "demo"}},
+                         [{"from": "sh", "to": "agent"}], give_up_s=120)
+    deliveries: list[Delivery] = []
+    caplog.set_level("INFO", logger="batonpass")
+    async with running(config, tmux_server, deliveries):
+        await anyio.sleep(0.5)
+        tmux_server.type(shell, "echo 'rm -rf important'")
+        await until(lambda: "shows no demo agent" in caplog.text, what="the hand-off to be reported as kept")
+        await anyio.sleep(1.5)
+        screen = tmux_server.capture(bare)
+        assert "important" not in screen, "a prompt was typed into a bare shell"
+        assert deliveries == []
+        # the agent comes back: the kept hand-off is delivered, once
+        tmux_server.type(bare, demo_agent_command(log=log))
+        await until(lambda: deliveries, timeout=40, what="the kept hand-off to be delivered")
+        await anyio.sleep(0.5)
+    assert messages(log) == ["rm -rf important"]
+    assert deliveries[0].state == "delivered" and deliveries[0].attempts >= 2
+    assert "kept" in caplog.text
+
+
+async def test_gone_pane_gives_up_as_failed_with_reason(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    shell = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(shell))
+    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": "%999", "agent": "demo"}},
+                         [{"from": "sh", "to": "agent"}], give_up_s=1.5)
+    deliveries: list[Delivery] = []
+    async with running(config, tmux_server, deliveries):
+        await anyio.sleep(0.5)
+        tmux_server.type(shell, "echo hello")
+        await until(lambda: deliveries, what="the failed delivery")
+    assert deliveries[0].state == "failed"
+    assert "%999" in deliveries[0].error and "gone" in deliveries[0].error
+
+
+def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bare = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(bare))
+    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, "--agent", "demo",
+                             bare, "echo PWNED"], capture_output=True, text=True)
+    assert result.returncode == 1 and "absent" in result.stderr
+    assert "PWNED" not in tmux_server.capture(bare)
+    log = tmp_path / "a.jsonl"
+    agent = start_demo(tmux_server, log)
+    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, agent, "-"],
+                            input="from\nstdin\x1b[201~", capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: messages(log), what="the sent message")
+    assert messages(log) == ["from\nstdin"]
+    assert json.loads(log.read_text().splitlines()[0])["turn"] == 1
