@@ -1,0 +1,60 @@
+"""``baton hooks install --claude``: Claude Code's Stop hook, pointing at batonpass's hook spool.
+
+The hook runs ``python -m pipeline.spool claude``, which writes the hook's stdin (``session_id``,
+``prompt_id``, ``last_assistant_message``) and ``$TMUX_PANE`` into the spool and exits 0 at once —
+whether or not a daemon runs — so it can never fail or slow the agent's turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HOOK_MARK", "install_stop_hook"]
+
+#: how a batonpass hook command ends, whatever Python runs it
+HOOK_MARK = "-m pipeline.spool claude"
+
+
+def install_stop_hook(settings: Path, command: str) -> str:
+    """Add ``command`` to ``hooks.Stop`` of Claude Code's ``settings.json``, keeping everything else.
+
+    Idempotent: a batonpass hook already there is left alone (or its command updated if the Python
+    path changed). A settings file that is not valid JSON is not touched: the error says so.
+    """
+    data: dict[str, Any] = {}
+    if settings.exists():
+        try:
+            data = json.loads(settings.read_text(encoding="utf-8") or "{}")
+        except ValueError as exc:
+            raise ValueError(f"{settings} is not valid JSON ({exc}); nothing was changed") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{settings} does not hold a JSON object; nothing was changed")
+    hooks = data.setdefault("hooks", {})
+    stop = hooks.setdefault("Stop", []) if isinstance(hooks, dict) else None
+    if not isinstance(stop, list):
+        raise ValueError(f"{settings}: hooks.Stop is not a list; nothing was changed")
+    for entry in stop:
+        for hook in entry.get("hooks", []) if isinstance(entry, dict) else []:
+            if isinstance(hook, dict) and str(hook.get("command", "")).endswith(HOOK_MARK):
+                if hook["command"] == command:
+                    return f"{settings}: the batonpass Stop hook is already installed"
+                hook["command"] = command
+                _write_json(settings, data)
+                return f"{settings}: updated the batonpass Stop hook to run {command}"
+    stop.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
+    _write_json(settings, data)
+    return f"{settings}: added a Stop hook running {command}"
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,129 @@
+"""The real agent CLIs, installed from npm into a cache shared between test runs.
+
+``install(package, version)`` returns the path of the package's command (``node_modules/.bin/NAME``) in
+``${BATON_TEST_CACHE:-~/.cache/batonpass-tests}/npm/<name>@<version>``, installing it only when missing.
+Versions are pinned: the facts in SPEC.md were recorded from exactly these versions.
+
+The install runs into a temporary folder next to the cache entry and is renamed into place when the
+command answers ``--version``, so an interrupted install never leaves a half-built entry that later runs
+would trust; a file lock keeps two test processes from installing the same package at once. Packages
+that ship a native binary through a ``postinstall`` script (Claude Code's ``install.cjs``) get that
+script run by hand if npm's script policy skipped it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+__all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "install"]
+
+#: the Claude Code release SPEC §5 was recorded from
+CLAUDE_CODE = ("@anthropic-ai/claude-code", "2.1.197")
+
+INSTALL_TIMEOUT_S = 600
+
+
+class NpmInstallError(RuntimeError):
+    """The package could not be installed or does not run; the message says what npm said."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("BATON_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "batonpass-tests")
+    return Path(base) / "npm"
+
+
+def _entry_name(package: str, version: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", package.lstrip("@")) + f"@{version}"
+
+
+def _bin_path(prefix: Path, package: str, bin_name: str | None) -> Path:
+    manifest = json.loads((prefix / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
+    bins = manifest.get("bin") or {}
+    if isinstance(bins, str):
+        bins = {package.rsplit("/", 1)[-1]: bins}
+    if bin_name is None:
+        if not bins:
+            raise NpmInstallError(f"{package} declares no command (no `bin` in its package.json)")
+        bin_name = next(iter(bins))
+    return prefix / "node_modules" / ".bin" / bin_name
+
+
+def _runs(command: Path) -> str | None:
+    """``command --version``'s output, or None if it does not run."""
+    try:
+        result = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60,
+                                stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def install(package: str, version: str, bin_name: str | None = None) -> Path:
+    """The command of ``package@version`` from the cache, installed first if missing.
+
+    Raises :class:`NpmInstallError` when npm is missing, the install fails, or the command does not run.
+    """
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / _entry_name(package, version)
+    with open(root / f".{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / ".installed").exists():
+            command = _bin_path(final, package, bin_name)
+            if _runs(command) is not None:
+                return command
+            shutil.rmtree(final, ignore_errors=True)  # broken entry: install again
+        if shutil.which("npm") is None:
+            raise NpmInstallError("npm is not installed: cannot install " + package)
+        staging = root / f".{final.name}.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            _npm_install(staging, package, version)
+            command = _bin_path(staging, package, bin_name)
+            if _runs(command) is None:
+                _run_postinstall(staging / "node_modules" / package)
+            if _runs(command) is None:
+                raise NpmInstallError(f"{package}@{version} installed but `{command.name} --version` fails")
+            (staging / ".installed").write_text(f"{package}@{version}\n")
+            os.replace(staging, final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return _bin_path(final, package, bin_name)
+
+
+def _npm_install(prefix: Path, package: str, version: str) -> None:
+    try:
+        result = subprocess.run(
+            ["npm", "install", "--no-fund", "--no-audit", "--no-save", "--loglevel=error", "--prefix", str(prefix),
+             f"{package}@{version}"],
+            capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise NpmInstallError(f"npm install {package}@{version} took over {INSTALL_TIMEOUT_S}s") from None
+    if result.returncode != 0:
+        raise NpmInstallError(f"npm install {package}@{version} failed ({result.returncode}):\n"
+                              f"{(result.stderr or result.stdout)[-4000:]}")
+
+
+def _run_postinstall(package_dir: Path) -> None:
+    """Run the package's own postinstall (it may have been skipped by npm's script policy)."""
+    script = package_dir / "install.cjs"
+    if script.exists():
+        subprocess.run(["node", str(script)], cwd=package_dir, capture_output=True, timeout=INSTALL_TIMEOUT_S,
+                       stdin=subprocess.DEVNULL)
+
+
+def main() -> int:
+    """``python -m tests.fakes.npm_agents``: install Claude Code into the cache (for warming CI)."""
+    print(install(*CLAUDE_CODE))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
