@@ -86,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument("--claude", action="store_true")
     hp.add_argument("--codex", action="store_true")
 
+    sp = cmd("preview", _preview, "print the prompt a route's transform would send for an answer "
+             "(default: the source tile's last answer)")
+    sp.add_argument("route", help="the route's name (or from->to)")
+    _config_arg(sp)
+    sp.add_argument("--input", metavar="FILE", help="the answer to transform: a file, or - for standard input")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="AI transforms: print the request that would be sent instead of calling the model")
+
     sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
     sp.add_argument("--json", action="store_true")
     return p
@@ -283,6 +291,34 @@ def _hooks_install(args: argparse.Namespace) -> int:
             print(f"baton hooks install --{kind}: {exc}", file=sys.stderr)
             status = 1
     return status
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from pipeline.preview import PreviewError, preview_route
+
+    registries = load_registries()
+    config, _ = _load(args, registries)
+    if config is None:
+        return 1
+    try:
+        answer = (sys.stdin.read() if args.input == "-" else
+                  Path(args.input).read_text(encoding="utf-8", errors="replace") if args.input else None)
+    except OSError as exc:
+        print(f"baton preview: cannot read --input {args.input}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        result = anyio.run(lambda: preview_route(config, registries, _tmux(config, None), args.route, answer,
+                                                 dry_run=args.dry_run))
+    except PreviewError as exc:
+        print(f"baton preview: {exc}", file=sys.stderr)
+        return 1
+    for note in result.notes:
+        print(f"baton preview: {note}", file=sys.stderr)
+    if result.skipped is not None:
+        print(f"baton preview: route {args.route} would not hand this off: {result.skipped}", file=sys.stderr)
+        return 1
+    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    return 0
 
 
 def _plugins(args: argparse.Namespace) -> int:

@@ -352,9 +352,9 @@ def _api_key_problems(cls: Any, kind: str, options: Any, path: tuple[Any, ...], 
     env = getattr(cls, "needs_api_key_env", None)
     if not env or os.environ.get(env):
         return []
-    then = "skipped" if getattr(options, "on_error", "raw") == "skip" else "handed on as the raw answer"
-    return [positions.problem(path, f"transform {kind!r} needs {env}, which is not set: its hand-offs will be "
-                                    f"{then} until it is", severity="warning")]
+    then = "skip its hand-offs" if getattr(options, "on_error", "raw") == "skip" else "hand on the raw answer"
+    return [positions.problem(path, f"transform {kind!r} needs {env}, which is not set: this route will {then} "
+                                    "instead", severity="warning")]
 
 
 def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
