@@ -261,6 +261,8 @@ async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery
     """Run the daemon on a shell tile and a demo agent tile, finish one shell turn, wait for the hand-off."""
     shell = tmux_server.new_pane()
     agent = tmux_server.new_pane(demo_agent_command("reviewer", work_s=0.1, log=log))
+    await eventually(lambda: "$" in tmux_server.capture(shell) and "demo❯" in tmux_server.capture(agent),
+                     "both panes to show their prompts")
     config = Config.model_validate({
         "version": 1,
         "tiles": {"sh": {"pane": shell, "agent": "shell", "description": "runs the tests"},
@@ -278,7 +280,8 @@ async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
         # the shell adapter notes its prompt line first; a command typed before that is not a turn it saw
-        await eventually(lambda: pipeline.tiles["sh"].adapter._mark is not None, "the shell tile to be watched")
+        await eventually(lambda: getattr(pipeline.tiles["sh"].adapter, "_mark", None) is not None,
+                         "the shell tile to be watched")
         tmux_server.type(shell, "printf 'FAIL %s\\n' tests/test_app.py::test_total")
         await eventually(lambda: deliveries, "the hand-off")
         await eventually(lambda: received(log), "the demo agent to receive the prompt")
