@@ -139,6 +139,15 @@ class AgentAdapter:
         settings without destroying what the user has there. Returns what was changed, for the user."""
         raise NotImplementedError(f"the {cls.name} adapter has no hooks to install")
 
+    async def current_draft(self) -> str:
+        """Text waiting in the agent's input line (a person's draft, or a paste a crash left unsubmitted)."""
+        return ""
+
+    async def received(self, text: str) -> bool | None:
+        """After a crash mid-delivery: does the agent show it took ``text`` as a prompt? True, False, or
+        None when it cannot tell (then batonpass does not type it again: it never resends blindly)."""
+        return None
+
     async def resolve(self) -> list[ResolveStep]:
         """The chain from pane to answer, each step shown by ``baton resolve``."""
         return await self.find_process_steps()

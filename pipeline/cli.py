@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -94,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true",
                     help="AI transforms: print the request that would be sent instead of calling the model")
 
+    sp = cmd("history", _history, "the hand-off journal: when, route, turn, hop, outcome, and why")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("-n", "--limit", type=int, default=50, help="how many of the latest hand-offs (default 50)")
+
     sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
     sp.add_argument("--json", action="store_true")
     return p
@@ -142,7 +147,10 @@ def _run(args: argparse.Namespace) -> int:
     config, _ = _load(args, registries)
     if config is None:
         return 1
-    pipeline = Pipeline(config, registries, _tmux(config, args.socket), dry_run=args.dry_run)
+    from pipeline.journal import Journal
+
+    pipeline = Pipeline(config, registries, _tmux(config, args.socket), dry_run=args.dry_run,
+                        journal=None if args.dry_run else Journal())
 
     async def until_signal() -> None:
         async with anyio.create_task_group() as tg:
@@ -318,6 +326,28 @@ def _preview(args: argparse.Namespace) -> int:
         print(f"baton preview: route {args.route} would not hand this off: {result.skipped}", file=sys.stderr)
         return 1
     sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    import time as _time
+    from dataclasses import asdict
+
+    from pipeline.journal import Journal, default_journal_path
+
+    if not default_journal_path().exists():
+        print("[]" if args.json else f"no hand-offs yet ({default_journal_path()} does not exist)")
+        return 0
+    journal = Journal()
+    records = journal.history(args.limit)
+    if args.json:
+        print(json.dumps([asdict(r) for r in records], ensure_ascii=False, indent=2))
+        return 0
+    for r in records:
+        when = _time.strftime("%Y-%m-%d %H:%M:%S", _time.localtime(r.updated))
+        why = r.last_error or r.note
+        print(f"{when}  {r.route:<20} {r.turn_id[:28]:<28} hop {r.hop}  {r.state:<11} "
+              f"{'x' + str(r.attempts) if r.attempts > 1 else '':<3} {why}")
     return 0
 
 

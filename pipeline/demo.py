@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -18,6 +20,7 @@ import anyio
 from pipeline import proc
 from pipeline.config import Config, Route, Settings, Tile
 from pipeline.events import Completion, Delivery, Prompt
+from pipeline.journal import Journal
 from pipeline.plugins import load_registries
 from pipeline.runtime import Pipeline
 from pipeline.tmux import Tmux
@@ -32,7 +35,9 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
     socket = f"baton-demo-{os.getpid()}"
     tmux = Tmux(socket_name=socket, config_file="/dev/null")
     agent = f"{shlex.quote(sys.executable)} -m plugins.demo_agent --work-s {work_s}"
-    env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    home = tempfile.mkdtemp(prefix="baton-demo-")
+    os.environ["BATON_DEMO_HOME"] = home  # the agents' transcripts, read by the demo adapter
+    env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
     started = time.monotonic()
     try:
         alice = await tmux.new_session("demo", f"{agent} --name alice --role writer", width=160, height=40, env=env)
@@ -70,7 +75,8 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
                 f"({event.state}, hop {event.prompt.hop}, {latency:.0f} ms after the turn was seen): "
                 f"{_first_line(event.prompt.text)}")
 
-        pipeline = Pipeline(config, load_registries(), tmux, report=report)
+        pipeline = Pipeline(config, load_registries(), tmux, report=report,
+                            journal=Journal(os.path.join(home, "journal.sqlite3")))
         with anyio.move_on_after(timeout_s):
             async with anyio.create_task_group() as tg:
                 await tg.start(pipeline.run)
@@ -87,6 +93,7 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
             out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
         else:
             await tmux.kill_server()
+            shutil.rmtree(home, ignore_errors=True)
 
 
 async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0) -> None:

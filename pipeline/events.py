@@ -79,4 +79,5 @@ class Delivery:
     pane: str | None = None
     attempts: int = 1
     error: str = ""
+    note: str = ""
     at: float = field(default_factory=time.time)

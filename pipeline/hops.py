@@ -7,19 +7,32 @@ tile's next turn completes. A turn nobody recorded was started by a person, so i
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.journal import Journal
 
 __all__ = ["HopLedger"]
 
 
 class HopLedger:
-    def __init__(self) -> None:
+    """In memory, or in the journal when there is one (so that a loop's count survives a restart)."""
+
+    def __init__(self, journal: Journal | None = None) -> None:
+        self.journal = journal
         self._pending: dict[str, deque[int]] = defaultdict(deque)
 
     def expect(self, tile: str, hop: int) -> None:
         """A prompt with ``hop`` was typed into ``tile``: its next completion carries that hop."""
-        self._pending[tile].append(hop)
+        if self.journal is not None:
+            self.journal.push_hop(tile, hop)
+        else:
+            self._pending[tile].append(hop)
 
     def take(self, tile: str) -> int:
         """The hop of the turn ``tile`` just finished (0 if it was a person's prompt)."""
+        if self.journal is not None:
+            hop = self.journal.pop_hop(tile)
+            return 0 if hop is None else hop
         queue = self._pending.get(tile)
         return queue.popleft() if queue else 0

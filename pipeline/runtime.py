@@ -17,6 +17,7 @@ from anyio.abc import TaskStatus
 from pipeline.config import Config
 from pipeline.events import Completion, Delivery, Prompt, Response
 from pipeline.hops import HopLedger
+from pipeline.journal import Journal
 from pipeline.plugins import Registries
 from pipeline.stages.detect import CompletionDetector
 from pipeline.stages.dispatch import PromptDispatcher
@@ -36,21 +37,23 @@ class Pipeline:
     """The routing daemon. ``await pipeline.run()`` runs until cancelled."""
 
     def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
-                 report: Callable[[Completion | Delivery], None] | None = None) -> None:
+                 report: Callable[[Completion | Delivery], None] | None = None,
+                 journal: Journal | None = None) -> None:
         self.config, self.registries, self.tmux = config, registries, tmux
-        self.dry_run, self.report = dry_run, report
-        self.hops = HopLedger()
+        self.dry_run, self.report, self.journal = dry_run, report, journal
+        self.hops = HopLedger(journal)
         self.tiles: dict[str, TileRuntime] = {}
         self.dispatcher: PromptDispatcher | None = None
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
         watcher = FileWatcher()
         self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux, watcher=watcher)
-        detector = CompletionDetector(self.tiles, self.hops, report=self.report)
+        detector = CompletionDetector(self.tiles, self.hops, report=self.report, journal=self.journal,
+                                      config=self.config)
         extractor = ResponseExtractor(self.tiles)
-        router = PromptRouter(self.config, self.tiles, self.registries.transforms)
+        router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal)
         self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
-                                           dry_run=self.dry_run, report=self.report)
+                                           dry_run=self.dry_run, report=self.report, journal=self.journal)
         completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
@@ -63,7 +66,20 @@ class Pipeline:
             tg.start_soon(self.dispatcher.run, prompts_out)
             log.info("running: %d tiles, %d routes on %s", len(self.tiles), len(self.config.routes),
                      self.tmux.describe())
+            tg.start_soon(self._recover)
             task_status.started(self)
+
+    async def _recover(self) -> None:
+        """Queue the hand-offs a previous run left unfinished, before anything new (the queues are FIFO)."""
+        if self.journal is None or self.dispatcher is None:
+            return
+        for record in self.journal.unfinished():
+            if record.state == "pending" or record.target not in self.tiles:
+                continue  # the source turn is reported again by its adapter, or the tile is gone from the config
+            if record.state == "delivering":
+                self.dispatcher.unsure.add(record.key)
+            log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
+            await self.submit(record.to_prompt())
 
     async def submit(self, prompt: Prompt) -> None:
         """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""

@@ -3,7 +3,9 @@
 It behaves like the real TUIs where it matters to batonpass: it runs in raw mode, turns on bracketed
 paste (so a multi-line paste is one message, submitted by Enter), shows a busy line with
 ``esc to interrupt`` while it works, and names itself ``baton-demo`` in ``/proc/PID/comm`` so that the
-process tree tells it apart from a bare shell. ``--log FILE`` appends every message it receives as JSON.
+process tree tells it apart from a bare shell. Like Claude Code it keeps a transcript of its turns, one
+JSONL file per process (:func:`transcript_dir`), written when a prompt arrives and when the answer is done.
+``--log FILE`` appends every message it receives as JSON (for tests).
 
 Run: ``python -m plugins.demo_agent --name alice --role writer``
 """
@@ -18,6 +20,7 @@ import sys
 import termios
 import time
 import tty
+import uuid
 
 PROMPT = "demo❯ "
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--role", choices=["writer", "reviewer", "echo"], default="writer")
     ap.add_argument("--work-s", type=float, default=1.0, help="how long each turn 'works'")
     ap.add_argument("--log", help="append each received message to this JSONL file")
+    ap.add_argument("--no-transcript", action="store_true",
+                    help="keep no transcript (then batonpass reads this agent from its screen only)")
     args = ap.parse_args(argv)
     try:
         with open("/proc/self/comm", "w") as f:
@@ -131,6 +136,8 @@ def _work(args: argparse.Namespace, turn: int, message: str, out, fd: int) -> by
     """Show the busy line for ``work_s`` seconds. Input typed meanwhile is kept for later and logged as
     ``input-while-busy``: the tests use that to prove batonpass never types into a busy agent."""
     _log(args, turn=turn, message=message)
+    turn_id = uuid.uuid4().hex
+    _transcript(args, type="prompt", turn_id=turn_id, text=message)
     end, i, early = time.monotonic() + args.work_s, 0, b""
     while time.monotonic() < end:
         out.write(f"\r{SPINNER[i % len(SPINNER)]} {args.name} is working… (esc to interrupt)\x1b[K")
@@ -142,8 +149,24 @@ def _work(args: argparse.Namespace, turn: int, message: str, out, fd: int) -> by
             _log(args, event="input-while-busy", turn=turn, data=chunk.decode("utf-8", "replace"))
     out.write("\r\x1b[K")
     reply = message if args.role == "echo" else answer(args.role, args.name, turn, message)
+    _transcript(args, type="answer", turn_id=turn_id, text=reply)
     out.write(reply.replace("\n", "\r\n") + "\r\n\r\n")
     return early
+
+
+def transcript_dir() -> str:
+    """Where demo agents keep their transcripts, one ``<pid>.jsonl`` each (like Claude Code's sessions)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.environ.get("BATON_DEMO_HOME") or os.path.join(base, "batonpass", "demo-agents")
+
+
+def _transcript(args: argparse.Namespace, **record: object) -> None:
+    if args.no_transcript:
+        return
+    folder = transcript_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps({"at": time.time(), **record}, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pipeline import proc
 from pipeline.agents import AgentAdapter, Emit, TargetState
 from pipeline.events import Completion, Response
 from pipeline.markers import hookimpl
-from pipeline.text import strip_ansi
+from pipeline.text import sanitize, strip_ansi
 from pipeline.tmux import PaneGone, ServerGone, TmuxError
 
 __all__ = ["AmpAdapter", "OpenCodeAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
@@ -164,6 +164,27 @@ class TerminalAdapter(AgentAdapter):
 
     async def snapshot(self) -> Any:
         return await self.ctx.capture()
+
+    async def current_draft(self) -> str:
+        try:
+            return self.draft(await self.ctx.capture())
+        except TmuxError:
+            return ""
+
+    async def received(self, text: str) -> bool | None:
+        """The prompt's last line on screen (or in recent scrollback) above the input line: typed and sent.
+        Only in the input line: pasted but not submitted — not received."""
+        tail = next((ln.strip() for ln in reversed(sanitize(text).split("\n")) if ln.strip()), "")
+        if not tail:
+            return None
+        try:
+            screen = strip_ansi(await self.ctx.capture(start=-500))
+        except TmuxError:
+            return None
+        lines = screen.rstrip("\n").split("\n")
+        draft_at = next((i for i in range(len(lines) - 1, max(len(lines) - 12, -1), -1)
+                         if self.input_line is not None and self.input_line.search(lines[i])), len(lines))
+        return any(ln.rstrip().endswith(tail) for ln in lines[:draft_at])
 
     async def turn_started(self, before: Any) -> bool:
         try:

@@ -63,7 +63,8 @@ class TmuxServer:
         """A new session (so panes never share a window's size) running ``command`` (default: a plain
         bash with a fixed prompt). Returns the pane id."""
         self._sessions += 1
-        base_env = {"PS1": "$ ", "TERM": "tmux-256color", "LANG": "C.UTF-8", "HISTFILE": "/dev/null"}
+        base_env = {"PS1": "$ ", "TERM": "tmux-256color", "LANG": "C.UTF-8", "HISTFILE": "/dev/null",
+                    "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", str(self.tmp / "state"))}
         base_env.update(env or {})
         cmd = command or "bash --norc --noprofile"
         args = ["new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"s{self._sessions}", "-x", str(width),
@@ -85,6 +86,15 @@ class TmuxServer:
 
     def kill(self) -> None:
         self.run("kill-server", check=False)
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own XDG_STATE_HOME (journal, hook spool, demo agents' transcripts)."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.delenv("BATON_DEMO_HOME", raising=False)
+    return state
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ signal comes first. An adapter that crashes is logged and restarted: one broken 
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,8 +16,10 @@ from dataclasses import replace
 import anyio
 from anyio.abc import ObjectSendStream
 
+from pipeline.config import Config
 from pipeline.events import Completion
 from pipeline.hops import HopLedger
+from pipeline.journal import Journal
 from pipeline.spool import ensure_spool_dir, read_records
 from pipeline.tiles import TileRuntime
 from pipeline.watch import FileWatcher
@@ -28,9 +31,13 @@ log = logging.getLogger("batonpass")
 
 class CompletionDetector:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, memory: int = 4096,
-                 report: Callable[[Completion], None] | None = None) -> None:
+                 report: Callable[[Completion], None] | None = None, journal: Journal | None = None,
+                 config: Config | None = None) -> None:
         self.tiles, self.hops, self.memory = tiles, hops, memory
         self.report = report or (lambda completion: None)
+        self.journal, self.config = journal, config
+        self.catch_up_s = config.settings.catch_up_s if config is not None else 300.0
+        self.started = time.time()
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     async def run(self, send: ObjectSendStream[Completion], watcher: FileWatcher | None = None) -> None:
@@ -46,7 +53,23 @@ class CompletionDetector:
         if not self.is_new(completion):
             log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
             return
-        completion = replace(completion, hop=self.hops.take(completion.tile))
+        if self.journal is not None and self.journal.completion_routed(completion.tile, completion.turn_id):
+            log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
+            return
+        age = self.started - completion.at
+        if self.journal is not None and age > self.catch_up_s:
+            # finished while batonpass was down, too long ago to act on now: recorded, not handed off
+            self.journal.record_completion(completion)
+            why = f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})"
+            self.journal.record_routing(completion, [
+                (None, r.label, r.to, "skipped", why) for r in (self.config.routes_from(completion.tile) if self.config else [])])
+            log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
+            return
+        known_hop = self.journal.completion_hop(completion.tile, completion.turn_id) if self.journal else None
+        hop = self.hops.take(completion.tile) if known_hop is None else known_hop
+        completion = replace(completion, hop=hop)
+        if self.journal is not None:
+            self.journal.record_completion(completion)
         self.tiles[completion.tile].invalidate()
         log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
                  completion.outcome, completion.signal, completion.hop)

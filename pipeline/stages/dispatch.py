@@ -19,6 +19,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from pipeline.agents import AgentAdapter
 from pipeline.events import Delivery, Prompt
 from pipeline.hops import HopLedger
+from pipeline.journal import Journal
 from pipeline.text import sanitize
 from pipeline.tiles import TileRuntime
 from pipeline.tmux import TmuxError
@@ -60,8 +61,11 @@ async def type_prompt(adapter: AgentAdapter, text: str,
 class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
-                 queue_size: int = 256) -> None:
+                 queue_size: int = 256, journal: Journal | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
+        self.journal = journal
+        #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
+        self.unsure: set[str] = set()
         self.report = report or (lambda delivery: None)
         self.queue_size = queue_size
         self._queues: dict[str, ObjectSendStream[Prompt]] = {}
@@ -90,16 +94,49 @@ class PromptDispatcher:
                 except Exception as exc:  # a bug in one delivery must not stop the queue
                     delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
                     log.error("failed      %s: %s", prompt.key, delivery.error)
+                if self.journal is not None and delivery.state != "dry-run":
+                    self.journal.set_state(prompt.key, delivery.state, error=delivery.error, pane=delivery.pane,
+                                           note=delivery.note or None)
                 self.report(delivery)
 
     async def deliver(self, prompt: Prompt) -> Delivery:
-        runtime = self.tiles[prompt.target]
-        adapter = runtime.adapter
+        adapter = self.tiles[prompt.target].adapter
         if self.dry_run:
             print(f"--- {prompt.route} (hop {prompt.hop}) -> {prompt.target} ---\n{sanitize(prompt.text)}\n---",
                   flush=True)
             return Delivery(prompt, "dry-run")
-        started, attempts, backoff, said = time.monotonic(), 0, 1.0, ""
+        started = time.monotonic()
+        if prompt.key in self.unsure:
+            self.unsure.discard(prompt.key)
+            outcome = await self._await_target(prompt, started, ("ready", "busy", "draft"))
+            if isinstance(outcome, Delivery):
+                return outcome
+            settled = await self._settle_unsure(prompt, adapter)
+            if settled is not None:
+                return settled
+        outcome = await self._await_target(prompt, started, ("ready",))
+        if isinstance(outcome, Delivery):
+            return outcome
+        attempts = outcome
+        if self.journal is not None:
+            self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
+        try:
+            confirmed, pane_id = await type_prompt(adapter, prompt.text,
+                                                   on_submit=lambda: self.hops.expect(prompt.target, prompt.hop))
+        except (TmuxError, ValueError) as exc:
+            log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
+            return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
+        state = "delivered" if confirmed else "unconfirmed"
+        log.info("%-11s %s -> %s (%s, hop %d, %d chars)", state, prompt.source, prompt.target, pane_id, prompt.hop,
+                 len(prompt.text))
+        return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
+
+    async def _await_target(self, prompt: Prompt, started: float, wanted: tuple[str, ...]) -> int | Delivery:
+        """Wait, in order, until the target's state is one of ``wanted``; returns how many times it was
+        absent or gone, or the ``failed`` Delivery after ``give_up_s`` of that."""
+        runtime = self.tiles[prompt.target]
+        adapter = runtime.adapter
+        attempts, backoff, said = 0, 1.0, ""
         while True:
             try:
                 state = await adapter.target_state()
@@ -107,8 +144,8 @@ class PromptDispatcher:
                 state = "gone"
                 runtime.ctx.forget_pane()
                 log.debug("%s: %s", prompt.target, exc)
-            if state == "ready":
-                break
+            if state in wanted:
+                return attempts
             waited = time.monotonic() - started
             if state in ("busy", "draft"):
                 if said != state:
@@ -127,13 +164,25 @@ class PromptDispatcher:
                 said = reason
             await anyio.sleep(min(backoff, max(self.give_up_s - waited, 0.01)))
             backoff = min(backoff * 2, 30.0)
-        try:
-            confirmed, pane_id = await type_prompt(adapter, prompt.text,
-                                                   on_submit=lambda: self.hops.expect(prompt.target, prompt.hop))
-        except (TmuxError, ValueError) as exc:
-            log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
-            return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
-        state = "delivered" if confirmed else "unconfirmed"
-        log.info("%-11s %s -> %s (%s, hop %d, %d chars)", state, prompt.source, prompt.target, pane_id, prompt.hop,
-                 len(prompt.text))
-        return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
+
+    async def _settle_unsure(self, prompt: Prompt, adapter: AgentAdapter) -> Delivery | None:
+        """A crash left this hand-off ``delivering``: look before typing. Returns the outcome if the target
+        settles it, or None when the prompt is not there and may be typed."""
+        received = await adapter.received(prompt.text)
+        if received:
+            log.info("confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target)
+            return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
+        draft = await adapter.current_draft()
+        first = next((ln.strip() for ln in sanitize(prompt.text).split("\n") if ln.strip()), "")
+        if first and draft and first.startswith(draft.strip()[: len(first)]):
+            # pasted but not submitted before the crash: submit it, do not paste it twice
+            self.hops.expect(prompt.target, prompt.hop)
+            info = await adapter.ctx.pane()
+            await adapter.ctx.tmux.send_keys(info.pane_id, "Enter")
+            log.info("submitted   %s: the paste was waiting in %s's input", prompt.key, prompt.target)
+            return Delivery(prompt, "delivered", pane=info.pane_id, note="submitted a paste left by a crash")
+        if received is None:
+            log.warning("unconfirmed %s: cannot tell whether %s got it before a restart; not typing it again",
+                        prompt.key, prompt.target)
+            return Delivery(prompt, "unconfirmed", error="outcome unknown after a restart; not retyped")
+        return None

@@ -9,23 +9,35 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.config import Config, Route
 from pipeline.events import Prompt, Response
+from pipeline.journal import Journal
 from pipeline.registry import TransformRegistry
 from pipeline.tiles import TileRuntime
 from pipeline.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 
-__all__ = ["PromptRouter"]
+__all__ = ["PromptRouter", "RouteDecision"]
 
 log = logging.getLogger("batonpass")
 
 
+@dataclass(frozen=True)
+class RouteDecision:
+    route: str
+    target: str
+    prompt: Prompt | None
+    state: str  # transformed | skipped | failed
+    reason: str = ""
+
+
 class PromptRouter:
-    def __init__(self, config: Config, tiles: dict[str, TileRuntime], transforms: TransformRegistry) -> None:
-        self.config, self.tiles = config, tiles
+    def __init__(self, config: Config, tiles: dict[str, TileRuntime], transforms: TransformRegistry,
+                 journal: Journal | None = None) -> None:
+        self.config, self.tiles, self.journal = config, tiles, journal
         self._transforms: dict[str, Transform] = {
             route.label: transforms.get(route.transform_type).from_config(route.transform_options)
             for route in config.routes
@@ -37,42 +49,62 @@ class PromptRouter:
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
         async with receive, send:
             async for response in receive:
-                for prompt in await self.prompts_for(response):
-                    await send.send(prompt)
+                decisions = await self.decide(response)
+                if self.journal is not None:
+                    self.journal.record_routing(response.completion,
+                                                [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
+                for d in decisions:
+                    if d.prompt is not None:
+                        await send.send(d.prompt)
 
     async def prompts_for(self, response: Response) -> list[Prompt]:
+        """The prompts ``response`` makes, one per route that fires."""
+        return [d.prompt for d in await self.decide(response) if d.prompt is not None]
+
+    async def decide(self, response: Response) -> list[RouteDecision]:
+        """What each route from the response's tile does with it, and why (for the journal)."""
         completion = response.completion
-        prompts = []
+        decisions = []
         for route in self.config.routes_from(completion.tile):
-            if not self._fires(route, response):
+            def skip(reason: str, route: Route = route) -> RouteDecision:
+                log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, reason)
+                return RouteDecision(route.label, route.to, None, "skipped", reason)
+
+            why_not = self._why_not(route, response)
+            if why_not:
+                decisions.append(skip(why_not))
                 continue
             limit = self.config.settings.hop_limit
             if completion.hop >= limit:
                 log.warning("route %s: not handing off turn %s: the chain reached max_hops=%d", route.label,
                             completion.turn_id, limit)
+                decisions.append(RouteDecision(route.label, route.to, None, "skipped",
+                                               f"the chain reached max_hops={limit}"))
                 continue
             try:
                 result = TransformResult.of(await self.transform(route, response))
             except TransformSkipped as exc:
-                log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, exc)
+                decisions.append(skip(str(exc)))
                 continue
             except Exception as exc:
-                log.error("route %s: transform %s failed on turn %s: %s: %s", route.label, route.transform_type,
-                          completion.turn_id, type(exc).__name__, exc)
+                reason = f"transform {route.transform_type} failed: {type(exc).__name__}: {exc}"
+                log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
+                decisions.append(RouteDecision(route.label, route.to, None, "failed", reason))
                 continue
-            prompts.append(Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
-                                  turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note))
-        return prompts
+            prompt = Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
+                            turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note)
+            decisions.append(RouteDecision(route.label, route.to, prompt, "transformed", result.note))
+        return decisions
 
-    def _fires(self, route: Route, response: Response) -> bool:
+    def _why_not(self, route: Route, response: Response) -> str:
+        """Why ``route`` does not fire for ``response`` ("" if it does)."""
         outcome = response.completion.outcome
         if route.on != "any" and route.on != outcome:
-            return False
+            return f"the turn {outcome}; the route is for {route.on} turns"
         pattern = self._match.get(route.label)
         if pattern is not None and not pattern.search(response.text):
-            log.info("route %s: turn %s does not match %r", route.label, response.completion.turn_id, route.match)
-            return False
-        return True
+            return f"the answer does not match {route.match!r}"
+        return ""
 
     def transform_for(self, route: Route) -> Transform:
         """The route's configured transform instance."""

@@ -1,0 +1,52 @@
+"""Reading a JSONL file as it grows: only the bytes appended since last time, whole lines only.
+
+A half-written last line stays in the buffer until its newline arrives; a line that is not valid JSON is
+skipped (and counted), never fatal; a file that shrank or was replaced is read again from its start.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["AppendedLines"]
+
+
+class AppendedLines:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self.bad_lines = 0
+        self._partial = b""
+        self._inode: int | None = None
+
+    def read(self) -> list[dict[str, Any]]:
+        """The complete JSON objects appended since the last call (none if the file is missing)."""
+        try:
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if st.st_ino != self._inode or st.st_size < self.offset:
+                    self.offset, self._partial, self._inode = 0, b"", st.st_ino  # replaced or truncated
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self.bad_lines += 1
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+        return out
