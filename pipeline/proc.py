@@ -11,7 +11,19 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["Proc", "children", "find_agent", "foreground_busy", "read_proc", "subtree"]
+__all__ = [
+    "Proc",
+    "children",
+    "cmdline",
+    "cwd",
+    "environ",
+    "find_agent",
+    "foreground_busy",
+    "open_files",
+    "read_proc",
+    "started_at",
+    "subtree",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +109,69 @@ def foreground_busy(shell_pid: int) -> bool | None:
     if proc is None:
         return None
     return proc.tpgid not in (proc.pgrp, -1)
+
+
+def cmdline(pid: int) -> list[str]:
+    """The argument vector of ``pid`` ([] if it is gone or not ours to read)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    parts = raw.split(b"\0")
+    if parts and not parts[-1]:
+        parts.pop()
+    return [part.decode("utf-8", "replace") for part in parts]
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with ({} if unreadable): where an agent keeps its files."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key:
+            env[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return env
+
+
+def cwd(pid: int) -> str | None:
+    """The current directory of ``pid``, or None."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def open_files(pid: int) -> list[str]:
+    """The paths ``pid`` holds open (its file descriptors that name files; sockets and pipes left out)."""
+    out: list[str] = []
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/"):
+            out.append(target.removesuffix(" (deleted)"))
+    return out
+
+
+_boot_time: float | None = None
+
+
+def started_at(proc: Proc) -> float:
+    """When ``proc`` started, in seconds since the epoch (boot time + start ticks; good to ~1 s, since
+    the kernel gives the boot time in whole seconds)."""
+    global _boot_time
+    if _boot_time is None:
+        with open("/proc/stat") as f:
+            _boot_time = next(float(line.split()[1]) for line in f if line.startswith("btime "))
+    return _boot_time + proc.start_ticks / os.sysconf("SC_CLK_TCK")

@@ -101,8 +101,19 @@ def read_records(folder: Path | None = None) -> list[HookRecord]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m pipeline.spool AGENT [JSON]``: the payload is the JSON argument (Codex notify) or stdin
-    (Claude Code hooks). Always exits 0."""
+    (Claude Code hooks). Always exits 0.
+
+    ``python -m pipeline.spool AGENT --then PROG ARGS... JSON`` also runs the program the user had before
+    (Codex allows one ``notify`` program): it is exec'd with its own arguments and the same JSON argument
+    after the record is written, so it sees exactly what it saw before batonpass was installed.
+    """
     argv = sys.argv[1:] if argv is None else argv
+    then: list[str] = []
+    if "--then" in argv:
+        at = argv.index("--then")
+        argv, then = argv[:at], argv[at + 1:]
+        if len(then) > 1 and then[-1].lstrip().startswith("{"):
+            argv = [*argv, then[-1]]  # the JSON the agent appended lands after the chained program's arguments
     try:
         agent = argv[0] if argv else "unknown"
         raw = argv[-1] if len(argv) > 1 else (sys.stdin.read(MAX_RECORD_BYTES) if not sys.stdin.isatty() else "{}")
@@ -112,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         write_record(agent, payload, os.environ.get("TMUX_PANE"))
     except Exception as exc:  # never fail the agent's turn
         print(f"batonpass hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+    if then:
+        try:
+            os.execvp(then[0], then)
+        except OSError as exc:
+            print(f"batonpass hook: cannot run the chained program {then[0]!r}: {exc}", file=sys.stderr)
     return 0
 
 
