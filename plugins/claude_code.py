@@ -223,15 +223,20 @@ class ClaudeCodeAdapter(TerminalAdapter):
         if the transcript holds a finished answer without the end-of-turn lines."""
         if tail is None or tail.tracker.state == "ended":
             return None
-        if tail.tracker.state == "answered":
-            end = tail.tracker.close_answered()
-            if end is not None:
-                await self._emit_end(emit, end, "status")
+        end = tail.tracker.pending_end()
+        if end is not None:  # the answer is on disk, its turn_duration line not yet: report now
+            await self._emit_end(emit, end, "status")
             return None
         if time.monotonic() < deadline:
             return deadline
-        log.info("%s: idle, but the transcript shows no end of turn %s; not reported from the status alone",
+        silent = tail.tracker.close_silent()
+        if silent is None:
+            log.info("%s: idle after %s, which was not a prompt to the model; no turn to report", self.ctx.name,
+                     tail.tracker.key)
+            return None
+        log.info("%s: idle, but the transcript shows no end of turn %s (interrupted before any text?): failed",
                  self.ctx.name, tail.tracker.key)
+        await self._emit_end(emit, silent, "status")
         return None
 
     async def _emit_end(self, emit: Emit, end: TurnEnd, signal: str) -> None:

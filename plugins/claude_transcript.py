@@ -35,6 +35,7 @@ __all__ = [
     "TranscriptTail",
     "TurnEnd",
     "TurnTracker",
+    "causal_order",
     "find_turn",
     "last_finished_turn",
     "latest_turn",
@@ -49,6 +50,8 @@ SYNTHETIC_MODEL = "<synthetic>"
 #: stop reasons of a model message that ends the turn (``tool_use`` does not)
 FINISH_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "refusal"})
 FIRST_WINDOW = 256 * 1024
+#: user lines that are a local command's echo, not a prompt to the model
+LOCAL_COMMAND_TAGS = ("<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>")
 
 Outcome = Literal["completed", "failed"]
 
@@ -107,6 +110,8 @@ class TurnTracker:
         self.whole = False
         #: the last model message finished the turn (end_turn) but no turn_duration line followed yet
         self.answered = False
+        #: the turn was started by a prompt the user typed (not a local command such as /clear or !ls)
+        self.typed = False
         #: keys of the turns whose prompt line was read, in order
         self.started: list[str] = []
         self.bad_lines = 0
@@ -128,6 +133,25 @@ class TurnTracker:
             self.bad_lines += 1
             return []
         return self.feed(obj) if isinstance(obj, dict) else []
+
+    def feed_lines(self, raws: list[bytes]) -> list[TurnEnd]:
+        """Lines read together (one read of appended bytes, or a window): parsed, put in causal order
+        (see :func:`causal_order`), fed in turn."""
+        objs = []
+        for raw in raws:
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                self.bad_lines += 1
+                continue
+            if isinstance(obj, dict):
+                objs.append(obj)
+        ends: list[TurnEnd] = []
+        for obj in causal_order(objs):
+            ends.extend(self.feed(obj))
+        return ends
 
     def feed(self, obj: dict[str, Any]) -> list[TurnEnd]:
         if obj.get("isSidechain") is True:
@@ -158,6 +182,7 @@ class TurnTracker:
             return []
         ended = self._end("completed", "end_turn", obj) if self.open and self.answered else []
         self.key, self.open, self.whole, self.answered = key, True, True, False
+        self.typed = not obj.get("isMeta") and not any(t.lstrip().startswith(LOCAL_COMMAND_TAGS) for t in texts)
         self.session_id = obj.get("sessionId") or self.session_id
         self.cwd = obj.get("cwd") or self.cwd
         self.started.append(key)
@@ -209,6 +234,13 @@ class TurnTracker:
         versions write none; live, it follows within milliseconds). The tracker is not changed."""
         return self._make_end("completed", "end_turn", {}) if self.open and self.answered else None
 
+    def close_silent(self) -> TurnEnd | None:
+        """End a typed turn that the session reports over although the transcript shows no end: Claude
+        Code writes nothing when Esc comes before the first streamed text. Outcome ``failed``."""
+        if not (self.open and self.whole and self.typed):
+            return None
+        return self._end("failed", "no-end-written", {})[0]
+
     def close_answered(self) -> TurnEnd | None:
         """End such a turn for good (the session said idle): it will not be reported again."""
         end = self.pending_end()
@@ -219,6 +251,28 @@ class TurnTracker:
     @property
     def answer_so_far(self) -> str:
         return "\n".join(self._answer_texts)
+
+
+def causal_order(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``objs`` with every line after its parent (``parentUuid``) when both are in the list, otherwise in
+    file order. Seen on 2.1.197: when the session title is generated before the transcript exists, the
+    file is created in one write whose lines are out of order — the assistant answer before its prompt."""
+    index = {o["uuid"]: i for i, o in enumerate(objs) if isinstance(o.get("uuid"), str)}
+    placed = [False] * len(objs)
+    out: list[dict[str, Any]] = []
+    for i in range(len(objs)):
+        chain: list[int] = []
+        in_chain: set[int] = set()
+        j: int | None = i
+        while j is not None and not placed[j] and j not in in_chain:
+            chain.append(j)
+            in_chain.add(j)
+            parent = objs[j].get("parentUuid")
+            j = index.get(parent) if isinstance(parent, str) else None
+        for k in reversed(chain):
+            placed[k] = True
+            out.append(objs[k])
+    return out
 
 
 # ---- reading the end of a file ---------------------------------------------------------------------
@@ -258,8 +312,7 @@ def scan_back(path: str | os.PathLike[str], enough: Callable[[TailScan], bool],
             last_nl = data.rfind(b"\n")
             complete = data[: last_nl + 1] if last_nl >= 0 else b""
             scan = TailScan(TurnTracker(at_start=start == 0), from_start=start == 0, end_offset=start + len(complete), window=window)
-            for line in complete.split(b"\n"):
-                scan.ends.extend(scan.tracker.feed_line(line))
+            scan.ends.extend(scan.tracker.feed_lines(complete.split(b"\n")))
             if scan.from_start or enough(scan):
                 return scan
             window *= 2
@@ -342,7 +395,4 @@ class TranscriptTail:
         self.offset += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()  # no newline yet: wait for the rest
-        ends: list[TurnEnd] = []
-        for line in lines:
-            ends.extend(self.tracker.feed_line(line))
-        return ends
+        return self.tracker.feed_lines(lines)

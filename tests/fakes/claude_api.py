@@ -38,22 +38,25 @@ class RecordedRequest:
 
     @property
     def last_user_text(self) -> str:
+        """What the user typed last: the last user message's text, without Claude Code's
+        ``<system-reminder>`` blocks."""
         for message in reversed((self.body or {}).get("messages") or []):
             if message.get("role") == "user":
                 content = message.get("content")
                 if isinstance(content, str):
                     return content
                 return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict)
-                                 and b.get("type") == "text")
+                                 and b.get("type") == "text" and not b.get("text", "").startswith("<system-reminder>"))
         return ""
 
 
 class ClaudeAPI:
     """The server. ``answers`` are given to the turns in order (the last one repeats); ``answer`` may
-    instead be a function of the prompt text. ``chunk_delay_s`` spaces the streamed text deltas."""
+    instead be a function of the prompt text. ``chunk_delay_s`` spaces the streamed text deltas (a
+    function of the prompt text, to make some turns slow enough to interrupt)."""
 
     def __init__(self, answers: list[str] | None = None, *, answer: Callable[[str], str] | None = None,
-                 chunk_delay_s: float = 0.02, chunk_chars: int = 16) -> None:
+                 chunk_delay_s: float | Callable[[str], float] = 0.02, chunk_chars: int = 16) -> None:
         self.answers = list(answers or ["Done."])
         self.answer = answer
         self.chunk_delay_s, self.chunk_chars = chunk_delay_s, chunk_chars
@@ -148,7 +151,10 @@ class ClaudeAPI:
                 if not body.get("stream"):
                     message.update(content=[{"type": "text", "text": text}], stop_reason="end_turn")
                     return self._json(message)
-                self._stream(message, text, request.is_turn)
+                delay = api.chunk_delay_s
+                if callable(delay):
+                    delay = delay(request.last_user_text)
+                self._stream(message, text, delay if request.is_turn else 0.0, request.is_turn)
 
             def _json(self, obj: Any) -> None:
                 data = json.dumps(obj).encode()
@@ -163,13 +169,12 @@ class ClaudeAPI:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
                 self.wfile.flush()
 
-            def _stream(self, message: dict[str, Any], text: str, is_turn: bool) -> None:
+            def _stream(self, message: dict[str, Any], text: str, delay: float, is_turn: bool) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                delay = api.chunk_delay_s if is_turn else 0.0
                 try:
                     self._event("message_start", {"type": "message_start", "message": message})
                     self._event("content_block_start", {"type": "content_block_start", "index": 0,

@@ -1,0 +1,144 @@
+"""End to end with the REAL Claude Code (from npm, cached) against a fake Messages API on 127.0.0.1.
+
+One Claude Code session in a private tmux server, with batonpass's Stop hook installed by the real
+``baton hooks install --claude``; the real pipeline routes its answers to a demo agent in a second pane.
+Proven here: the turn is detected and its exact answer is handed over once, although three signals
+(transcript, session status, Stop hook) report it — all under the same turn id; an interrupted turn
+is a ``failed`` completion and hands nothing over; ``baton resolve`` shows the chain down to the right
+transcript and ``baton extract`` prints the answer exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from plugins.claude_screen import input_box
+from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
+from tests.e2e_claude import make_claude_home
+from tests.fakes.claude_api import ClaudeAPI
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.test_dispatch import make_config, running, until
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+
+SLOW = "SLOWTEST"
+
+
+def answer_for(prompt: str) -> str:
+    first = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    return f"Answer to «{first}» ✓\n\n- the change is in `src/app.py`\n- 日本語 too\n"
+
+
+def delay_for(prompt: str) -> float:
+    return 0.3 if SLOW in prompt else 0.01
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    try:
+        return install(*CLAUDE_CODE)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install Claude Code from npm: {exc}")
+        pytest.skip(f"cannot install Claude Code from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture(scope="module")
+def claude_api() -> ClaudeAPI:
+    with ClaudeAPI(answer=answer_for, chunk_delay_s=delay_for) as api:
+        yield api
+
+
+def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
+    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
+    seen = set()
+    for record in caplog.records:
+        msg, args = record.msg, record.args
+        if isinstance(args, tuple) and turn in args:
+            if msg.startswith("completion"):
+                seen.add(args[3])
+            elif "already seen" in msg:
+                seen.add(args[2])
+    return seen
+
+
+def prompt_id_of(transcript: Path, text: str) -> str:
+    for line in transcript.read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("type") == "user" and obj.get("message", {}).get("content") == text:
+            return obj["promptId"]
+    raise AssertionError(f"no prompt line {text!r} in {transcript}")
+
+
+async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path,
+                                                            claude_api: ClaudeAPI, monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool …
+    home = make_claude_home(tmp_path, api_url=claude_api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1],
+                            extra_env={"XDG_STATE_HOME": str(state)})  # … is where the hook writes
+    settings_before = {"model": "claude-opus-4-8", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    (home.config / "settings.json").write_text(json.dumps(settings_before))
+    for expected in ("added a Stop hook", "already installed"):
+        result = baton("hooks", "install", "--claude", env={"CLAUDE_CONFIG_DIR": str(home.config)})
+        assert result.returncode == 0 and expected in result.stdout, result.stderr
+    settings = json.loads((home.config / "settings.json").read_text())
+    assert settings["model"] == "claude-opus-4-8" and len(settings["hooks"]["Stop"]) == 2
+
+    pane = tmux_server.new_pane(home.shell_command(), cwd=home.project, width=120, height=40)
+    tmux_server.type(pane, "claude")
+    log = tmp_path / "target.jsonl"
+    target = tmux_server.new_pane(demo_agent_command(log=log))
+    wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
+             what="Claude Code's input box and session file")
+    wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent's prompt")
+
+    config = make_config({"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+                         [{"from": "coder", "to": "target", "transform": "raw"}])
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    prompt = "E2E-1: refactor the auth middleware"
+    answer = answer_for(prompt)
+    async with running(config, tmux_server):
+        await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
+        # the prompt goes in the one safe way, exactly like `baton send`
+        sent = await anyio.to_thread.run_sync(lambda: baton("send", pane, "-L", tmux_server.socket, prompt))
+        assert sent.returncode == 0 and "the agent started a turn" in sent.stdout, sent.stdout + sent.stderr
+        await until(lambda: messages(log), 40, "the answer in the second pane")
+        transcript = home.transcripts()[0]
+        turn = f"claude:{transcript.stem}:{prompt_id_of(transcript, prompt)}"
+        # the transcript and the Stop hook both report the turn, under the same id
+        await until(lambda: {"transcript", "hook"} <= signals_seen(caplog, turn), 10, "both signals")
+        accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
+        assert [r.args[1] for r in accepted] == [turn]
+
+        # an interrupted turn: failed, nothing handed over
+        tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
+        await anyio.sleep(0.4)
+        tmux_server.run("send-keys", "-t", pane, "Enter")
+        await until(lambda: f"Answer to «{SLOW}" in tmux_server.capture(pane), 20, "the slow answer streaming")
+        tmux_server.run("send-keys", "-t", pane, "Escape")
+        await until(lambda: any("failed" in r.getMessage() and r.msg.startswith("completion") for r in caplog.records),
+                    15, "the failed completion")
+        await anyio.sleep(1.0)  # a wrong hand-off would have been queued by now
+    assert messages(log) == [answer.strip("\n")]
+
+    resolved = baton("resolve", pane, "-L", tmux_server.socket, "--json")
+    data = json.loads(resolved.stdout)
+    steps = {s["step"]: s for s in data["steps"]}
+    assert data["ok"] and steps["transcript"]["value"] == str(transcript), resolved.stdout
+    assert "rule: session-file" in steps["answer"]["detail"]
+    extracted = baton("extract", str(transcript))
+    assert extracted.returncode == 0 and extracted.stdout == answer
