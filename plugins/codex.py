@@ -36,9 +36,10 @@ from plugins.codex_resolve import (
     resolve_rollout,
 )
 from plugins.codex_rollout import ROLLOUT_NAME, JsonlTail, RolloutState, Turn, thread_id_of
+from plugins.codex_screen import composer_draft, strip_furniture
 from plugins.terminal import TerminalAdapter
 
-__all__ = ["CodexAdapter", "composer_draft"]
+__all__ = ["CodexAdapter"]
 
 log = logging.getLogger("batonpass")
 
@@ -54,28 +55,6 @@ STALE_BUSY_S = 1800.0
 ANSWER_WAIT_S = 1.0
 #: turns that finished this long before batonpass started following are history, not new completions
 START_SLACK_S = 1.0
-_SGR = re.compile(r"\x1b\[[0-9;:?]*m")
-
-
-def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:
-    """The text in Codex's input line (``› …``), "" when it shows only the placeholder, None when no
-    input line is on the bottom of the screen (Codex starting, or a dialog open).
-
-    ``screen`` may carry SGR escapes (``capture -e``): the placeholder is drawn dim, which tells it apart
-    from a draft whatever its wording (older versions pick a random example)."""
-    for raw in reversed(screen.rstrip("\n").split("\n")[-12:]):
-        plain = strip_ansi(raw).strip()
-        if not plain.startswith("›"):
-            continue
-        text = plain[1:].strip()
-        rest = raw.split("›", 1)[1]
-        for m in _SGR.finditer(rest):
-            if rest[: m.start()].strip():
-                break
-            if re.search(r"\[(?:[0-9;]*;)?2m", m.group()):
-                return ""
-        return "" if not text or any(text.startswith(p) for p in placeholders) else text
-    return None
 
 
 @dataclass
@@ -247,7 +226,7 @@ class CodexAdapter(TerminalAdapter):
         screen = await super().response(completion)
         if screen is None:
             return None
-        return Response(completion=completion, text=_strip_codex_furniture(screen.text), source="terminal",
+        return Response(completion=completion, text=strip_furniture(screen.text), source="terminal",
                         note="neither the rollout nor a hook had the answer")
 
     @classmethod
@@ -368,16 +347,6 @@ class CodexAdapter(TerminalAdapter):
                                      f"idle; last turn {last.turn_id} {last.outcome} ({last.answer_from})" if last
                                      else "idle, no finished turn", {"thread": state.thread_id, "busy": state.busy}))
         return steps
-
-
-def _strip_codex_furniture(text: str) -> str:
-    """Codex's screen around an answer: the ``•`` bullet it starts with, ``Worked for …`` after it."""
-    lines = text.split("\n")
-    while lines and re.match(r"^\s*(─ )?Worked for |^\s*$", lines[-1]):
-        lines.pop()
-    if lines and lines[0].startswith("• "):
-        lines[0] = lines[0][2:]
-    return "\n".join(lines)
 
 
 @hookimpl

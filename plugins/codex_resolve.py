@@ -345,13 +345,15 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
 
 def _held_rollouts(process: CodexProcess) -> list[Path]:
     """Rollouts held open by the pane's codex or its children (never by the shared daemon)."""
-    held: list[Path] = []
-    for p in proc.subtree(process.pid):
-        if p.pid != process.pid and _is_daemon(proc.cmdline(p.pid)):
-            continue
-        for target in proc.open_files(p.pid):
-            if ROLLOUT_NAME.match(os.path.basename(target)) and target not in held:
-                held.append(target)
+    held: list[str] = []
+    queue, seen = [process.pid], set()
+    while queue:
+        pid = queue.pop(0)
+        if pid in seen or (pid != process.pid and _is_daemon(proc.cmdline(pid))):
+            continue  # the daemon and whatever it started (which may inherit its files) serve every pane
+        seen.add(pid)
+        held += [t for t in proc.open_files(pid) if ROLLOUT_NAME.match(os.path.basename(t)) and t not in held]
+        queue += proc.children(pid)
     return sorted((Path(t) for t in held), key=lambda p: uuid7_time(thread_id_of(p) or "") or 0.0)
 
 
