@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
     sp.add_argument("--agent", default="claude", help="whose file it is (default claude)")
+    sp.add_argument("--session", metavar="ID", help="a store holding several sessions (opencode): which one")
     sp.add_argument("--json", action="store_true")
 
     sp = cmd("hooks", None, "the agents' own completion hooks")
@@ -271,10 +272,16 @@ def _status(args: argparse.Namespace) -> int:
 
 def _extract(args: argparse.Namespace) -> int:
     registries = load_registries()
+    options = {"session": args.session} if args.session else {}  # only stores of many sessions take it
     try:
-        response = registries.agents.get(args.agent).extract_file(args.file)
+        response = registries.agents.get(args.agent).extract_file(args.file, **options)
     except (LookupError, NotImplementedError, OSError) as exc:
         print(f"baton extract: {exc}", file=sys.stderr)
+        return 1
+    except TypeError:
+        if not options:
+            raise
+        print(f"baton extract: --session is not an option for {args.agent} files", file=sys.stderr)
         return 1
     if response is None:
         print(f"baton extract: {args.file} holds no finished turn", file=sys.stderr)

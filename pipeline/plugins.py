@@ -23,6 +23,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.terminal",
     "plugins.claude_code",
     "plugins.codex",
+    "plugins.opencode",
     "plugins.demo",
     "plugins.transforms",
     "plugins.llm_transforms",

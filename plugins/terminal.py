@@ -1,4 +1,4 @@
-"""The terminal adapters: the fallback that works for any agent, and the ``shell`` tile.
+"""The terminal adapters: the fallback that works for any agent, the ``shell`` tile, and ``amp``.
 
 A generic agent completes a turn when its screen has been quiet for a while and shows no busy marker; a
 shell completes one when it has no foreground job again. The response is the ANSI-stripped text the turn
@@ -20,7 +20,7 @@ from pipeline.markers import hookimpl
 from pipeline.text import sanitize, strip_ansi
 from pipeline.tmux import PaneGone, ServerGone, TmuxError
 
-__all__ = ["AmpAdapter", "OpenCodeAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
+__all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
 
 def clean_turn_text(captured: str, prompt: str | None, input_line: re.Pattern[str] | None,
@@ -270,22 +270,31 @@ class ShellAdapter(TerminalAdapter):
 
 
 class AmpAdapter(TerminalAdapter):
-    """amp: found by process name, read from its screen."""
+    """amp (Sourcegraph): found by process name (``amp``), read from its screen.
+
+    While amp works, the bottom of its screen shows a spinner with ``Esc to cancel``; while it waits, its
+    input box with the ``>`` prompt. So a turn is busy while a busy marker shows in the bottom lines, or —
+    once the prompt has been seen at all — while the prompt is not there (a screen redrawn mid-answer is
+    not idle). Words like "Running" are not markers: an answer may end with them.
+    """
 
     name = "amp"
-    summary = "Sourcegraph amp, from its screen"
+    summary = "Sourcegraph amp, from its screen (busy: Esc to cancel; idle: its > prompt)"
     process_names = frozenset({"amp"})
-    busy_markers = ("Esc to cancel", "esc to cancel", "Running", "Thinking")
+    busy_markers = ("Esc to cancel", "esc to cancel", "Esc to interrupt", "esc to interrupt")
     input_line = re.compile(r"^\s*[│┃]?\s*>\s?(.*?)\s*[│┃]?\s*$")
 
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._seen_prompt = False
 
-class OpenCodeAdapter(TerminalAdapter):
-    """OpenCode, from its screen (its SQLite store is read by a later adapter)."""
-
-    name = "opencode"
-    summary = "OpenCode, from its screen"
-    process_names = frozenset({"opencode"})
-    busy_markers = ("esc interrupt",)
+    def is_busy(self, screen: str) -> bool:
+        if super().is_busy(screen):
+            return True
+        tail = strip_ansi(screen).rstrip("\n").split("\n")[-12:]
+        prompt = self.input_line is not None and any(self.input_line.search(line) for line in tail)
+        self._seen_prompt = self._seen_prompt or prompt
+        return self._seen_prompt and not prompt
 
 
 @hookimpl
@@ -293,4 +302,3 @@ def register_agents(register) -> None:
     register(TerminalAdapter)
     register(ShellAdapter)
     register(AmpAdapter)
-    register(OpenCodeAdapter)

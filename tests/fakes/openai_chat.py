@@ -1,0 +1,230 @@
+"""A fake OpenAI-compatible chat-completions server on 127.0.0.1, for driving the real OpenCode offline.
+
+OpenCode (with a provider ``"npm": "@ai-sdk/openai-compatible"`` whose ``baseURL`` points here) sends
+``POST /v1/chat/completions``, streamed as server-sent events, plus one title request (no tools, a system
+prompt about titles) on a session's first turn. A stdlib ``ThreadingHTTPServer`` in a background thread
+answers them; nothing leaves the loopback interface.
+
+What it answers, from the last user message:
+
+* a title request → :data:`TITLE`;
+* ``TOOLTEST`` in the prompt and a ``bash`` tool offered → a streamed ``bash`` tool call; once the tool
+  result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
+* ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
+* anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
+
+Every request is recorded; every streamed reply records the wall-clock time of its last chunk, which is
+when the model finished speaking (the tests measure from there, or from the store, to the hand-off).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["TITLE", "FakeChat", "RecordedChat", "opencode_config"]
+
+TITLE = "Fake session title"
+SLOW_CHUNK_S = 0.5
+DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN\nHere is the function:\n\n```python\ndef hello():\n"
+                  "    print(\"hello from the fake model\")\n```\n\nFAKE_ANSWER_END")
+
+
+@dataclass
+class RecordedChat:
+    """One chat request, and (for streamed replies) when its last chunk went out."""
+
+    body: dict[str, Any]
+    kind: str = ""
+    text: str = ""
+    t_received: float = field(default_factory=time.time)
+    t_last_chunk: float | None = None
+
+    @property
+    def last_user_text(self) -> str:
+        return _last_user(self.body)
+
+
+class FakeChat:
+    """The server. ``with FakeChat() as chat: chat.url`` → ``http://127.0.0.1:PORT/v1``."""
+
+    def __init__(self, *, chunk_delay_s: float = 0.02, port: int = 0) -> None:
+        self.chunk_delay_s = chunk_delay_s
+        self.default = DEFAULT_ANSWER
+        self.requests: list[RecordedChat] = []
+        self._answers: deque[str] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai-chat", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def script(self, *answers: str) -> None:
+        """Queue answers for the next prompts (title requests and tool steps do not use them)."""
+        with self._lock:
+            self._answers.extend(answers)
+
+    def turns(self) -> list[RecordedChat]:
+        """Replies that answered a prompt with text (not titles, not tool calls)."""
+        with self._lock:
+            return [r for r in self.requests if r.kind in ("answer", "tool-final")]
+
+    def start(self) -> FakeChat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeChat:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _choose(self, record: RecordedChat) -> tuple[str, Any]:
+        body = record.body
+        messages = body.get("messages") or []
+        tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+        system = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        tool_results = [m for m in messages[last_user + 1:] if m.get("role") == "tool"]
+        if not tools and "title" in system.lower():
+            return "title", TITLE
+        if tool_results:
+            out = _text_of(tool_results[-1].get("content")).strip()
+            return "tool-final", f"TOOL_FINAL_BEGIN\nThe tool said:\n{out[:400]}\nTOOL_FINAL_END"
+        if "TOOLTEST" in record.last_user_text and "bash" in tools:
+            return "tool", {"name": "bash", "arguments": json.dumps(
+                {"command": "ls -1 && echo FAKE_TOOL_OK", "description": "List files"})}
+        with self._lock:
+            return "answer", self._answers.popleft() if self._answers else self.default
+
+
+def _last_user(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _handler(chat: FakeChat) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # no access log on stderr
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": "not found"}})
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                self._json(400, {"error": {"message": "body is not JSON"}})
+                return
+            record = RecordedChat(body=body)
+            kind, payload = chat._choose(record)
+            record.kind, record.text = kind, payload if isinstance(payload, str) else ""
+            with chat._lock:
+                chat.requests.append(record)
+            if body.get("stream"):
+                self._stream(body, kind, payload)
+                record.t_last_chunk = time.time()
+            else:
+                self._json(200, _completion(body, kind, payload))
+
+        def _json(self, status: int, obj: Any) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, body: dict[str, Any], kind: str, payload: Any) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            cid, model = "chatcmpl-" + uuid.uuid4().hex[:12], body.get("model", "fake-model")
+
+            def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> None:
+                obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                                       "model": model,
+                                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                if usage is not None:
+                    obj["choices"], obj["usage"] = [], usage
+                self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+                self.wfile.flush()
+
+            chunk({"role": "assistant", "content": ""})
+            if kind == "tool":
+                call = {"index": 0, "id": "call_" + uuid.uuid4().hex[:8], "type": "function",
+                        "function": {"name": payload["name"], "arguments": payload["arguments"]}}
+                chunk({"tool_calls": [call]})
+                finish = "tool_calls"
+            else:
+                words = payload.split(" ")
+                delay = SLOW_CHUNK_S if "SLOWTEST" in _last_user(body) else chat.chunk_delay_s
+                for i, word in enumerate(words):
+                    time.sleep(delay)
+                    chunk({"content": word + (" " if i < len(words) - 1 else "")})
+                finish = "stop"
+            chunk({}, finish=finish)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunk(None, usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _completion(body: dict[str, Any], kind: str, payload: Any) -> dict[str, Any]:
+    if kind == "tool":
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_" + uuid.uuid4().hex[:8], "type": "function", "function": payload}]}
+    else:
+        message = {"role": "assistant", "content": payload}
+    return {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if kind == "tool" else "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+
+
+def opencode_config(base_url: str) -> dict[str, Any]:
+    """``$XDG_CONFIG_HOME/opencode/opencode.json`` pointing OpenCode at this server (SPEC §7's recipe)."""
+    return {"$schema": "https://opencode.ai/config.json",
+            "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+                                  "options": {"baseURL": base_url, "apiKey": "sk-fake"},
+                                  "models": {"fake-model": {"name": "Fake"}}}},
+            "model": "fake/fake-model"}
