@@ -1,0 +1,208 @@
+"""The resolution chain pane → process → session file → transcript, on real processes and real files.
+
+The processes are real: a copy of ``sleep`` named ``claude`` (so /proc/PID/comm is ``claude``, as for the
+real CLI started through PATH), started under a shell like in a pane, with its own environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline import proc
+from plugins.claude_resolve import project_folder_name, resolve_pid, transcript_inside
+from tests.conftest import wait_for
+
+
+class FakeClaude:
+    def __init__(self, shell: subprocess.Popen[bytes], pid: int, config: Path, cwd: Path) -> None:
+        self.shell, self.pid, self.config, self.cwd = shell, pid, config, cwd
+
+    def session_file(self, session_id: str, *, proc_start: str | None = None, status: str = "idle") -> Path:
+        start = proc_start or str(proc.read_proc(self.pid).start_ticks)
+        path = self.config / "sessions" / f"{self.pid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(json.dumps({"pid": self.pid, "sessionId": session_id, "cwd": str(self.cwd),
+                                    "startedAt": int(time.time() * 1000), "procStart": start, "version": "2.1.197",
+                                    "kind": "interactive", "entrypoint": "cli", "status": status}))
+        return path
+
+    def transcript(self, session_id: str, folder: str | None = None) -> Path:
+        path = self.config / "projects" / (folder or project_folder_name(str(self.cwd))) / f"{session_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"type": "mode", "sessionId": session_id}) + "\n")
+        return path
+
+
+@pytest.fixture
+def start_claude(tmp_path: Path) -> Iterator[Callable[..., FakeClaude]]:
+    started: list[subprocess.Popen[bytes]] = []
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy(shutil.which("sleep"), bin_dir / "claude")
+
+    def start(*, cwd: Path | None = None, config_var: bool = True, command: str | None = None) -> FakeClaude:
+        cwd = cwd or tmp_path / "proj"
+        cwd.mkdir(parents=True, exist_ok=True)
+        home = tmp_path / "home"
+        config = home / ".claude"
+        env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home)}
+        if config_var:
+            config = tmp_path / f"config-{len(started)}"
+            env["CLAUDE_CONFIG_DIR"] = str(config)
+        shell = subprocess.Popen(["bash", "-c", f"{command or 'claude 300'} & wait"], cwd=cwd, env=env)
+        started.append(shell)
+        child = wait_for(lambda: proc.children(shell.pid), what="the process under the shell")[0]
+        return FakeClaude(shell, child, config, cwd)
+
+    yield start
+    for shell in started:
+        for child in proc.children(shell.pid):
+            os.kill(child, 9)
+        shell.kill()
+        shell.wait()
+
+
+def steps(res) -> dict[str, tuple[bool, str]]:
+    return {s.step: (s.ok, s.detail) for s in res.steps}
+
+
+def test_chain_goes_from_the_shell_pid_to_the_named_transcript(start_claude, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", "/nonexistent/elsewhere")  # the process's own variable wins
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid, status="busy")
+    transcript = claude.transcript(sid)
+    res = resolve_pid(claude.shell.pid)
+    assert res.process.pid == claude.pid and res.process.comm == "claude"
+    assert res.config == claude.config and "CLAUDE_CONFIG_DIR of the process" in steps(res)["config"][1]
+    assert res.transcript == transcript and res.rule == "session-file" and res.session_id == sid
+    assert [s.step for s in res.steps] == ["process", "config", "session-file", "project-dir", "transcript"]
+    assert all(s.ok for s in res.steps) and res.stopped_at is None and "status busy" in steps(res)["session-file"][1]
+
+
+def test_config_folder_defaults_to_home_of_the_process(start_claude) -> None:
+    claude = start_claude(config_var=False)
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    transcript = claude.transcript(sid)
+    assert resolve_pid(claude.shell.pid).transcript == transcript
+    assert claude.config.parent.name == "home"
+
+
+def test_a_session_file_of_a_reused_pid_is_stale(start_claude) -> None:
+    claude = start_claude()
+    old = str(uuid.uuid4())
+    claude.session_file(old, proc_start="12345")  # left behind by another process with this PID
+    stale = claude.transcript(old)
+    os.utime(stale, (time.time() - 60, time.time() - 60))
+    res = resolve_pid(claude.shell.pid)
+    ok, detail = steps(res)["session-file"]
+    assert not ok and "reused PID" in detail and res.session is None
+    # the stale file's transcript is older than the process: it is not taken
+    assert res.transcript is None and res.stopped_at == "session-file"
+    current = claude.transcript(str(uuid.uuid4()))
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == current and res.rule == "newest-in-folder"
+
+
+def test_a_session_id_that_is_not_a_uuid_is_refused(start_claude) -> None:
+    claude = start_claude()
+    secret = claude.config / "projects" / "secret.jsonl"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("{}\n")
+    claude.session_file("../secret")
+    res = resolve_pid(claude.shell.pid)
+    ok, detail = steps(res)["session-file"]
+    assert not ok and "not a UUID" in detail and res.transcript is None
+
+
+def test_after_clear_the_newer_transcript_of_the_folder_is_taken_unless_another_session_owns_it(start_claude) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    named = claude.transcript(sid)
+    os.utime(named, (time.time() - 1, time.time() - 1))
+    newer = claude.transcript(str(uuid.uuid4()))
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == newer and res.rule == "newer-transcript"
+    assert "after /clear" in steps(res)["transcript"][1]
+    # a second live Claude Code in the same folder owns that newer file: it is not ours
+    other = start_claude(cwd=claude.cwd)
+    other.config = claude.config
+    other.session_file(newer.stem)
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == named and res.rule == "session-file"
+
+
+def test_a_long_cwd_uses_the_hash_form_and_is_found_directly(start_claude, tmp_path: Path) -> None:
+    deep = tmp_path / ("a-very-long-folder-name-" * 5) / ("and-another-one_" * 6) / "project"
+    claude = start_claude(cwd=deep)
+    folder = project_folder_name(str(deep))
+    assert len(str(deep)) > 200 and len(folder) > 200 and folder[200] == "-"
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    transcript = claude.transcript(sid, folder)
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == transcript and "the encoded cwd" in steps(res)["project-dir"][1]
+
+
+def test_a_folder_the_encoding_misses_is_found_by_a_scan_for_the_session(start_claude) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    transcript = claude.transcript(sid, folder="named-by-some-other-rule")
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == transcript and "scan" in steps(res)["project-dir"][1]
+
+
+def test_before_the_first_prompt_the_chain_stops_at_the_transcript(start_claude) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    (claude.config / "projects" / project_folder_name(str(claude.cwd))).mkdir(parents=True)
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript is None and res.stopped_at == "transcript"
+    assert "not created yet" in steps(res)["transcript"][1]
+
+
+def test_argv0_claude_is_not_claude(start_claude) -> None:
+    impostor = start_claude(command="exec -a claude sleep 300")
+    res = resolve_pid(impostor.shell.pid)
+    assert res.process is None and res.stopped_at == "process"
+
+
+def test_only_transcripts_inside_the_projects_folder_are_read(tmp_path: Path) -> None:
+    config = tmp_path / ".claude"
+    good = config / "projects" / "-x" / f"{uuid.uuid4()}.jsonl"
+    assert transcript_inside(str(good), config) == good
+    for bad in [config / "projects" / "-x" / "notes.jsonl", config / "projects" / f"{uuid.uuid4()}.jsonl",
+                tmp_path / "elsewhere" / "-x" / f"{uuid.uuid4()}.jsonl",
+                config / "projects" / "-x" / ".." / ".." / ".." / "-x" / f"{uuid.uuid4()}.jsonl"]:
+        assert transcript_inside(str(bad), config) is None, bad
+
+
+JS_ENCODER = r"""
+function jCe(e){let t=0;for(let n=0;n<e.length;n++)t=(t<<5)-t+e.charCodeAt(n)|0;return t}
+function jHs(e){let t=e.replace(/[^a-zA-Z0-9]/g,"-");if(t.length<=200)return t;return`${t.slice(0,200)}-${Math.abs(jCe(e)).toString(36)}`}
+process.stdout.write(JSON.stringify(JSON.parse(require("fs").readFileSync(0, "utf8")).map(jHs)));
+"""
+
+
+def test_folder_names_match_claude_codes_own_function() -> None:
+    """Compared with the function copied from Claude Code 2.1.197, run by node (strings are UTF-16 there)."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    cwds = ["/home/dev/my-app", "/tmp/x y/ünï/日本", "/home/😀/emoji", "/" + "long-segment/" * 20,
+            "/" + "ü" * 250, "/😀" * 120, "/" + "z" * 199, "/" + "z" * 200]
+    result = subprocess.run(["node", "-e", JS_ENCODER], input=json.dumps(cwds), capture_output=True, text=True,
+                            check=True)
+    assert [project_folder_name(c) for c in cwds] == json.loads(result.stdout)
