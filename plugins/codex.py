@@ -53,7 +53,10 @@ RESOLVE_MIN_INTERVAL_S = 0.25
 STALE_BUSY_S = 1800.0
 #: how long an answer may be waited for when a hook reported the turn before the rollout did
 ANSWER_WAIT_S = 1.0
-#: turns that finished this long before batonpass started following are history, not new completions
+#: how many finished turns a rollout seen for the first time reports (the detector's journal skips those
+#: already handed off, and those older than ``settings.catch_up_s``)
+CATCH_UP_TURNS = 20
+#: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
 
 
@@ -81,7 +84,6 @@ class CodexAdapter(TerminalAdapter):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._lock = anyio.Lock()
-        self._since = time.time() - START_SLACK_S
         self._process: CodexProcess | None = None
         self._resolution: Resolution | None = None
         self._resolved_at = 0.0
@@ -141,8 +143,8 @@ class CodexAdapter(TerminalAdapter):
 
     def _switch(self, path: Path | None) -> None:
         """Follow ``path`` from now on. Turns of the old rollout still unread are read first (a
-        ``codex exec`` may exit right after its last line); turns of the new one that finished before
-        batonpass started following are history."""
+        ``codex exec`` may exit right after its last line); of the new one's finished turns, only the
+        last few are reported (catching up after a restart)."""
         if self._tail is not None and self._state is not None:
             for record in self._tail.read(final=True):
                 self._state.feed(record)
@@ -153,7 +155,7 @@ class CodexAdapter(TerminalAdapter):
         self._tail, self._state = JsonlTail(path), RolloutState(thread_id=thread_id_of(path))
         for record in self._tail.read():
             self._state.feed(record)
-        self._state.forget_finished_before(self._since)
+        self._state.keep_recent_finished(CATCH_UP_TURNS)
 
     def _completion(self, turn: Turn, signal: str) -> Completion:
         detail = turn.error or ""
@@ -262,7 +264,7 @@ class CodexAdapter(TerminalAdapter):
         if not isinstance(thread, str) or not isinstance(turn_id, str):
             return None
         try:
-            await self._refresh()
+            await self._refresh(force=self._tail is None)
         except TmuxError:
             return None
         if self._state is None or thread not in (self._state.thread_id, thread_id_of(self.rollout or "")):
@@ -302,6 +304,22 @@ class CodexAdapter(TerminalAdapter):
         if draft is None:
             return "busy"  # no input line: Codex is starting, or a dialog is open
         return "draft" if draft else "ready"
+
+    async def current_draft(self) -> str:
+        try:
+            return composer_draft(await self.ctx.capture(escapes=True), self.placeholders) or ""
+        except TmuxError:
+            return ""
+
+    async def received(self, text: str) -> bool | None:
+        """After a crash mid-delivery: the rollout knows whether ``text`` became a prompt."""
+        try:
+            await self._refresh(force=True)
+        except TmuxError:
+            return None
+        if self._state is None:
+            return await super().received(text)
+        return self._state.received(text)
 
     async def snapshot(self) -> Any:
         try:

@@ -198,10 +198,10 @@ class RolloutState:
         self._pending.clear()
         return out
 
-    def forget_finished_before(self, since: float) -> None:
-        """Drop turns that finished before ``since`` from what :meth:`take_finished` will return: a
-        rollout read for the first time holds history, not news."""
-        keep = [t for t in self._pending if t.finished_at is None or t.finished_at >= since]
+    def keep_recent_finished(self, count: int) -> None:
+        """Of the turns :meth:`take_finished` will return, keep the newest ``count``: a rollout read for
+        the first time is mostly history (the detector's journal decides what of the rest to catch up on)."""
+        keep = list(self._pending)[-count:] if count > 0 else []
         self._pending.clear()
         self._pending.extend(keep)
 

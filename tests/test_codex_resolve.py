@@ -7,111 +7,18 @@ it. The rollouts, lock files and ``state_5.sqlite`` are written the way Codex 0.
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import signal
 import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from pipeline import proc
 from plugins.codex_resolve import find_codex_process, resolve_rollout
+from tests.codex_standins import CodexHome, StandIns
 from tests.conftest import wait_for
-
-
-def uuid7(at: float) -> str:
-    digits = f"{int(at * 1000):012x}7{secrets.token_hex(10)[:19]}"
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
-def iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-class CodexHome:
-    """A CODEX_HOME with rollouts, lock files and (optionally) a state_5.sqlite, as Codex leaves them."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-
-    def thread(self, at: float, *, lock: bool = True) -> str:
-        """A thread started at ``at`` (its lock file, as the TUI makes at startup), no rollout yet."""
-        tid = uuid7(at)
-        if lock:
-            (self.root / "thread-writer-locks").mkdir(exist_ok=True)
-            (self.root / "thread-writer-locks" / f"{tid}.lock").touch()
-        return tid
-
-    def rollout(self, at: float, cwd: Path | str, *, prompts: tuple[str, ...] = ("hello",),
-                originator: str = "codex-tui", tid: str | None = None, prompt_at: float | None = None) -> Path:
-        tid = tid or self.thread(at)
-        local = datetime.fromtimestamp(at)
-        folder = self.root / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
-        lines = [{"timestamp": iso(at), "type": "session_meta",
-                  "payload": {"id": tid, "timestamp": iso(at), "cwd": str(cwd), "originator": originator}}]
-        for n, prompt in enumerate(prompts):
-            turn, t = f"turn-{tid[:8]}-{n}", prompt_at or at + 1 + n
-            lines += [
-                {"timestamp": iso(t), "type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
-                {"timestamp": iso(t), "type": "event_msg", "payload": {
-                    "type": "item_completed", "turn_id": turn,
-                    "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]}}},
-                {"timestamp": iso(t + 0.2), "type": "event_msg", "payload": {
-                    "type": "task_complete", "turn_id": turn, "last_agent_message": f"answer to {prompt}"}},
-            ]
-        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-        return path
-
-    def sqlite(self, rows: list[tuple[str, Path, float, str]], *, journal: str = "wal") -> Path:
-        db = self.root / "state_5.sqlite"
-        conn = sqlite3.connect(db)
-        conn.execute(f"PRAGMA journal_mode={journal}")
-        conn.execute("CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, "
-                     "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, cwd TEXT NOT NULL,"
-                     " title TEXT NOT NULL, created_at_ms INTEGER, originator TEXT)")
-        for tid, path, at, cwd in rows:
-            conn.execute("INSERT INTO threads VALUES (?,?,?,?,?,?,?,?,?)",
-                         (tid, str(path), int(at), int(at), "vscode", cwd, "t", int(at * 1000), "codex-tui"))
-        conn.commit()
-        conn.close()
-        return db
-
-
-class StandIns:
-    """Real processes named ``codex``; every one started here is killed (its own session) at the end."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.bin = tmp / "bin"
-        self.bin.mkdir()
-        (self.bin / "codex").symlink_to("/bin/bash")
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def pane(self, script: str, *, cwd: Path, home: Path, args: tuple[str, ...] = ()) -> int:
-        """A 'pane' (an outer bash) running ``codex -c SCRIPT`` or ``codex ARGS...``; returns the pane pid
-        once the codex process is there."""
-        inner = " ".join([str(self.bin / "codex"), *args]) if args else f"{self.bin / 'codex'} -c '{script}; true'"
-        p = subprocess.Popen(["bash", "-c", f"{inner}; true"], cwd=cwd, start_new_session=True,
-                             env={"PATH": os.environ["PATH"], "CODEX_HOME": str(home), "HOME": str(cwd)})
-        self.started.append(p)
-        wait_for(lambda: find_codex_process(p.pid), what="the codex stand-in")
-        return p.pid
-
-    def stop(self) -> None:
-        for p in self.started:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
 
 
 @pytest.fixture
