@@ -32,7 +32,6 @@ from plugins.claude_resolve import (
     UUID,
     Resolution,
     config_dir,
-    process_started_at,
     project_folder_name,
     read_session_file,
     resolve_pid,
@@ -45,6 +44,7 @@ from plugins.claude_transcript import (
     TurnEnd,
     find_turn,
     last_finished_turn,
+    latest_key,
     latest_turn,
     turn_id,
 )
@@ -89,6 +89,8 @@ class ClaudeCodeAdapter(TerminalAdapter):
     answer_wait_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
     liveness_s: ClassVar[float] = 2.0
+    #: when the chain changes (a new session, a new process), turns that ended this long before are news
+    replay_s: ClassVar[float] = 10.0
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -126,6 +128,7 @@ class ClaudeCodeAdapter(TerminalAdapter):
             await super().follow(emit)
             return
         said = ""
+        since: float | None = None  # after the first chain, turns that ended since then are news
         while True:
             try:
                 res = await self._resolve()
@@ -144,14 +147,15 @@ class ClaudeCodeAdapter(TerminalAdapter):
             if why:
                 await self._follow_screen_until_files(emit)
                 continue
-            await self._follow_files(emit, res)
+            await self._follow_files(emit, res, since)
+            since = time.time() - self.replay_s
 
     def _why_not_files(self, res: Resolution) -> str:
         if res.process is None:
             return "no Claude Code process in the pane; waiting for one"
         if res.session is not None or res.transcript is not None:
             return ""
-        age = time.time() - _started_at(res)
+        age = time.time() - res.started_at
         if age < self.startup_grace_s:
             return f"waiting for Claude Code's session file (pid {res.process.pid} started {age:.1f}s ago)"
         return (f"following the screen: the chain stopped at {res.stopped_at} "
@@ -168,16 +172,22 @@ class ClaudeCodeAdapter(TerminalAdapter):
                     tg.cancel_scope.cancel()
                     return
 
-    async def _follow_files(self, emit: Emit, res: Resolution) -> None:
-        """Follow one process's session file and transcript; return when the chain must be run again."""
+    async def _follow_files(self, emit: Emit, res: Resolution, since: float | None) -> None:
+        """Follow one process's session file and transcript; return when the chain must be run again.
+        Turns that ended in the transcript after ``since`` (a new session after /clear, a new process in
+        the pane) are reported too; the first time, what is on disk is history."""
         assert self.ctx.watcher is not None and res.process is not None and res.config is not None
         pid, start_ticks = res.process.pid, res.process.start_ticks
         session_path = res.config / "sessions" / f"{pid}.json"
         folder = res.project_dir or res.config / "projects" / project_folder_name(res.cwd or "/")
         tail = self._tail_for(res.transcript, existed=True)
-        status = res.session.status if res.session else None
+        for end in tail.history if tail and since is not None else []:
+            if end.ended_at >= since:
+                await self._emit_end(emit, end, "transcript")
         session_id = res.session.session_id if res.session else None
         idle_deadline: float | None = None
+        # a turn left open while the session is idle already is history, not news
+        handled: set[str | None] = {None, tail.tracker.key if tail and tail.tracker.open else None}
         log.info("%s: following %s (rule %s) and %s", self.ctx.name, res.transcript or f"{folder}/ (no transcript yet)",
                  res.rule or "-", session_path.name)
         with self.ctx.watcher.subscribe(session_path.parent) as s1, self.ctx.watcher.subscribe(folder) as s2:
@@ -202,11 +212,8 @@ class ClaudeCodeAdapter(TerminalAdapter):
                         self._resolution = fresh
                 for end in tail.read_new() if tail else []:
                     await self._emit_end(emit, end, "transcript")
-                previous, status = status, session.status if session else None
-                if status == "idle" and previous in BUSY_STATUSES:
-                    idle_deadline = time.monotonic() + self.idle_grace_s
-                if idle_deadline is not None:
-                    idle_deadline = await self._on_idle(emit, tail, idle_deadline)
+                status = session.status if session else None
+                idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
 
     def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
         """A reader for ``path``: from its current end if it was there when following began, else from its
@@ -218,24 +225,32 @@ class ClaudeCodeAdapter(TerminalAdapter):
             tail.prime()
         return tail
 
-    async def _on_idle(self, emit: Emit, tail: TranscriptTail | None, deadline: float) -> float | None:
-        """The session said idle: report the turn once the transcript shows its end, or at the deadline
-        if the transcript holds a finished answer without the end-of-turn lines."""
-        if tail is None or tail.tracker.state == "ended":
+    async def _on_status(self, emit: Emit, tail: TranscriptTail | None, status: str | None,
+                         deadline: float | None, handled: set[str | None]) -> float | None:
+        """The session is idle while the transcript shows a turn still open: report it (once) when its
+        final answer is on disk without the ``turn_duration`` line, or as failed if nothing ends it within
+        the grace (Esc before the first streamed text writes nothing). Returns the deadline to wake at.
+
+        Only the state is used, not a ``busy → idle`` transition: the watcher may coalesce a short busy."""
+        if status != "idle" or tail is None or not tail.tracker.open or tail.tracker.key in handled:
             return None
+        key = tail.tracker.key
         end = tail.tracker.pending_end()
-        if end is not None:  # the answer is on disk, its turn_duration line not yet: report now
+        if end is not None:
+            handled.add(key)
             await self._emit_end(emit, end, "status")
             return None
+        if deadline is None:
+            return time.monotonic() + self.idle_grace_s
         if time.monotonic() < deadline:
             return deadline
+        handled.add(key)
         silent = tail.tracker.close_silent()
         if silent is None:
-            log.info("%s: idle after %s, which was not a prompt to the model; no turn to report", self.ctx.name,
-                     tail.tracker.key)
+            log.info("%s: idle after %s, which was not a prompt to the model; no turn to report", self.ctx.name, key)
             return None
         log.info("%s: idle, but the transcript shows no end of turn %s (interrupted before any text?): failed",
-                 self.ctx.name, tail.tracker.key)
+                 self.ctx.name, key)
         await self._emit_end(emit, silent, "status")
         return None
 
@@ -362,7 +377,7 @@ class ClaudeCodeAdapter(TerminalAdapter):
     async def snapshot(self) -> Any:
         info = await self.ctx.pane()
         res = resolve_pid(info.pid)
-        key = await anyio.to_thread.run_sync(_latest_key, res.transcript)
+        key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
         return {"status_at": res.session.status_updated_at if res.session else None, "transcript": res.transcript,
                 "key": key, "screen": screen}
@@ -377,7 +392,7 @@ class ClaudeCodeAdapter(TerminalAdapter):
             return True
         if res.transcript is not None:
             if res.transcript != before["transcript"] or \
-                    await anyio.to_thread.run_sync(_latest_key, res.transcript) != before["key"]:
+                    await anyio.to_thread.run_sync(latest_key, res.transcript) != before["key"]:
                 return True
         if before["screen"] is not None:
             return await super().turn_started(before["screen"])
@@ -388,19 +403,6 @@ class ClaudeCodeAdapter(TerminalAdapter):
     @classmethod
     def install_hooks(cls, hook_command: list[str]) -> str:
         return install_stop_hook(config_dir() / "settings.json", shlex.join(hook_command))
-
-
-def _latest_key(path: Path | None) -> str | None:
-    try:
-        return latest_turn(path).key if path else None
-    except OSError:
-        return None
-
-
-def _started_at(res: Resolution) -> float:
-    if res.session is not None and res.session.started_at:
-        return res.session.started_at / 1000
-    return process_started_at(res.process) if res.process else 0.0
 
 
 @hookimpl

@@ -183,6 +183,13 @@ class Resolution:
         return self.session.session_id if self.session else None
 
     @property
+    def started_at(self) -> float:
+        """When the process started (the session file's ``startedAt``, else /proc), in epoch seconds."""
+        if self.session is not None and self.session.started_at:
+            return self.session.started_at / 1000
+        return process_started_at(self.process) if self.process else 0.0
+
+    @property
     def stopped_at(self) -> str | None:
         return next((s.step for s in self.steps if not s.ok), None)
 

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +40,7 @@ __all__ = [
     "causal_order",
     "find_turn",
     "last_finished_turn",
+    "latest_key",
     "latest_turn",
     "scan_back",
     "turn_id",
@@ -81,6 +84,14 @@ class TurnEnd:
     @property
     def turn_id(self) -> str:
         return turn_id(self.session_id, self.key)
+
+    @property
+    def ended_at(self) -> float:
+        """When the turn's last line was written (its timestamp), or now if it carries none."""
+        try:
+            return datetime.fromisoformat(self.timestamp).timestamp() if self.timestamp else time.time()
+        except ValueError:
+            return time.time()
 
 
 def _text_blocks(content: Any) -> list[str]:
@@ -345,6 +356,14 @@ def find_turn(path: str | os.PathLike[str], key: str) -> tuple[TurnEnd | None, b
 def latest_turn(path: str | os.PathLike[str]) -> TurnTracker:
     """The tracker after the last turn's start: its ``key``, ``session_id`` and ``state``."""
     return scan_back(path, lambda s: s.tracker.whole).tracker
+
+
+def latest_key(path: str | os.PathLike[str] | None) -> str | None:
+    """The key of the last turn started in ``path`` (None if none, or no file)."""
+    try:
+        return latest_turn(path).key if path else None
+    except OSError:
+        return None
 
 
 class TranscriptTail:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,7 @@ class Transcript:
     def line(self, obj: dict, *, chain: bool = True) -> dict:
         if chain:
             obj = {"parentUuid": self.parent, "isSidechain": False, "uuid": str(uuid.uuid4()),
+                   "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                    "sessionId": self.session, "cwd": "/home/dev/app", **obj}
             self.parent = obj["uuid"] if not obj.get("isSidechain") else self.parent
         return obj

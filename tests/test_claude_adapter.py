@@ -1,0 +1,277 @@
+"""The Claude Code adapter's signals, answers and target states, with a real watcher on real files.
+
+The pane runs a copy of ``sleep`` named ``claude`` under a shell; the test writes the session file and
+transcript lines as Claude Code 2.1.197 does (timings and order from SPEC §5), and checks what the
+adapter reports. The real CLI is exercised in test_claude_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline import proc
+from pipeline.agents import TileContext
+from pipeline.config import Tile
+from pipeline.events import Completion
+from pipeline.spool import HookRecord
+from pipeline.watch import FileWatcher
+from plugins.claude_code import ClaudeCodeAdapter
+from plugins.claude_hooks import install_stop_hook
+from plugins.claude_resolve import project_folder_name
+from plugins.claude_screen import input_box, screen_answer
+from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.test_claude_transcript import Transcript, text
+from tests.test_dispatch import until
+
+pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
+SCREENS = FIXTURES / "claude-code" / "screens"
+
+
+class Scene:
+    """A pane with a process named claude, and its Claude Code files."""
+
+    def __init__(self, server: TmuxServer, tmp: Path, *, screen: str | None = None) -> None:
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        shutil.copy(shutil.which("sleep"), bin_dir / "claude")
+        self.config, self.cwd = tmp / "config", tmp / "proj"
+        self.cwd.mkdir(exist_ok=True)
+        show = f"cat {screen}; " if screen else ""
+        self.pane = server.new_pane(f"bash --norc --noprofile -c '{show}claude 300 & wait'", cwd=self.cwd,
+                                    env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(self.config)})
+        shell = server.pane_pid(self.pane)
+        self.pid = wait_for(lambda: proc.children(shell), what="claude under the pane's shell")[0]
+        self.session_id = str(uuid.uuid4())
+        self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
+        self.adapter = ClaudeCodeAdapter(self.ctx)
+        self.tx: Transcript | None = None
+
+    def status(self, status: str, **extra: object) -> None:
+        path = self.config / "sessions" / f"{self.pid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"pid": self.pid, "sessionId": self.session_id, "cwd": str(self.cwd),
+                "startedAt": int(time.time() * 1000), "procStart": str(proc.read_proc(self.pid).start_ticks),
+                "status": status, "statusUpdatedAt": time.time_ns() // 1000, **extra}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+
+    def transcript(self) -> Transcript:
+        folder = self.config / "projects" / project_folder_name(str(self.cwd))
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.tx is None or self.tx.session != self.session_id:
+            self.tx = Transcript(folder / f"{self.session_id}.jsonl", self.session_id)
+        return self.tx
+
+    def hook(self, key: str | None, text: str, *, pane: str | None = "same", event: str = "Stop") -> HookRecord:
+        payload = {"session_id": self.session_id, "hook_event_name": event, "last_assistant_message": text,
+                   "transcript_path": str(self.transcript().path)}
+        if key:
+            payload["prompt_id"] = key
+        return HookRecord("claude", payload, self.pane if pane == "same" else pane, time.time())
+
+
+@asynccontextmanager
+async def following(scene: Scene) -> AsyncIterator[list[Completion]]:
+    watcher = FileWatcher()
+    scene.ctx.watcher = watcher
+    emitted: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        emitted.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        tg.start_soon(scene.adapter.follow, emit)
+        await until(lambda: scene.adapter._resolution is not None and scene.adapter._resolution.session, 10,
+                    "the adapter following the session file")
+        await anyio.sleep(0.3)  # the watcher restarts on its new folders
+        yield emitted
+        tg.cancel_scope.cancel()
+
+
+async def test_one_turn_gets_one_id_from_transcript_status_and_hook(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    async with following(scene) as emitted:
+        tx = scene.transcript()
+        scene.status("busy")
+        key = tx.prompt("refactor it")
+        tx.assistant("msg_1", text("Refactored ✓"))
+        tx.end()
+        scene.status("idle")
+        await until(lambda: emitted, 10, "the completion")
+        await anyio.sleep(0.5)
+        hooked = await scene.adapter.hook_completion(scene.hook(key, "Refactored ✓"))
+    turn = f"claude:{scene.session_id}:{key}"
+    assert {c.turn_id for c in emitted} == {turn} and hooked.turn_id == turn
+    assert all(c.outcome == "completed" for c in emitted) and hooked.text == "Refactored ✓"
+    response = await scene.adapter.response(emitted[0])
+    assert response.text == "Refactored ✓" and response.source == "transcript"
+
+
+async def test_waiting_on_a_permission_prompt_is_not_a_completion(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    async with following(scene) as emitted:
+        tx = scene.transcript()
+        scene.status("busy")
+        key = tx.prompt("PERMTEST")
+        tx.assistant("msg_t", text("I will create a file."), {"type": "tool_use", "id": "t", "name": "Bash", "input": {}},
+                     stop="tool_use")
+        scene.status("waiting", waitingFor="permission prompt")
+        assert await scene.adapter.target_state() == "busy"
+        await anyio.sleep(2.0)  # longer than the idle grace: nothing may be reported
+        assert emitted == []
+        scene.status("busy")
+        tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}}))
+        tx.assistant("msg_f", text("Created."))
+        tx.end()
+        scene.status("idle")
+        await until(lambda: emitted, 10, "the completion")
+    assert {(c.turn_id, c.outcome) for c in emitted} == {(f"claude:{scene.session_id}:{key}", "completed")}
+    assert (await scene.adapter.response(emitted[0])).text == "Created."
+
+
+async def test_esc_before_any_text_is_a_failed_turn_and_a_local_command_no_turn(tmux_server: TmuxServer,
+                                                                                tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    async with following(scene) as emitted:
+        tx = scene.transcript()
+        scene.status("busy")
+        key = tx.prompt("SLOWTEST: interrupt me")  # Claude Code writes nothing more when Esc comes this early
+        scene.status("idle")
+        await until(lambda: emitted, 10, "the failed completion")
+        assert [(c.turn_id, c.outcome, c.signal) for c in emitted] == [(f"claude:{scene.session_id}:{key}", "failed", "status")]
+        scene.status("busy")
+        tx.write(tx.line({"type": "user", "isMeta": True, "promptId": "cmd", "message": {"role": "user", "content": "<local-command-caveat>"}}),
+                 tx.line({"type": "user", "promptId": "cmd", "message": {"role": "user", "content": "<command-name>/compact</command-name>"}}))
+        scene.status("idle")
+        await anyio.sleep(2.0)
+    assert len(emitted) == 1
+
+
+async def test_after_clear_the_new_transcript_is_followed(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    scene.transcript().turn("before clear", "old answer")
+    async with following(scene) as emitted:
+        scene.session_id = str(uuid.uuid4())  # 2.1.197 names the new session in the session file
+        scene.status("idle")
+        tx = scene.transcript()
+        key = tx.turn("after clear", "new answer")
+        await until(lambda: emitted, 10, "the completion from the new transcript")
+    assert [c.turn_id for c in emitted] == [f"claude:{scene.session_id}:{key}"]
+    assert (await scene.adapter.response(emitted[0])).text == "new answer"
+
+
+async def test_the_hook_may_come_first_the_answer_still_comes_from_the_transcript(tmux_server: TmuxServer,
+                                                                                 tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("busy")
+    tx = scene.transcript()
+    key = tx.prompt("quick")
+    hooked = await scene.adapter.hook_completion(scene.hook(key, "hook text, trimmed"))
+    answers: list[str] = []
+
+    async def answer() -> None:
+        answers.append((await scene.adapter.response(hooked)).text)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer)
+        await anyio.sleep(0.3)  # the Stop hook fires before the transcript line is on disk
+        tx.assistant("m", text("hook text, trimmed\n"))
+        tx.end()
+    assert answers == ["hook text, trimmed\n"]
+
+
+async def test_hook_records_are_matched_by_pane_then_session(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    tx = scene.transcript()
+    key = tx.turn("x", "y")
+    adapter = scene.adapter
+    assert await adapter.hook_completion(scene.hook(key, "y", pane="%999")) is None
+    assert await adapter.hook_completion(scene.hook(key, "y", event="SubagentStop")) is None
+    assert (await adapter.hook_completion(scene.hook(key, "y", pane=None))).turn_id.endswith(key)
+    no_prompt_id = await adapter.hook_completion(scene.hook(None, "y"))  # older versions: key from the transcript
+    assert no_prompt_id.turn_id == f"claude:{scene.session_id}:{key}"
+    other = scene.hook(key, "y", pane=None)
+    other.payload["session_id"] = str(uuid.uuid4())
+    assert await adapter.hook_completion(other) is None
+
+
+async def test_without_session_file_or_transcript_the_screen_answers_and_says_why(tmux_server: TmuxServer,
+                                                                                 tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path, screen=str(SCREENS / "screen_done.txt"))
+    await until(lambda: "Brewed" in tmux_server.capture(scene.pane), 5, "the recorded screen")
+    response = await scene.adapter.response(Completion("coder", f"claude:{uuid.uuid4()}:k"))
+    assert response.source == "terminal" and "shows no end of turn" in response.note
+    assert response.text.startswith("I refactored the auth middleware") and response.text.endswith("- tests/test_auth.py")
+    scene.adapter.startup_grace_s = 0.0
+    assert "following the screen" in scene.adapter._why_not_files(await scene.adapter._resolve())
+
+
+async def test_target_states(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    draft_screen = tmp_path / "draft.txt"
+    draft_screen.write_text((SCREENS / "screen_done.txt").read_text().replace("❯\u00a0", "❯\u00a0half-typed idea"))
+    scene = Scene(tmux_server, tmp_path, screen=str(draft_screen))
+    await until(lambda: "half-typed" in tmux_server.capture(scene.pane), 5, "the screen")
+    for status, expected in (("busy", "busy"), ("waiting", "busy"), ("shell", "busy"), ("idle", "draft")):
+        scene.status(status)
+        assert await scene.adapter.target_state() == expected, status
+    bare = ClaudeCodeAdapter(TileContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux))
+    assert await bare.target_state() == "absent"
+
+
+def test_screens_input_box_and_answer() -> None:
+    assert input_box((SCREENS / "screen_done.txt").read_text()) == ""
+    assert input_box((SCREENS / "screen_permission_prompt.txt").read_text()) is None  # a dialog, not the box
+    assert screen_answer((SCREENS / "screen_tool_done.txt").read_text()).startswith("The command printed hello.")
+
+
+def test_hooks_install_merges_is_idempotent_and_never_breaks_settings(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}],
+                                                               "PreToolUse": [{"matcher": "*", "hooks": []}]}}))
+    command = f"{sys.executable} -m pipeline.spool claude"
+    assert "added" in install_stop_hook(settings, command)
+    assert "already installed" in install_stop_hook(settings, command)
+    assert "updated" in install_stop_hook(settings, "/other/python -m pipeline.spool claude")
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and "PreToolUse" in data["hooks"]
+    assert [h["command"] for e in data["hooks"]["Stop"] for h in e["hooks"]] == ["mine", "/other/python -m pipeline.spool claude"]
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="nothing was changed"):
+        install_stop_hook(broken, command)
+    assert broken.read_text() == "{not json"
+    fresh = tmp_path / "new" / "settings.json"
+    install_stop_hook(fresh, command)
+    assert fresh.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_hook_returns_at_once_and_never_fails_the_turn(tmp_path: Path) -> None:
+    """With no daemon, with junk on stdin, with an unwritable state folder: exit 0, fast."""
+    unwritable = tmp_path / "ro"
+    unwritable.mkdir(mode=0o500)
+    for stdin, state in (('{"session_id": "s", "prompt_id": "p"}', tmp_path / "state"), ("not json", tmp_path / "state"),
+                         ("{}", unwritable / "sub")):
+        result = subprocess.run([sys.executable, "-m", "pipeline.spool", "claude"], input=stdin, text=True,
+                                capture_output=True, env={"XDG_STATE_HOME": str(state), "TMUX_PANE": "%7"}, timeout=10)
+        assert result.returncode == 0
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "state" / "batonpass" / "spool").glob("*.json")]
+    assert record["pane"] == "%7" and record["payload"]["prompt_id"] == "p"
