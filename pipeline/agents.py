@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pipeline import proc
 from pipeline.events import Completion, Response
+from pipeline.tmux import PaneGone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,20 +54,36 @@ class TileContext:
     last_prompt: str | None = None
     #: set by the dispatcher when it has typed a prompt; the terminal adapter treats it as a turn start
     prompt_sent_at: float = 0.0
+    #: settings.catch_up_s: an adapter that can read past turns reports, on start, those finished this
+    #: recently (and the detector hands them off unless the journal has them)
+    catch_up_s: float = 300.0
     _pane_id: str | None = None
+    _server_pid: int | None = None
 
     async def pane(self) -> PaneInfo:
         """The tile's pane, resolved once to its ``%N`` id and addressed by id afterwards.
+
+        Pane ids are only unique within one tmux server: when the server was restarted, a ``%N`` from
+        routes.yaml cannot be trusted (it may name another program's pane now) and the tile is reported
+        gone; a ``session:window.pane`` or ``title:`` target is resolved again.
         Raises :class:`pipeline.tmux.PaneGone` / :class:`pipeline.tmux.ServerGone`."""
-        if self._pane_id is None:
-            info = await self.tmux.resolve(self.tile.pane)
-            self._pane_id = info.pane_id
-            return info
-        return await self.tmux.pane(self._pane_id)
+        if self._pane_id is not None:
+            info = await self.tmux.pane(self._pane_id)
+            if info.server_pid == self._server_pid:
+                return info
+            self._pane_id = None
+        if self._server_pid is not None and self.tile.pane.startswith("%"):
+            current = await self.tmux.pane(self.tile.pane)
+            if current.server_pid != self._server_pid:
+                raise PaneGone(f"pane {self.tile.pane} belonged to a tmux server that has exited (pid "
+                               f"{self._server_pid}); name the pane by session:window.pane or title: to follow it")
+        info = await self.tmux.resolve(self.tile.pane)
+        self._pane_id, self._server_pid = info.pane_id, info.server_pid
+        return info
 
     def forget_pane(self) -> None:
         """Resolve the pane target again next time (after its pane or server went away)."""
-        self._pane_id = None
+        self._pane_id = None  # the server pid stays: it tells a restarted server apart
 
     async def capture(self, *, escapes: bool = False, start: int | str | None = None,
                       end: int | str | None = None) -> str:

@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -142,27 +141,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipeline.runtime import Pipeline
+    from pipeline.daemon import run_daemon
 
     registries = load_registries()
+    path = args.config or default_config_path()
     config, _ = _load(args, registries)
     if config is None:
         return 1
-    from pipeline.journal import Journal
-
-    pipeline = Pipeline(config, registries, _tmux(config, args.socket), dry_run=args.dry_run,
-                        journal=None if args.dry_run else Journal())
-
-    async def until_signal() -> None:
-        async with anyio.create_task_group() as tg:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                tg.start_soon(pipeline.run)
-                async for signum in signals:
-                    log.info("stopping on %s", signal.Signals(signum).name)
-                    tg.cancel_scope.cancel()
-                    break
-
-    anyio.run(until_signal)
+    anyio.run(lambda: run_daemon(config, Path(path), registries, socket=args.socket, dry_run=args.dry_run))
     return 0
 
 

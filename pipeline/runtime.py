@@ -38,15 +38,17 @@ class Pipeline:
 
     def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
                  report: Callable[[Completion | Delivery], None] | None = None,
-                 journal: Journal | None = None) -> None:
+                 journal: Journal | None = None, watcher: FileWatcher | None = None) -> None:
         self.config, self.registries, self.tmux = config, registries, tmux
+        #: the shared file watcher; a pipeline given none runs its own
+        self.watcher = watcher
         self.dry_run, self.report, self.journal = dry_run, report, journal
         self.hops = HopLedger(journal)
         self.tiles: dict[str, TileRuntime] = {}
         self.dispatcher: PromptDispatcher | None = None
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
-        watcher = FileWatcher()
+        watcher = self.watcher or FileWatcher()
         self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux, watcher=watcher)
         detector = CompletionDetector(self.tiles, self.hops, report=self.report, journal=self.journal,
                                       config=self.config)
@@ -59,7 +61,8 @@ class Pipeline:
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
         self._prompts_in = prompts_in.clone()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watcher.run)
+            if self.watcher is None:
+                tg.start_soon(watcher.run)
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)

@@ -51,7 +51,7 @@ async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
                       watcher: FileWatcher | None = None) -> dict[str, TileRuntime]:
     tiles: dict[str, TileRuntime] = {}
     for name, tile in config.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher)
+        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher, catch_up_s=config.settings.catch_up_s)
         kind = tile.agent
         if kind == "auto":
             try:

@@ -18,7 +18,7 @@ __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
 
 _FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
            "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
-           "pane_in_mode", "alternate_on")
+           "pane_in_mode", "alternate_on", "pid")
 _FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
 _buffer_ids = itertools.count()
 
@@ -50,6 +50,8 @@ class PaneInfo:
     address: str
     in_mode: bool
     alternate_on: bool
+    #: the tmux server's PID: pane ids start again at %0 on a new server, so an id means nothing without it
+    server_pid: int
 
     @property
     def cursor_line(self) -> int:
@@ -65,7 +67,7 @@ def _parse(line: str) -> PaneInfo:
         cursor_y=int(v["cursor_y"] or 0), height=int(v["pane_height"] or 0), width=int(v["pane_width"] or 0),
         current_command=v["pane_current_command"], title=v["pane_title"],
         address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}", in_mode=v["pane_in_mode"] == "1",
-        alternate_on=v.get("alternate_on") == "1",
+        alternate_on=v.get("alternate_on") == "1", server_pid=int(v.get("pid") or 0),
     )
 
 
@@ -129,11 +131,11 @@ class Tmux:
         return await self.pane(target)
 
     async def pane(self, target: str) -> PaneInfo:
-        out = await self.run("display-message", "-p", "-t", target, _FORMAT)
-        if not out.strip("\n\x1f"):
-            # tmux 3.3 answers an unknown target with an empty line and exit status 0
+        info = _parse((await self.run("display-message", "-p", "-t", target, _FORMAT)).rstrip("\n"))
+        if not info.pane_id:
+            # tmux 3.3 answers an unknown target with empty pane fields and exit status 0
             raise PaneGone(f"can't find pane {target} on {self.describe()}")
-        return _parse(out.rstrip("\n"))
+        return info
 
     async def list_panes(self) -> list[PaneInfo]:
         out = await self.run("list-panes", "-a", "-F", _FORMAT)

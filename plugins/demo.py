@@ -25,10 +25,6 @@ from plugins.terminal import TerminalAdapter
 
 __all__ = ["DemoAdapter"]
 
-#: how many finished turns a (re)started daemon reports from an existing transcript
-CATCH_UP_TURNS = 20
-
-
 class DemoAdapter(TerminalAdapter):
     name = "demo"
     summary = "the built-in demo agent (baton demo)"
@@ -48,6 +44,8 @@ class DemoAdapter(TerminalAdapter):
         self._prompts: list[str] = []
         self._answers_by_turn: dict[str, dict[str, Any]] = {}
         self._open_turn: str | None = None
+        self._seen_agent = False
+        self._skip_history = False
 
     def _transcript(self, agent: proc.Proc) -> Path:
         return Path(transcript_dir()) / f"{agent.pid}.jsonl"
@@ -62,8 +60,12 @@ class DemoAdapter(TerminalAdapter):
             self._agent = self._lines = None
             return None
         if self._agent is None or (agent.pid, agent.start_ticks) != (self._agent.pid, self._agent.start_ticks):
+            replaced = self._lines is not None or self._seen_agent
             self._agent, self._lines = agent, AppendedLines(self._transcript(agent))
             self._prompts, self._answers_by_turn, self._open_turn = [], {}, None
+            self._seen_agent = True
+            if replaced:
+                self._skip_history = True  # another agent now: its past turns are not this run's to hand off
         return agent
 
     def _read(self) -> list[dict[str, Any]]:
@@ -93,8 +95,13 @@ class DemoAdapter(TerminalAdapter):
                 if agent is not None and _keeps_no_transcript(agent):
                     return await super().follow(emit)
                 answers = [r for r in self._read() if r.get("type") == "answer"]
+                if self._skip_history:
+                    answers, self._skip_history = [], False
                 if first:
-                    answers, first = answers[-CATCH_UP_TURNS:], False
+                    # on start, the turns recent enough to catch up on, and one older (recorded as skipped)
+                    since = time.time() - self.ctx.catch_up_s
+                    recent = [r for r in answers if float(r.get("at") or 0) >= since]
+                    answers, first = answers[-len(recent) - 1:] if answers else [], False
                 for r in answers:
                     await emit(Completion(tile=self.ctx.name, turn_id=f"demo:{r['turn_id']}", signal="transcript",
                                           at=float(r.get("at") or time.time())))

@@ -1,0 +1,270 @@
+"""Never lose, never repeat: loops, crashes, restarts, live reload and broken targets — on real tmux.
+
+The daemon runs as a real `baton run` subprocess and is killed with SIGKILL at random moments; the
+journal in the test's own XDG_STATE_HOME carries the hand-offs across restarts. Every test counts what
+the target agent actually received (its own log), so "lost" and "repeated" are measured, not assumed.
+Set BATON_FAULT_TURNS (default 10) for a longer run.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.journal import Journal, default_journal_path
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+
+class Daemon:
+    """`baton run` as a subprocess, restartable, its stderr kept per start."""
+
+    def __init__(self, config: Path, tmp: Path) -> None:
+        self.config, self.tmp, self.proc, self.starts, self.kills = config, tmp, None, 0, 0
+        self.verbose = ["-v"] if os.environ.get("BATON_TEST_VERBOSE") else []
+
+    def start(self) -> None:
+        self.starts += 1
+        self.err = self.tmp / f"daemon-{self.starts}.err"
+        with self.err.open("w") as errs:
+            self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *self.verbose, "run", "-c", str(self.config)],
+                                         stdout=subprocess.DEVNULL, stderr=errs)
+
+    def wait_running(self) -> None:
+        wait_for(lambda: "running:" in self.err.read_text() or self.proc.poll() is not None, what="baton run")
+        assert self.proc.poll() is None, self.err.read_text()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.kills += 1
+
+    def stop(self) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+        return self.proc.returncode if self.proc else 0
+
+    def stderr(self) -> str:
+        return "".join((self.tmp / f"daemon-{i}.err").read_text() for i in range(1, self.starts + 1))
+
+
+def write_config(path: Path, socket: str, tiles: dict[str, dict], routes: list[dict], **settings) -> Path:
+    doc = {"version": 1, "tmux": {"socket_name": socket}, "tiles": tiles, "routes": routes,
+           "settings": {"catch_up_s": 120, **settings}}
+    path.write_text(json.dumps(doc))  # JSON is YAML
+    return path
+
+
+def start_agent(server: TmuxServer, log: Path, name: str, role: str = "echo", work_s: float = 0.3) -> str:
+    pane = server.new_pane(demo_agent_command(name, role=role, work_s=work_s, log=log))
+    wait_for(lambda: "demo❯" in server.capture(pane), what=f"agent {name}")
+    return pane
+
+
+def transcript_answers(state: Path) -> list[str]:
+    out = []
+    for f in sorted((state / "batonpass" / "demo-agents").glob("*.jsonl")):
+        out += [json.loads(line)["text"] for line in f.read_text().splitlines()
+                if line.strip() and json.loads(line)["type"] == "answer"]
+    return out
+
+
+
+
+@pytest.fixture
+def daemon_factory(tmp_path: Path):
+    daemons: list[Daemon] = []
+
+    def make(config: Path) -> Daemon:
+        d = Daemon(config, tmp_path)
+        daemons.append(d)
+        return d
+
+    yield make
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+
+
+def test_loop_between_two_agents_stops_at_max_hops(tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a, b = start_agent(tmux_server, alog, "a", work_s=0.2), start_agent(tmux_server, blog, "b", work_s=0.2)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "{response} +b"}},
+                           {"from": "b", "to": "a", "transform": {"type": "template", "template": "{response} +a"}}],
+                          max_hops=3)
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    tmux_server.type(a, "seed")  # a person's prompt: hop 0
+    wait_for(lambda: len(messages(blog)) == 2 and len(messages(alog)) == 2, timeout=30, what="the loop")
+    time.sleep(2.0)  # the chain has stopped: nothing more arrives
+    assert daemon.stop() == 0
+    assert messages(alog) == ["seed", "seed +b +a"]
+    assert messages(blog) == ["seed +b", "seed +b +a +b"]
+    history = Journal(default_journal_path()).history()
+    assert [h.state for h in history] == ["delivered", "delivered", "delivered", "skipped"]
+    assert history[-1].note == "the chain reached max_hops=3"
+    # a person's prompt resets the count
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "history", "--json"], capture_output=True, text=True)
+    assert [h["hop"] for h in json.loads(out.stdout)] == [1, 2, 3, 4]
+
+
+def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxServer, tmp_path: Path,
+                                                              private_state: Path, daemon_factory) -> None:
+    turns = int(os.environ.get("BATON_FAULT_TURNS", "10"))
+    rng = random.Random(int(os.environ.get("BATON_FAULT_SEED", "7")))
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a = start_agent(tmux_server, alog, "a", role="writer", work_s=0.25)
+    b = start_agent(tmux_server, blog, "b", work_s=0.25)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
+    for i in range(turns):
+        # a person types the next task once a has answered the last one
+        wait_for(lambda i=i: len(transcript_answers(private_state)) >= i and "demo❯ " in tmux_server.capture(a).rstrip().split("\n")[-1] + " ",
+                 timeout=30, what=f"a to finish turn {i}")
+        tmux_server.type(a, f"task {i}")
+        while time.monotonic() < next_kill and len(transcript_answers(private_state)) <= i:
+            time.sleep(0.02)
+        if time.monotonic() >= next_kill:
+            daemon.kill()
+            time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+            daemon.start()
+            next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
+    wait_for(lambda: len(transcript_answers(private_state)) >= turns, timeout=30, what="a's last answer")
+    expected = [f"from a: {t}" for t in transcript_answers(private_state) if t.startswith("Draft")]
+    wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60, what="every hand-off to arrive")
+    time.sleep(1.5)
+    assert daemon.stop() == 0
+    got = collections.Counter(messages(blog))
+    lost = [m for m in expected if got[m] == 0]
+    repeated = {m: n for m, n in got.items() if n > 1}
+    report = f"turns={turns} kills={daemon.kills} starts={daemon.starts} lost={len(lost)} repeated={len(repeated)}"
+    print(report)
+    (tmp_path / "fault-report.txt").write_text(report)
+    assert lost == [] and repeated == {}, report + "\n" + daemon.stderr()[-4000:]
+    assert [r for r in read_log(blog) if r.get("event") == "input-while-busy"] == []
+    assert daemon.kills >= 2, "the run should have been killed a few times"
+
+
+def test_turns_finished_while_down_are_caught_up_or_skipped_by_age(tmux_server: TmuxServer, tmp_path: Path,
+                                                                  daemon_factory) -> None:
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a, b = start_agent(tmux_server, alog, "a", work_s=0.1), start_agent(tmux_server, blog, "b", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b"}], catch_up_s=4)
+    tmux_server.type(a, "old turn")  # finishes long before the daemon starts
+    wait_for(lambda: "old turn" in tmux_server.capture(a).split("demo❯ old turn", 1)[-1])
+    time.sleep(5)
+    tmux_server.type(a, "recent turn")
+    wait_for(lambda: tmux_server.capture(a).count("recent turn") >= 2)
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_for(lambda: messages(blog), timeout=20, what="the catch-up hand-off")
+    time.sleep(1.0)
+    assert daemon.stop() == 0
+    assert messages(blog) == ["recent turn"]
+    states = {h.turn_id: (h.state, h.note) for h in Journal(default_journal_path()).history()}
+    assert sorted(s for s, _ in states.values()) == ["delivered", "skipped"]
+    assert any("catch_up_s=4" in note for _, note in states.values())
+
+
+def test_invalid_reload_keeps_running_config_and_valid_reload_applies(tmux_server: TmuxServer, tmp_path: Path,
+                                                                      daemon_factory) -> None:
+    alog, blog, clog = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    a = start_agent(tmux_server, alog, "a", work_s=0.1)
+    b = start_agent(tmux_server, blog, "b", work_s=0.1)
+    c = start_agent(tmux_server, clog, "c", work_s=0.1)
+    tiles = {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}, "c": {"pane": c, "agent": "demo"}}
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles, [{"from": "a", "to": "b"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    config.write_text("version: 1\ntiles:\n  a: {pane: '%1', agnt: demo}\n")  # broken: reported, ignored
+    wait_for(lambda: "routes.yaml:3:19: error: tiles.a.agnt: unknown key 'agnt'" in daemon.stderr(),
+             what="the reload error with its position")
+    tmux_server.type(a, "one")
+    wait_for(lambda: messages(blog) == ["one"], what="hand-off under the old config")
+    write_config(config, tmux_server.socket, tiles, [{"from": "a", "to": "c"}])
+    wait_for(lambda: "reloading" in daemon.stderr(), what="the reload")
+    time.sleep(1.0)
+    tmux_server.type(a, "two")
+    wait_for(lambda: messages(clog) == ["two"], what="hand-off under the new config")
+    assert daemon.stop() == 0
+    assert messages(blog) == ["one"]
+
+
+def test_target_killed_mid_queue_and_tmux_server_restarted(tmux_server: TmuxServer, tmp_path: Path,
+                                                           daemon_factory) -> None:
+    """The target pane dies with prompts queued for it; the whole tmux server then dies and comes back
+    (a new server on the same socket, the agent restarted under the same title). Nothing is typed into
+    the wrong place, the failure is recorded with its reason, and the queue resumes once the target is back."""
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a = start_agent(tmux_server, alog, "a", work_s=0.1)
+    b = start_agent(tmux_server, blog, "b", work_s=3.0)
+    tmux_server.run("select-pane", "-t", b, "-T", "target-b")
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": "title:target-b", "agent": "demo"}},
+                          [{"from": "a", "to": "b"}], give_up_s=60)
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    for i in range(3):
+        tmux_server.type(a, f"job {i}")
+        wait_for(lambda i=i: tmux_server.capture(a).count(f"job {i}") >= 2, what=f"a answers job {i}")
+    wait_for(lambda: messages(blog) == ["job 0"], what="b busy with job 0")
+    tmux_server.run("kill-pane", "-t", b)  # jobs 1 and 2 are queued for b
+    wait_for(lambda: "gone" in daemon.stderr(), what="the target reported gone")
+    tmux_server.kill()  # the whole server
+    time.sleep(1.5)
+    # a new server, a new agent in a pane with the same title
+    blog2 = tmp_path / "b2.jsonl"
+    b2 = start_agent(tmux_server, blog2, "b", work_s=0.1)
+    tmux_server.run("select-pane", "-t", b2, "-T", "target-b")
+    wait_for(lambda: len(messages(blog2)) == 2, timeout=60, what="the queued jobs delivered to the new pane")
+    time.sleep(1.0)
+    assert daemon.stop() == 0
+    assert messages(blog2) == ["job 1", "job 2"]
+
+
+def test_agent_exits_between_completion_and_dispatch(tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a = start_agent(tmux_server, alog, "a", work_s=0.1)
+    bare = tmux_server.new_pane()  # b's pane: an agent that "exited" leaves a bare shell
+    wait_for(lambda: "$" in tmux_server.capture(bare))
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": bare, "agent": "demo"}},
+                          [{"from": "a", "to": "b"}], give_up_s=2)
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    tmux_server.type(a, "echo should-never-run-in-bash")
+    wait_for(lambda: "gave up" in daemon.stderr(), timeout=30, what="the hand-off to fail")
+    assert daemon.stop() == 0
+    assert "should-never-run-in-bash" not in tmux_server.capture(bare)
+    (record,) = Journal(default_journal_path()).history()
+    assert record.state == "failed" and "shows no demo agent" in record.last_error
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True).stdout
+    assert "failed" in out and "shows no demo agent" in out

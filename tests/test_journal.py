@@ -1,0 +1,63 @@
+"""The journal on its own: states, dedup across restarts, hops, history, file modes."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from pipeline.events import Completion, Prompt
+from pipeline.journal import Journal
+
+
+def completion(turn: str = "t1", hop: int = 0, at: float | None = None) -> Completion:
+    return Completion(tile="a", turn_id=turn, hop=hop) if at is None else Completion(tile="a", turn_id=turn, hop=hop, at=at)
+
+
+def test_routing_is_recorded_with_the_completion(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    c = completion()
+    j.record_completion(c)
+    assert not j.completion_routed("a", "t1")
+    p = Prompt(route="r", source="a", target="b", text="hello", turn_id="t1", hop=1)
+    j.record_routing(c, [(p, "r", "b", "transformed", ""), (None, "r2", "c", "skipped", "no match")])
+    assert j.completion_routed("a", "t1")
+    rec = j.handoff("r@t1")
+    assert (rec.state, rec.prompt, rec.hop, rec.attempts) == ("transformed", "hello", 1, 0)
+    assert j.handoff("r2@t1").note == "no match"
+    assert [r.key for r in j.unfinished()] == ["r@t1"]
+
+
+def test_states_attempts_and_history(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    c = completion()
+    j.record_completion(c)
+    p = Prompt(route="r", source="a", target="b", text="hello", turn_id="t1", hop=1)
+    j.record_routing(c, [(p, "r", "b", "transformed", "")])
+    j.set_state("r@t1", "delivering", attempt=True)
+    assert j.unfinished()[0].state == "delivering"
+    j.set_state("r@t1", "failed", error="pane %9 is gone")
+    rec = j.handoff("r@t1")
+    assert (rec.state, rec.attempts, rec.last_error) == ("failed", 1, "pane %9 is gone")
+    assert j.unfinished() == []
+    assert [h.key for h in j.history()] == ["r@t1"]
+    assert j.counts() == {"failed": 1}
+
+
+def test_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path)
+    c = completion()
+    j.record_completion(c)
+    j.record_routing(c, [])
+    j.push_hop("b", 2)
+    j.close()
+    j = Journal(path)
+    assert j.completion_routed("a", "t1")
+    assert j.pop_hop("b") == 2 and j.pop_hop("b") is None
+
+
+def test_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "batonpass" / "journal.sqlite3"
+    Journal(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
