@@ -250,8 +250,7 @@ def test_target_killed_mid_queue_and_tmux_server_restarted(tmux_server: TmuxServ
 
 
 def test_agent_exits_between_completion_and_dispatch(tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
-    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a = start_agent(tmux_server, alog, "a", work_s=0.1)
+    a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1)
     bare = tmux_server.new_pane()  # b's pane: an agent that "exited" leaves a bare shell
     wait_for(lambda: "$" in tmux_server.capture(bare))
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
