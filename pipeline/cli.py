@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.config import Config, ConfigError, Problem, default_config_path, load_config
+from pipeline.logs import setup_logging
 from pipeline.plugins import Registries, load_registries, make_plugin_manager
 from pipeline.tmux import Tmux, TmuxError
 
@@ -23,9 +24,7 @@ log = logging.getLogger("batonpass")
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    setup_logging(args.verbose)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

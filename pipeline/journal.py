@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from pipeline.events import Completion, Prompt
+from pipeline.logs import redact
 from pipeline.spool import state_dir
 
 __all__ = ["HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
@@ -122,7 +123,7 @@ class Journal:
                     " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
                      prompt.hop if prompt is not None else c.hop + 1, state, text, digest(text) if text else None,
-                     reason if state != "failed" else "", reason if state == "failed" else "", now, now))
+                     redact(reason) if state != "failed" else "", redact(reason) if state == "failed" else "", now, now))
             self.db.execute("UPDATE completions SET routed=1 WHERE tile=? AND turn_id=?", (c.tile, c.turn_id))
 
     # ---- hand-offs --------------------------------------------------------------------------------------
@@ -136,10 +137,10 @@ class Journal:
         sets, args = ["state=?", "updated=?"], [state, time.time()]
         if error is not None:
             sets.append("last_error=?")
-            args.append(error)
+            args.append(redact(error))
         if note is not None:
             sets.append("note=?")
-            args.append(note)
+            args.append(redact(note))
         if pane is not None:
             sets.append("pane=?")
             args.append(pane)

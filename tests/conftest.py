@@ -130,3 +130,11 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 def messages(path: Path) -> list[str]:
     return [r["message"] for r in read_log(path) if "message" in r]
+
+
+# hypothesis: quick in CI; `HYPOTHESIS_PROFILE=fuzz pytest tests/test_hostile_input.py` for the long run
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("default", max_examples=150, deadline=None)
+_hypothesis_settings.register_profile("fuzz", max_examples=20000, deadline=None)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
