@@ -7,6 +7,7 @@ machine, so the cost stays with the pane, not with the machine's load.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -164,14 +165,9 @@ def open_files(pid: int) -> list[str]:
     return out
 
 
-_boot_time: float | None = None
-
-
 def started_at(proc: Proc) -> float:
-    """When ``proc`` started, in seconds since the epoch (boot time + start ticks; good to ~1 s, since
-    the kernel gives the boot time in whole seconds)."""
-    global _boot_time
-    if _boot_time is None:
-        with open("/proc/stat") as f:
-            _boot_time = next(float(line.split()[1]) for line in f if line.startswith("btime "))
-    return _boot_time + proc.start_ticks / os.sysconf("SC_CLK_TCK")
+    """When ``proc`` started, in seconds since the epoch, to ~10 ms: the boot time is taken as now minus
+    ``/proc/uptime`` (``btime`` in /proc/stat is whole seconds, up to 1 s early), plus the start ticks."""
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return time.time() - uptime + proc.start_ticks / os.sysconf("SC_CLK_TCK")

@@ -38,8 +38,8 @@ __all__ = ["CodexProcess", "Resolution", "ThreadInfo", "default_codex_home", "fi
 #: the thread of a TUI starts this long after its process at most (the first start in a fresh
 #: CODEX_HOME copies a 315 MB binary first)
 MAX_STARTUP_S = 20.0
-#: /proc start times are good to ~1 s (boot time in whole seconds)
-CLOCK_SLACK_S = 2.0
+#: a thread is created after its TUI's process started; this much earlier still counts (clock granularity)
+CLOCK_SLACK_S = 0.5
 #: two threads starting closer together than this cannot be told apart by start time alone
 AMBIGUOUS_S = 3.0
 #: ``baton resolve`` prints step names in a narrow column

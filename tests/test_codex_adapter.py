@@ -9,6 +9,7 @@ racing the rollout, a busy rollout behind an idle-looking screen, the pane's cod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -248,7 +249,8 @@ async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: 
     assert await working.adapter.target_state() == "busy"
     pid = find_codex_process(tmux_server.pane_pid(working.pane)).pid
     for child in [*proc.children(pid), pid]:
-        os.kill(child, signal.SIGKILL)  # the agent exits: a bare shell remains, never type there
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)  # the agent exits: a bare shell remains, never type there
     await until_state(working.adapter, "absent")
     tmux_server.run("kill-pane", "-t", working.pane)
     await until_state(working.adapter, "gone")

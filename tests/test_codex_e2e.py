@@ -1,0 +1,255 @@
+"""End to end with the REAL Codex CLI (``@openai/codex`` from npm, cached) against a fake Responses API.
+
+One CODEX_HOME serves the whole test session (the first TUI start copies a 315 MB binary into it and
+starts the shared app-server daemon, SPEC §6); the daemon is stopped by PID at the end. Each test runs
+Codex in its own tmux server, in daemon mode (the default), with ``baton hooks install --codex``'s notify
+chained to a notify program that was there before, and the real pipeline routing between the panes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.cli import main as baton
+from pipeline.config import Config
+from pipeline.events import Completion, Delivery, Prompt
+from pipeline.plugins import load_registries
+from pipeline.runtime import Pipeline
+from pipeline.spool import spool_dir
+from plugins.codex import CodexAdapter
+from plugins.codex_config import install_notify
+from plugins.codex_screen import composer_draft
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.fakes.npm_agents import NpmInstallError, install
+from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+
+#: the release SPEC §6 was recorded from
+CODEX = ("@openai/codex", "0.171.0")
+NOTIFY_LOGGER = """import json, os, sys, time
+with open(os.environ["BATON_TEST_NOTIFY_LOG"], "a") as f:
+    f.write(json.dumps({"t": time.time(), "payload": json.loads(sys.argv[-1])}) + "\\n")
+"""
+
+
+@dataclass
+class CodexWorld:
+    command: Path
+    home: Path
+    project: Path
+    state: Path
+    notify_log: Path
+    api: FakeResponses
+
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home.parent / "home"), "CODEX_HOME": str(self.home), "FAKE_KEY": "sk-fake-test",
+                "XDG_STATE_HOME": str(self.state), "BATON_TEST_NOTIFY_LOG": str(self.notify_log)}
+
+    def notified(self) -> list[dict]:
+        if not self.notify_log.exists():
+            return []
+        return [json.loads(line)["payload"] for line in self.notify_log.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def codex_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodexWorld]:
+    try:
+        command = install(*CODEX)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {CODEX[0]}@{CODEX[1]} from npm: {exc}")
+        pytest.skip(f"cannot install {CODEX[0]}@{CODEX[1]} from npm (CI would fail here): {exc}")
+    root = tmp_path_factory.mktemp("codex")
+    home, project, state = root / "codex-home", root / "api", root / "state"
+    for folder in (home, project, state, root / "home"):
+        folder.mkdir()
+    api = FakeResponses().start()
+    logger = root / "notify_logger.py"
+    logger.write_text(NOTIFY_LOGGER)
+    (home / "config.toml").write_text(codex_config(api.base_url, trusted=(str(project),),
+                                                   notify=[sys.executable, str(logger)]))
+    # what `baton hooks install --codex` does, on this CODEX_HOME: chain to the notify program already there
+    install_notify(home / "config.toml", [sys.executable, "-m", "pipeline.spool", "codex"])
+    world = CodexWorld(command, home, project, state, root / "notify.jsonl", api)
+    try:
+        yield world
+    finally:
+        _stop_daemon(home)
+        api.stop()
+        shutil.rmtree(home / "packages", ignore_errors=True)  # the 315 MB binary copy
+
+
+def _stop_daemon(home: Path) -> None:
+    """Stop the app-server daemon (and its pid-update loop) that the first TUI started in ``home``: by the
+    PIDs it recorded, and only if that PID really runs a binary from ``home``."""
+    pids = []
+    for name in ("daemon.pid", "daemon-updater.pid"):
+        try:
+            pid = int(json.loads((home / "app-server-daemon" / name).read_text())["pid"])
+            if os.readlink(f"/proc/{pid}/exe").startswith(str(home) + "/"):
+                pids.append(pid)
+        except (OSError, ValueError, KeyError):
+            continue
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGKILL)
+
+
+def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1) -> list[str]:
+    """``count`` Codex TUIs started together, once all show their input line."""
+    panes = [server.new_pane(str(world.command), cwd=world.project, env=world.env(), height=48) for _ in range(count)]
+
+    def ready(pane: str) -> bool:
+        screen = server.run("capture-pane", "-p", "-e", "-J", "-t", pane)
+        return "gpt-fake" in screen and composer_draft(screen) == ""
+
+    wait_for(lambda: all(ready(pane) for pane in panes), timeout=120, interval=0.1,
+             what="the Codex TUI's input line")
+    return panes
+
+
+def start_peer(server: TmuxServer, log: Path) -> str:
+    pane = server.new_pane(demo_agent_command("peer", log=log, work_s=0.1))
+    wait_for(lambda: "demo❯" in server.capture(pane), what="the demo agent's prompt")
+    return pane
+
+
+@asynccontextmanager
+async def running(config: Config, server: TmuxServer, events: list) -> AsyncIterator[Pipeline]:
+    pipeline = Pipeline(config, load_registries(), server.tmux, report=events.append)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        yield pipeline
+        tg.cancel_scope.cancel()
+
+
+async def until(predicate, timeout: float = 30.0, what: str = "") -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+def rollout_events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def deliveries(events: list, route: str) -> list[Delivery]:
+    return [e for e in events if isinstance(e, Delivery) and e.prompt.route == route]
+
+
+async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
+        codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    world = codex_world
+    monkeypatch.setenv("XDG_STATE_HOME", str(world.state))  # where the daemon's notify spools its records
+    [codex] = start_codex(tmux_server, world)
+    peer_log = tmp_path / "peer.jsonl"
+    peer = start_peer(tmux_server, peer_log)
+    config = Config.model_validate({"version": 1, "tiles": {"codex": {"pane": codex, "agent": "codex"},
+                                                            "peer": {"pane": peer, "agent": "demo"}},
+                                    "routes": [{"name": "review", "from": "codex", "to": "peer"}]})
+    first = "FIRST_ANSWER Here is the plan:\n\n```python\nprint('ok')\n```\n\n- `src/app.py` done."
+    second = "SECOND_ANSWER — typed by a person, handed on all the same: ✓"
+    world.api.script(first, Reply(second))
+    events: list = []
+    async with running(config, tmux_server, events) as pipeline:
+        # (b) a prompt handed to Codex starts a turn: confirmed by task_started in its rollout
+        await pipeline.submit(Prompt(route="seed", source="test", target="codex", turn_id="seed-1", hop=0,
+                                     text="Plan the change.\nKeep it short."))
+        await until(lambda: deliveries(events, "seed"), what="the seed prompt's delivery")
+        assert deliveries(events, "seed")[0].state == "delivered"
+        adapter = pipeline.tiles["codex"].adapter
+        assert isinstance(adapter, CodexAdapter) and adapter.rollout is not None
+        lines = rollout_events(adapter.rollout)
+        started = [r for r in lines if r["payload"].get("type") == "task_started"]
+        typed = [r["payload"]["item"] for r in lines if r["payload"].get("type") == "item_completed"
+                 and r["payload"]["item"]["type"] == "UserMessage"]
+        assert started and typed[0]["content"][0]["text"] == "Plan the change.\nKeep it short."
+
+        # (a) Codex's answer reaches the peer exactly once, exactly
+        await until(lambda: messages(peer_log) == [first], what="the first answer in the peer")
+        # a turn typed by a person in the Codex pane is handed on too
+        tmux_server.run("send-keys", "-t", codex, "-l", "What next?")
+        await anyio.sleep(0.5)
+        tmux_server.run("send-keys", "-t", codex, "Enter")
+        await until(lambda: messages(peer_log) == [first, second], what="the second answer in the peer")
+        # both signals fired for both turns (notify chained to the program that was there before) ...
+        thread = adapter.state.thread_id
+        await until(lambda: len([n for n in world.notified() if n["thread-id"] == thread]) == 2,
+                    what="the previous notify program to run for both turns")
+        await until(lambda: not list(spool_dir().glob("*.json")), what="the daemon to take the spooled records")
+        await anyio.sleep(0.5)
+        # ... and each turn was handed on once, under the rollout's turn id
+        assert messages(peer_log) == [first, second]
+        completions = [e for e in events if isinstance(e, Completion) and e.tile == "codex"]
+        turn_ids = [r["payload"]["turn_id"] for r in rollout_events(adapter.rollout)
+                    if r["payload"].get("type") == "task_complete"]
+        assert [c.turn_id for c in completions] == turn_ids
+        assert {n["turn-id"] for n in world.notified() if n["thread-id"] == thread} == set(turn_ids)
+        assert [d.state for d in deliveries(events, "review")] == ["delivered", "delivered"]
+
+        # the time from task_complete on disk (the line's own timestamp, which Completion.at carries) to
+        # the paste arriving in the peer: printed for the record, never asserted
+        received = [r["t"] for r in read_log(peer_log) if "message" in r]
+        with capsys.disabled():
+            for completion, got in zip(completions, received, strict=True):
+                print(f"\ncodex turn {completion.turn_id}: task_complete -> paste in the peer "
+                      f"{(got - completion.at) * 1000:.0f} ms (via {completion.signal})")
+
+    # baton resolve names the rollout and the rule that found it
+    capsys.readouterr()
+    assert await anyio.to_thread.run_sync(baton, ["resolve", "-L", tmux_server.socket, codex, "--json"]) == 0
+    steps = {s["step"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert steps["rollout"]["value"] == str(adapter.rollout)
+    assert "(rule: start time + cwd)" in steps["rollout"]["detail"]
+    assert await anyio.to_thread.run_sync(baton, ["extract", "--agent", "codex", str(adapter.rollout)]) == 0
+    assert capsys.readouterr().out == second + "\n"
+
+
+async def test_two_codex_panes_in_one_folder_keep_their_own_turns(
+        codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started at the same moment, in the same cwd: the prompt batonpass typed tells the rollouts apart."""
+    world = codex_world
+    monkeypatch.setenv("XDG_STATE_HOME", str(world.state))
+    left, right = start_codex(tmux_server, world, 2)
+    peer_log = tmp_path / "peer.jsonl"
+    peer = start_peer(tmux_server, peer_log)
+    config = Config.model_validate({
+        "version": 1,
+        "tiles": {"left": {"pane": left, "agent": "codex"}, "right": {"pane": right, "agent": "codex"},
+                  "peer": {"pane": peer, "agent": "demo"}},
+        "routes": [{"from": t, "to": "peer", "transform": {"type": "template", "template": "{source}: {response}"}}
+                   for t in ("left", "right")]})
+    world.api.script("RIGHT_ANSWER from the right pane", "LEFT_ANSWER from the left pane")
+    events: list = []
+    async with running(config, tmux_server, events) as pipeline:
+        await pipeline.submit(Prompt(route="seed-right", source="test", target="right", turn_id="s-r", hop=0,
+                                     text="Right pane, your turn."))
+        await until(lambda: messages(peer_log) == ["right: RIGHT_ANSWER from the right pane"], what="right's answer")
+        assert pipeline.tiles["left"].adapter.rollout is None  # no prompt yet: not the neighbour's rollout
+        await pipeline.submit(Prompt(route="seed-left", source="test", target="left", turn_id="s-l", hop=0,
+                                     text="Left pane, now you."))
+        await until(lambda: len(messages(peer_log)) == 2, what="left's answer")
+        await anyio.sleep(0.5)
+        assert messages(peer_log) == ["right: RIGHT_ANSWER from the right pane", "left: LEFT_ANSWER from the left pane"]
+        rollouts = {name: pipeline.tiles[name].adapter.rollout for name in ("left", "right")}
+        assert rollouts["left"] != rollouts["right"] and None not in rollouts.values()
+        assert [d.state for d in events if isinstance(d, Delivery)] == ["delivered"] * 4
