@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,6 +43,9 @@ from plugins.terminal import TerminalAdapter
 __all__ = ["OpenCodeAdapter", "input_draft"]
 
 log = logging.getLogger("batonpass")
+
+#: how far back the first look at a store reports finished turns (the default ``settings.catch_up_s``)
+CATCH_UP_S = 300.0
 
 
 def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
@@ -171,8 +175,9 @@ class OpenCodeAdapter(TerminalAdapter):
         if self.ctx.watcher is None:  # outside the daemon: nothing shared to watch the store with
             await super().follow(emit)
             return
-        if self._since_ms is None:
-            self._since_ms = int(time.time() * 1000)  # turns that ended before batonpass looked are not news
+        if self._since_ms is None:  # turns that ended while batonpass was down are reported once (catch-up);
+            # the detector's journal drops those already handed off and those older than settings.catch_up_s
+            self._since_ms = int((time.time() - CATCH_UP_S) * 1000)
         said = ""
         while True:
             try:
@@ -233,7 +238,7 @@ class OpenCodeAdapter(TerminalAdapter):
         match = await self._match(p, store)
         if match.session is None:
             return
-        for end in await self._db(store.finished_turns, match.session.id, self._since_ms or 0):
+        for end in await self._db(partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)):
             if end.turn_id in self._ends:
                 continue
             self._ends[end.turn_id] = end
@@ -341,7 +346,7 @@ class OpenCodeAdapter(TerminalAdapter):
         if p is not None and store is not None:
             try:
                 users = {s.id: s.newest_user
-                         for s in await self._db(store.sessions, p.cwd, p.started_ms - 1000)}
+                         for s in await self._db(partial(store.sessions, p.cwd, since_ms=p.started_ms - 1000))}
             except StoreError:
                 users = None
         return {"users": users, "screen": screen}
@@ -355,7 +360,7 @@ class OpenCodeAdapter(TerminalAdapter):
             store = self._store(p) if p is not None else None
             if p is not None and store is not None:
                 try:
-                    sessions = await self._db(store.sessions, p.cwd, p.started_ms - 1000)
+                    sessions = await self._db(partial(store.sessions, p.cwd, since_ms=p.started_ms - 1000))
                 except StoreError:
                     sessions = None
                 if sessions is not None:

@@ -31,8 +31,9 @@ from plugins.opencode_store import SessionRow, store_path
 
 __all__ = ["Claim", "Match", "OpenCodeProcess", "PEERS", "choose_session", "read_process", "same_prompt"]
 
-#: ms of tolerance between a process's start and a session's creation (start times come in clock ticks)
-SLACK_MS = 1000
+#: ms of tolerance between a process's start and a session's creation (start times come in 10 ms clock
+#: ticks; OpenCode creates a session at the first prompt, a person's action well after the start)
+SLACK_MS = 250
 STRONG_RULES = frozenset({"prompt"})
 
 
