@@ -27,7 +27,7 @@ from pipeline.markers import hookimpl
 from pipeline.spool import HookRecord
 from pipeline.text import strip_ansi
 from pipeline.tmux import PaneGone, ServerGone, TmuxError
-from plugins.codex_config import install_notify
+from plugins.codex_config import install_notify, notify_turn
 from plugins.codex_resolve import (
     CodexProcess,
     Resolution,
@@ -254,15 +254,10 @@ class CodexAdapter(TerminalAdapter):
     async def hook_completion(self, record: HookRecord) -> Completion | None:
         """Codex's ``notify`` (``agent-turn-complete``) or a trusted ``hooks.json`` Stop hook. In daemon
         mode ``record.pane`` is the daemon's, not this pane's: the thread id decides."""
-        p = record.payload
-        if p.get("type") == "agent-turn-complete":
-            thread, turn_id, text = p.get("thread-id"), p.get("turn-id"), p.get("last-assistant-message")
-        elif p.get("hook_event_name") == "Stop":
-            thread, turn_id, text = p.get("session_id"), p.get("turn_id"), p.get("last_assistant_message")
-        else:
+        parsed = notify_turn(record.payload)
+        if parsed is None:
             return None
-        if not isinstance(thread, str) or not isinstance(turn_id, str):
-            return None
+        thread, turn_id, text = parsed
         try:
             await self._refresh(force=self._tail is None)
         except TmuxError:
@@ -272,8 +267,7 @@ class CodexAdapter(TerminalAdapter):
         turn = self._state.turn(turn_id)
         return Completion(tile=self.ctx.name, turn_id=turn_id,
                           outcome=turn.outcome if turn is not None and turn.outcome else "completed",
-                          signal="notify", at=record.written_at, text=text if isinstance(text, str) else None,
-                          detail=f"thread {thread}")
+                          signal="notify", at=record.written_at, text=text, detail=f"thread {thread}")
 
     @classmethod
     def install_hooks(cls, hook_command: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""``baton hooks install --codex``: point Codex's ``notify`` program at batonpass, keeping the user's config.
+"""Codex's ``notify`` hook: what it sends (:func:`notify_turn`), and ``baton hooks install --codex``, which
+points it at batonpass while keeping the user's config.
 
 ``$CODEX_HOME/config.toml`` is the user's file, comments and layout included, so it is edited as text:
 the top-level ``notify = [...]`` is replaced (or added before the first table), nothing else is touched.
@@ -19,9 +20,23 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["install_notify", "toml_array"]
+__all__ = ["install_notify", "notify_turn", "toml_array"]
 
 SPOOL_MODULE = "pipeline.spool"
+
+
+def notify_turn(payload: dict[str, Any]) -> tuple[str, str, str | None] | None:
+    """(thread id, turn id, answer) from a Codex ``notify`` payload (``agent-turn-complete``) or a trusted
+    ``hooks.json`` Stop hook's stdin; None for anything else (other hook events, malformed records)."""
+    if payload.get("type") == "agent-turn-complete":
+        thread, turn, text = payload.get("thread-id"), payload.get("turn-id"), payload.get("last-assistant-message")
+    elif payload.get("hook_event_name") == "Stop":
+        thread, turn, text = payload.get("session_id"), payload.get("turn_id"), payload.get("last_assistant_message")
+    else:
+        return None
+    if not isinstance(thread, str) or not isinstance(turn, str) or not thread or not turn:
+        return None
+    return thread, turn, text if isinstance(text, str) else None
 
 
 def toml_array(items: list[str]) -> str:
