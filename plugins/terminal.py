@@ -273,9 +273,9 @@ class AmpAdapter(TerminalAdapter):
     """amp (Sourcegraph): found by process name (``amp``), read from its screen.
 
     While amp works, the bottom of its screen shows a spinner with ``Esc to cancel``; while it waits, its
-    input box with the ``>`` prompt. So a turn is busy while a busy marker shows in the bottom lines, or —
-    once the prompt has been seen at all — while the prompt is not there (a screen redrawn mid-answer is
-    not idle). Words like "Running" are not markers: an answer may end with them.
+    input box with the ``>`` prompt as its last line (box borders aside). So a turn is busy while a busy
+    marker shows in the bottom lines, or — once the prompt has been seen at all — while the prompt is not
+    the last line (a screen redrawn mid-answer is not idle). Words like "Running" are not markers: an answer may end with them.
     """
 
     name = "amp"
@@ -291,8 +291,8 @@ class AmpAdapter(TerminalAdapter):
     def is_busy(self, screen: str) -> bool:
         if super().is_busy(screen):
             return True
-        tail = strip_ansi(screen).rstrip("\n").split("\n")[-12:]
-        prompt = self.input_line is not None and any(self.input_line.search(line) for line in tail)
+        lines = [ln for ln in strip_ansi(screen).split("\n") if ln.strip() and not _furniture(ln)]
+        prompt = bool(lines) and self.input_line is not None and bool(self.input_line.search(lines[-1]))
         self._seen_prompt = self._seen_prompt or prompt
         return self._seen_prompt and not prompt
 

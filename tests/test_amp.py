@@ -1,0 +1,78 @@
+"""amp, found by its process name and read from its screen. amp cannot run offline here, so a stand-in
+named ``amp`` (a real raw-mode program whose /proc comm is ``amp``) shows amp's busy marker and prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.agents import TileContext
+from pipeline.config import Config, Tile
+from pipeline.events import Delivery
+from pipeline.plugins import load_registries
+from pipeline.runtime import Pipeline
+from pipeline.tiles import identify_agent
+from plugins.terminal import AmpAdapter
+from tests.conftest import REPO, TmuxServer, demo_agent_command, messages, wait_for
+from tests.fakes.standin_tui import standin_command
+
+REGISTRIES = load_registries()
+BUSY = "⠋ Thinking… (Esc to cancel)"
+ANSWER = "Amp answer {n}:\n- {message}: done\n- next: run the tests"
+
+
+def test_amp_is_busy_on_its_marker_and_idle_only_at_its_prompt() -> None:
+    amp = AmpAdapter.__new__(AmpAdapter)
+    amp._seen_prompt = False
+    assert not amp.is_busy("amp starting…")  # before its prompt was ever seen: markers only
+    assert not amp.is_busy("Welcome to Amp\n\n> ")
+    assert amp.is_busy(f"> fix it\n{BUSY}")
+    assert amp.is_busy("> fix it\nhalf of the answer, being redrawn")  # no prompt: not idle
+    assert not amp.is_busy("> fix it\nthe answer\n\n> ")
+    assert not amp.is_busy("the answer\n╭──────────╮\n│ >        │\n╰──────────╯\n")  # its boxed input
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_an_amp_pane_is_identified_and_its_turn_handed_off_once(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    amp_pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
+                                    env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: "amp stand-in" in tmux_server.capture(amp_pane), what="the amp stand-in")
+    assert identify_agent(tmux_server.pane_pid(amp_pane), REGISTRIES.agents) == "amp"
+    log = tmp_path / "target.jsonl"
+    target = tmux_server.new_pane(demo_agent_command("target", log=log))
+    wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent")
+    config = Config.model_validate({"version": 1, "tiles": {"amp": {"pane": amp_pane}, "t": {"pane": target}},
+                                    "routes": [{"from": "amp", "to": "t"}]})
+    deliveries: list[Delivery] = []
+    pipeline = Pipeline(config, REGISTRIES, tmux_server.tmux,
+                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        assert pipeline.tiles["amp"].adapter.name == "amp"  # agent: auto
+        await anyio.sleep(0.5)
+        tmux_server.type(amp_pane, "fix the flaky test")  # a person's prompt
+        with anyio.fail_after(20):
+            while not messages(log):
+                await anyio.sleep(0.05)
+        await anyio.sleep(2.0)  # nothing more arrives: one turn, one hand-off
+        tg.cancel_scope.cancel()
+    assert messages(log) == ["Amp answer 1:\n- fix the flaky test: done\n- next: run the tests"]
+    assert [d.state for d in deliveries] == ["delivered"]
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_amp_as_a_target_waits_while_busy(tmux_server: TmuxServer) -> None:
+    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=1.5),
+                                env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
+    amp = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    assert await amp.target_state() == "ready"
+    tmux_server.type(pane, "first")
+    wait_for(lambda: BUSY in tmux_server.capture(pane), what="amp's busy marker")
+    assert await amp.target_state() == "busy"
+    wait_for(lambda: "Amp answer 1" in tmux_server.capture(pane), what="the answer")
+    assert await amp.target_state() == "ready"
