@@ -1,0 +1,142 @@
+"""The real OpenCode (``opencode-ai`` from npm, the release SPEC §7 was recorded from) in a real tmux pane,
+talking to the fake OpenAI-compatible server on 127.0.0.1, with the real pipeline:
+
+* a prompt handed to OpenCode starts a turn — confirmed by the new user message in its store;
+* that turn's answer is handed to a second pane exactly once, exactly as the model wrote it;
+* ``baton resolve`` on OpenCode's pane names its session.
+
+It prints the time from the answer landing in the store (the final message's ``time.completed``) to the
+paste in the target pane. Isolated: temporary HOME and XDG folders, no model list fetch, no autoupdate,
+and npm's registry pointed at a closed loopback port (OpenCode installs a plugin package in the
+background; it fails at once and OpenCode carries on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline import cli, proc
+from pipeline.config import Config
+from pipeline.events import Delivery, Prompt
+from pipeline.plugins import load_registries
+from pipeline.runtime import Pipeline
+from plugins.opencode_store import OpenCodeStore
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.fakes.npm_agents import NpmInstallError, install
+from tests.fakes.openai_chat import FakeChat, opencode_config
+
+#: the release SPEC §7 was recorded from
+OPENCODE = ("opencode-ai", "1.18.33")
+PROMPT = "Write the greeting helper and show it to me (e2e)"
+ANSWER = ("Here is the helper:\n\n```python\ndef greet(name: str) -> str:\n    return f\"hello {name}\"\n```\n\n"
+          "- it takes a name\n- it returns the greeting\n\nE2E_ANSWER_END")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    try:
+        return install(*OPENCODE)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {OPENCODE[0]}@{OPENCODE[1]} from npm: {exc}")
+        pytest.skip(f"cannot install {OPENCODE[0]}@{OPENCODE[1]} from npm ({exc}); in CI this fails")
+
+
+@pytest.fixture(scope="session")
+def fake_chat() -> Iterator[FakeChat]:
+    with FakeChat() as chat:
+        yield chat
+
+
+def opencode_env(home: Path, command: Path) -> dict[str, str]:
+    env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+           "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
+           "npm_config_registry": "http://127.0.0.1:9/", "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
+           "PATH": f"{command.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer, tmp_path: Path, opencode_bin: Path,
+                                                        fake_chat: FakeChat, capsys: pytest.CaptureFixture[str]) -> None:
+    home, project = tmp_path / "home", tmp_path / "web"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    env = opencode_env(home, opencode_bin)
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(opencode_config(fake_chat.url)))
+    oc = tmux_server.new_pane("opencode", cwd=project, env=env)
+    started: list[int] = []
+    try:
+        wait_for(lambda: "Ask anything" in tmux_server.capture(oc), timeout=60, what="OpenCode's input box")
+        found = proc.find_agent(tmux_server.pane_pid(oc), {"opencode"})
+        assert found is not None and found.comm == "opencode"
+        started = [p.pid for p in proc.subtree(found.pid)]
+        log = tmp_path / "target.jsonl"
+        target = tmux_server.new_pane(demo_agent_command("target", log=log))
+        wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent")
+        fake_chat.script(ANSWER)
+
+        registries = load_registries()
+        config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": oc}, "t": {"pane": target}},
+                                        "routes": [{"from": "oc", "to": "t"}]})
+        deliveries: list[Delivery] = []
+        pipeline = Pipeline(config, registries, tmux_server.tmux,
+                            report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+        db = home / ".local/share/opencode/opencode.db"
+        async with anyio.create_task_group() as tg:
+            await tg.start(pipeline.run)
+            assert pipeline.tiles["oc"].adapter.name == "opencode"  # agent: auto, from the process tree
+            # (b) a prompt handed to OpenCode starts a turn: a new user message in its store
+            await pipeline.submit(Prompt(route="test", source="test", target="oc", text=PROMPT, turn_id="e2e-1", hop=0))
+            with anyio.fail_after(30):
+                while not any(d.prompt.target == "oc" for d in deliveries):
+                    await anyio.sleep(0.05)
+            assert [d.state for d in deliveries if d.prompt.target == "oc"] == ["delivered"]
+            [session] = OpenCodeStore(db).sessions(str(project))
+            assert session.recent_prompts[0] == PROMPT
+            # (a) its answer reaches the second pane, exactly, once
+            with anyio.fail_after(45):
+                while not messages(log):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(2.0)
+            tg.cancel_scope.cancel()
+        assert messages(log) == [ANSWER]
+        assert [d.state for d in deliveries if d.prompt.target == "t"] == ["delivered"]
+
+        end = OpenCodeStore(db).last_turn(session.id)
+        assert end.text == ANSWER
+        received = next(r["t"] for r in read_log(log) if "message" in r)
+        paste = received - registries.agents.get("demo").submit_delay_s
+        last_chunk = fake_chat.turns()[-1].t_last_chunk
+        with capsys.disabled():
+            print(f"\nOpenCode e2e: model's last chunk -> store time.completed {end.completed_ms / 1000 - last_chunk:.3f}s;"
+                  f" store time.completed -> paste in the target {paste - end.completed_ms / 1000:.3f}s")
+
+        # (c) baton resolve names the session
+        assert await anyio.to_thread.run_sync(cli.main, ["resolve", oc, "-L", tmux_server.socket, "--json"]) == 0
+        steps = {s["step"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+        assert steps["session"]["value"]["session_id"] == session.id
+        assert steps["answer"]["value"] == end.turn_id
+    finally:
+        tmux_server.kill()
+        for pid in started:  # whatever OpenCode started and left behind (only those we saw)
+            live = proc.read_proc(pid)
+            if live is not None and live.comm != "bash":
+                try:
+                    os.kill(pid, 15)
+                except OSError:
+                    pass
