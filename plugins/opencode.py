@@ -244,7 +244,7 @@ class OpenCodeAdapter(TerminalAdapter):
             self._ends[end.turn_id] = end
             while len(self._ends) > 256:
                 self._ends.popitem(last=False)
-            await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome,  # type: ignore[arg-type]
+            await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome,
                                   signal="store", at=end.completed_ms / 1000, detail=end.detail))
 
     async def _follow_screen_while(self, emit: Emit, p: OpenCodeProcess) -> None:
@@ -297,7 +297,7 @@ class OpenCodeAdapter(TerminalAdapter):
             store.close()
         if end is None:
             return None
-        completion = Completion(tile=Path(path).name, turn_id=end.turn_id, outcome=end.outcome,  # type: ignore[arg-type]
+        completion = Completion(tile=Path(path).name, turn_id=end.turn_id, outcome=end.outcome,
                                 signal="store", detail=end.detail)
         return Response(completion=completion, text=end.text, source="store", cwd=end.cwd,
                         note=f"session {session}")

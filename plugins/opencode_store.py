@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pipeline.events import Outcome
+
 __all__ = [
     "MessageRow",
     "OpenCodeStore",
@@ -38,7 +40,6 @@ __all__ = [
     "TurnEnd",
     "UnknownSchema",
     "is_final",
-    "last_turn_end",
     "newest_turn_open",
     "store_path",
     "turn_ends",
@@ -151,7 +152,7 @@ class TurnEnd:
     turn_id: str
     session_id: str
     user_id: str
-    outcome: str
+    outcome: Outcome
     text: str
     completed_ms: int
     cwd: str | None = None
@@ -184,12 +185,6 @@ def newest_turn_open(messages: list[MessageRow]) -> bool:
     chain = sorted((m for m in messages if m.role == "assistant" and m.parent_id == user.id),
                    key=lambda m: (m.created_ms, m.id))
     return not chain or not is_final(chain[-1])
-
-
-def last_turn_end(messages: list[MessageRow]) -> MessageRow | None:
-    """The final message of the newest finished turn."""
-    ends = turn_ends(messages)
-    return max(ends, key=lambda m: (m.created_ms, m.id)) if ends else None
 
 
 def _part_text(rows: list[tuple[Any, ...]]) -> tuple[str, bool]:
@@ -404,10 +399,8 @@ def _turn_end(conn: sqlite3.Connection, message: MessageRow) -> TurnEnd | None:
     text, running = _part_text(rows)
     if running and message.error is None:
         return None
-    if message.error is not None:
-        outcome, detail = "failed", message.error
-    else:
-        outcome, detail = "completed", "" if message.finish == "stop" else f"finish {message.finish}"
+    outcome: Outcome = "failed" if message.error is not None else "completed"
+    detail = message.error or ("" if message.finish == "stop" else f"finish {message.finish}")
     return TurnEnd(turn_id=message.id, session_id=message.session_id, user_id=message.parent_id or "",
                    outcome=outcome, text=text, completed_ms=message.completed_ms or 0, cwd=message.cwd,
                    detail=detail)

@@ -275,7 +275,8 @@ class AmpAdapter(TerminalAdapter):
     While amp works, the bottom of its screen shows a spinner with ``Esc to cancel``; while it waits, its
     input box with the ``>`` prompt as its last line (box borders aside). So a turn is busy while a busy
     marker shows in the bottom lines, or — once the prompt has been seen at all — while the prompt is not
-    the last line (a screen redrawn mid-answer is not idle). Words like "Running" are not markers: an answer may end with them.
+    the last line (a screen redrawn mid-answer is not idle). Words like "Running" are not markers: an
+    answer may end with them.
     """
 
     name = "amp"
