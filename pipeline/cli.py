@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--agent", default="auto")
     sp.add_argument("--json", action="store_true")
 
+    sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    _config_arg(sp)
+
     sp = cmd("status", _status, "per tile: pane, agent, agent PID, state")
     _config_arg(sp)
     sp.add_argument("--json", action="store_true")
@@ -221,6 +224,18 @@ def _resolve(args: argparse.Namespace) -> int:
         for s in steps:
             print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
     return 0 if ok else 1
+
+
+def _up(args: argparse.Namespace) -> int:
+    from pipeline.up import bring_up
+
+    config, _ = _load(args, load_registries())
+    if config is None:
+        return 1
+    results = anyio.run(lambda: bring_up(config, _tmux(config, None)))
+    for r in results:
+        print(f"{r.tile:<14} {r.action:<10} {r.detail}")
+    return 1 if any(r.action == "error" for r in results) else 0
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
 
 _FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
            "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
-           "pane_in_mode", "alternate_on", "pid")
+           "pane_in_mode", "alternate_on", "pid", "window_name")
 _FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
 _buffer_ids = itertools.count()
 
@@ -52,6 +52,18 @@ class PaneInfo:
     alternate_on: bool
     #: the tmux server's PID: pane ids start again at %0 on a new server, so an id means nothing without it
     server_pid: int
+    window_name: str = ""
+
+    def matches_address(self, target: str) -> bool:
+        """Whether this pane is what ``session:window.pane`` names (tmux itself falls back to the active
+        pane for a pane index that does not exist, which must never be mistaken for the tile's pane)."""
+        session, _, rest = target.partition(":")
+        window, _, pane = rest.rpartition(".") if "." in rest else (rest, "", "")
+        here_session, _, here = self.address.partition(":")
+        here_window, _, here_pane = here.rpartition(".")
+        return ((not session or session == here_session)
+                and (not window or window in (here_window, self.window_name))
+                and (not pane or pane == here_pane))
 
     @property
     def cursor_line(self) -> int:
@@ -68,6 +80,7 @@ def _parse(line: str) -> PaneInfo:
         current_command=v["pane_current_command"], title=v["pane_title"],
         address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}", in_mode=v["pane_in_mode"] == "1",
         alternate_on=v.get("alternate_on") == "1", server_pid=int(v.get("pid") or 0),
+        window_name=v.get("window_name", ""),
     )
 
 
@@ -128,7 +141,10 @@ class Tmux:
                 ids = ", ".join(p.pane_id for p in matches)
                 raise PaneGone(f"{len(matches)} panes have the title {title!r} ({ids}); give each a unique title")
             return matches[0]
-        return await self.pane(target)
+        info = await self.pane(target)
+        if ":" in target and not target.startswith("%") and not info.matches_address(target):
+            raise PaneGone(f"no pane {target} on {self.describe()} (tmux would pick {info.address} instead)")
+        return info
 
     async def pane(self, target: str) -> PaneInfo:
         info = _parse((await self.run("display-message", "-p", "-t", target, _FORMAT)).rstrip("\n"))
