@@ -126,6 +126,11 @@ class AgentAdapter:
         """The clean answer of ``completion``'s turn, or None to let the terminal fallback answer."""
         return None
 
+    async def last_response(self) -> Response | None:
+        """The answer of the tile's latest finished turn, whenever that was (``baton status``,
+        ``baton preview``), or None when this adapter cannot tell (the screen is asked next)."""
+        return None
+
     async def target_state(self) -> TargetState:
         """Whether a prompt may be typed now: ``ready``; ``busy`` or ``draft`` (wait); ``absent`` (the
         pane shows no such agent — never type there); ``gone`` (no pane)."""

@@ -239,34 +239,22 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pipeline.tiles import build_tiles
+    from pipeline.status import tile_status
 
     registries = load_registries()
     config, _ = _load(args, registries)
     if config is None:
         return 1
-
-    async def status() -> list[dict]:
-        rows = []
-        for name, runtime in (await build_tiles(config, registries.agents, _tmux(config, None))).items():
-            row = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name}
-            try:
-                info = await runtime.ctx.pane()
-                found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
-                row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
-                           state=await runtime.adapter.target_state())
-            except TmuxError as exc:
-                row.update(state="gone", error=str(exc))
-            rows.append(row)
-        return rows
-
-    rows = anyio.run(status)
+    rows = anyio.run(lambda: tile_status(config, registries, _tmux(config, None)))
     if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        for r in rows:
-            print(f"{r['tile']:<14} {r.get('pane_id') or r['pane']:<8} {r['agent']:<10} "
-                  f"pid {r.get('agent_pid') or '-':<8} {r['state']}")
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for r in rows:
+        print(f"{r['tile']:<14} {r['pane_id'] or r['pane']:<8} {r['agent']:<9} pid {r['agent_pid'] or '-':<8} "
+              f"{r['state']:<7} {r['last_response'] or ''}")
+        for key in ("session", "transcript", "error"):
+            if r.get(key):
+                print(f"{'':<14} {key}: {r[key]}")
     return 0
 
 

@@ -58,6 +58,12 @@ async def last_response(runtime: TileRuntime) -> Response:
     """The tile's last answer: its adapter's, else what its screen shows (the terminal fallback)."""
     completion = Completion(tile=runtime.name, turn_id=f"{PREVIEW_TURN}:last", signal="preview")
     problems = []
+    try:
+        latest = await runtime.adapter.last_response()
+        if latest is not None and latest.text.strip():
+            return latest
+    except (TmuxError, OSError, LookupError, ValueError) as exc:
+        problems.append(f"the {runtime.adapter.name} adapter: {exc}")
     for adapter in dict.fromkeys((runtime.adapter, runtime.fallback)):
         try:
             response = await adapter.response(completion)

@@ -115,6 +115,17 @@ class DemoAdapter(TerminalAdapter):
             return None
         return Response(completion=completion, text=str(record.get("text", "")), source="transcript")
 
+    async def last_response(self) -> Response | None:
+        if await self._find_agent() is None:
+            return None
+        self._read()
+        if not self._answers_by_turn:
+            return None
+        turn_id, record = list(self._answers_by_turn.items())[-1]
+        completion = Completion(tile=self.ctx.name, turn_id=f"demo:{turn_id}", signal="transcript",
+                                at=float(record.get("at") or 0))
+        return Response(completion=completion, text=str(record.get("text", "")), source="transcript")
+
     # ---- as a target -----------------------------------------------------------------------------
 
     async def target_state(self) -> TargetState:

@@ -47,3 +47,23 @@ async def test_a_missing_pane_index_is_not_the_active_pane(tmux_server: TmuxServ
     for target in ("s1:0.1", "s1:5.0", "nosuch:0.0", "%99"):
         with pytest.raises(PaneGone):
             await tmux.resolve(target)
+
+
+def test_status_shows_agent_transcript_state_and_last_answer(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    from tests.conftest import demo_agent_command
+
+    pane = tmux_server.new_pane(demo_agent_command("a", role="writer", work_s=0.1))
+    wait_for(lambda: "demo❯" in tmux_server.capture(pane))
+    tmux_server.type(pane, "plan the release")
+    wait_for(lambda: tmux_server.capture(pane).count("demo❯") >= 2, what="the answer")
+    config = tmp_path / "routes.yaml"
+    config.write_text(json.dumps({"version": 1, "tmux": {"socket_name": tmux_server.socket}, "tiles": {
+        "a": {"pane": pane}, "gone": {"pane": "s9:0.0", "agent": "claude"}}}))
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "status", "--json", "-c", str(config)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    a, gone = json.loads(out.stdout)
+    assert (a["agent"], a["pane_id"], a["state"]) == ("demo", pane, "ready")  # agent: auto found the demo agent
+    assert a["agent_pid"] and a["transcript"].endswith(f"{a['agent_pid']}.jsonl")
+    assert a["last_response"].startswith('Draft 1 by a, answering "plan the release"')
+    assert gone["state"] == "gone" and "s9:0.0" in gone["error"]
