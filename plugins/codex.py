@@ -30,7 +30,6 @@ from pipeline.tmux import PaneGone, ServerGone, TmuxError
 from plugins.codex_config import install_notify, notify_turn
 from plugins.codex_resolve import (
     CodexProcess,
-    Resolution,
     default_codex_home,
     find_codex_process,
     resolve_rollout,
@@ -85,7 +84,6 @@ class CodexAdapter(TerminalAdapter):
         super().__init__(ctx)
         self._lock = anyio.Lock()
         self._process: CodexProcess | None = None
-        self._resolution: Resolution | None = None
         self._resolved_at = 0.0
         self._resolved_wall = 0.0
         self._orphans: list[Turn] = []
@@ -117,7 +115,7 @@ class CodexAdapter(TerminalAdapter):
                 process = await anyio.to_thread.run_sync(find_codex_process, info.pid)
                 if process is None or self._process is None or process.key != self._process.key:
                     self._switch(None)
-                    self._process, self._resolution = process, None
+                    self._process = process
             if process is None:
                 return None
             new_files = {p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout} - self._foreign
@@ -136,7 +134,7 @@ class CodexAdapter(TerminalAdapter):
         info = await self.ctx.pane()
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.ctx.last_prompt, self.ctx.prompt_sent_at, process=process))
-        self._resolution, self._resolved_at, self._resolved_wall = resolution, time.monotonic(), time.time()
+        self._resolved_at, self._resolved_wall = time.monotonic(), time.time()
         if resolution.rollout is not None and resolution.rollout != self.rollout:
             log.info("%s: codex rollout %s (rule: %s)", self.ctx.name, resolution.rollout, resolution.rule)
             self._switch(resolution.rollout)
@@ -148,7 +146,7 @@ class CodexAdapter(TerminalAdapter):
         if self._tail is not None and self._state is not None:
             for record in self._tail.read(final=True):
                 self._state.feed(record)
-            self._orphans = self._state.take_finished()
+            self._orphans += self._state.take_finished()
         if path is None:
             self._tail = self._state = None
             return

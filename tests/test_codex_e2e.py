@@ -133,8 +133,14 @@ def start_peer(server: TmuxServer, log: Path) -> str:
 
 
 @asynccontextmanager
-async def running(config: Config, server: TmuxServer, events: list) -> AsyncIterator[Pipeline]:
-    pipeline = Pipeline(config, load_registries(), server.tmux, report=events.append)
+async def running(config: Config, server: TmuxServer, events: list,
+                  seen_at: dict[str, float] | None = None) -> AsyncIterator[Pipeline]:
+    def report(event: Completion | Delivery) -> None:
+        events.append(event)
+        if seen_at is not None and isinstance(event, Completion):
+            seen_at[event.turn_id] = time.time()
+
+    pipeline = Pipeline(config, load_registries(), server.tmux, report=report)
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
         yield pipeline
@@ -170,7 +176,8 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
     second = "SECOND_ANSWER — typed by a person, handed on all the same: ✓"
     world.api.script(first, Reply(second))
     events: list = []
-    async with running(config, tmux_server, events) as pipeline:
+    seen_at: dict[str, float] = {}
+    async with running(config, tmux_server, events, seen_at) as pipeline:
         # (b) a prompt handed to Codex starts a turn: confirmed by task_started in its rollout
         await pipeline.submit(Prompt(route="seed", source="test", target="codex", turn_id="seed-1", hop=0,
                                      text="Plan the change.\nKeep it short."))
@@ -211,8 +218,9 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         received = [r["t"] for r in read_log(peer_log) if "message" in r]
         with capsys.disabled():
             for completion, got in zip(completions, received, strict=True):
-                print(f"\ncodex turn {completion.turn_id}: task_complete -> paste in the peer "
-                      f"{(got - completion.at) * 1000:.0f} ms (via {completion.signal})")
+                print(f"\ncodex turn {completion.turn_id}: task_complete -> completion seen "
+                      f"{(seen_at[completion.turn_id] - completion.at) * 1000:.0f} ms (via {completion.signal}), "
+                      f"-> prompt submitted in the peer {(got - completion.at) * 1000:.0f} ms")
 
     # baton resolve names the rollout and the rule that found it
     capsys.readouterr()
