@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from pipeline import proc
 from pipeline.agents import Emit, ResolveStep, TargetState
 from pipeline.events import Completion, Response
@@ -86,26 +88,33 @@ class DemoAdapter(TerminalAdapter):
     # ---- completion ------------------------------------------------------------------------------
 
     async def follow(self, emit: Emit) -> None:
+        """Watch the agent's own transcript file; look at the process tree again only every
+        ``recheck_s`` (an agent restarted in the pane has a new transcript), never on every write."""
         if self.ctx.watcher is None:
             return await super().follow(emit)
-        with self.ctx.watcher.subscribe(transcript_dir()) as sub:
-            first = True
-            while True:
-                agent = await self._find_agent()
-                if agent is not None and _keeps_no_transcript(agent):
-                    return await super().follow(emit)
-                answers = [r for r in self._read() if r.get("type") == "answer"]
-                if self._skip_history:
-                    answers, self._skip_history = [], False
-                if first:
-                    # on start, the turns recent enough to catch up on, and one older (recorded as skipped)
-                    since = time.time() - self.ctx.catch_up_s
-                    recent = [r for r in answers if float(r.get("at") or 0) >= since]
-                    answers, first = answers[-len(recent) - 1:] if answers else [], False
-                for r in answers:
-                    await emit(Completion(tile=self.ctx.name, turn_id=f"demo:{r['turn_id']}", signal="transcript",
-                                          at=float(r.get("at") or time.time())))
-                await sub.wait(self.recheck_s)
+        first = True
+        while True:
+            agent = await self._find_agent()
+            if agent is None:
+                await anyio.sleep(self.recheck_s)
+                continue
+            if _keeps_no_transcript(agent):
+                return await super().follow(emit)
+            with self.ctx.watcher.subscribe(self._transcript(agent)) as sub:
+                until = time.monotonic() + self.recheck_s
+                while (left := until - time.monotonic()) > 0:
+                    answers = [r for r in self._read() if r.get("type") == "answer"]
+                    if self._skip_history:
+                        answers, self._skip_history = [], False
+                    if first:
+                        # on start: the turns recent enough to catch up on, and one older (recorded as skipped)
+                        since = time.time() - self.ctx.catch_up_s
+                        recent = [r for r in answers if float(r.get("at") or 0) >= since]
+                        answers, first = answers[-len(recent) - 1:] if answers else [], False
+                    for r in answers:
+                        await emit(Completion(tile=self.ctx.name, turn_id=f"demo:{r['turn_id']}",
+                                              signal="transcript", at=float(r.get("at") or time.time())))
+                    await sub.wait(left)
 
     async def response(self, completion: Completion) -> Response | None:
         if not completion.turn_id.startswith("demo:"):
