@@ -85,6 +85,7 @@ def test_api_key_never_reaches_the_log_or_journal(tmux_server: TmuxServer, tmp_p
             time.sleep(0.5)
             tmux_server.type(shell, "echo please review")
             wait_for(lambda: messages(log), timeout=30, what="the raw fallback hand-off")
+            wait_for(lambda: "delivered   sh -> agent" in errfile.read_text(), what="the delivery recorded")
         finally:
             daemon.terminate()
             daemon.wait(timeout=10)
