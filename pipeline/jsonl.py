@@ -2,6 +2,7 @@
 
 A half-written last line stays in the buffer until its newline arrives; a line that is not valid JSON is
 skipped (and counted), never fatal; a file that shrank or was replaced is read again from its start.
+Shared by the adapters whose agents write JSONL (the demo agent, Codex rollouts).
 """
 
 from __future__ import annotations
@@ -16,28 +17,38 @@ __all__ = ["AppendedLines"]
 
 
 class AppendedLines:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """``max_line_bytes``: a line still unfinished past this size is dropped (counted as bad) rather than
+    buffered without end; None (the default) sets no limit."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_line_bytes: int | None = None) -> None:
         self.path = Path(path)
+        self.max_line_bytes = max_line_bytes
         self.offset = 0
         self.bad_lines = 0
         self._partial = b""
         self._inode: int | None = None
 
-    def read(self) -> list[dict[str, Any]]:
-        """The complete JSON objects appended since the last call (none if the file is missing)."""
+    def read(self, *, final: bool = False) -> list[dict[str, Any]]:
+        """The complete JSON objects appended since the last call (none if the file is missing).
+        ``final=True`` (a file no one writes any more) also takes a last line that lacks its newline."""
         try:
             with open(self.path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if st.st_ino != self._inode or st.st_size < self.offset:
                     self.offset, self._partial, self._inode = 0, b"", st.st_ino  # replaced or truncated
                 f.seek(self.offset)
-                data = f.read()
+                data = f.read(max(st.st_size - self.offset, 0))
         except FileNotFoundError:
             return []
         self.offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
+        lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
+        if self.max_line_bytes is not None and len(self._partial) > self.max_line_bytes:
+            self.bad_lines += 1
+            self._partial = b""
+        if final and self._partial.strip():
+            lines.append(self._partial)
+            self._partial = b""
         out = []
         for line in lines:
             if not line.strip():

@@ -15,12 +15,10 @@ import re
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pipeline.events import Outcome
+from pipeline.jsonl import AppendedLines
 
 __all__ = [
     "ROLLOUT_NAME",
@@ -83,53 +81,12 @@ def message_text(content: Any) -> str | None:
     return "".join(parts) if parts else None
 
 
-class JsonlTail:
-    """The lines appended to one JSONL file since the last :meth:`read`, each returned once.
-
-    Only new bytes are read. A last line without its newline is kept until the rest arrives (a writer
-    may be half-way through it). A file that shrinks or is replaced is read again from the start.
-    """
+class JsonlTail(AppendedLines):
+    """The rollout's lines appended since the last :meth:`read` (see :class:`pipeline.jsonl.AppendedLines`),
+    with a bound on one unfinished line."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.offset = 0
-        self.bad_lines = 0
-        self._partial = b""
-        self._inode: int | None = None
-
-    def read(self, *, final: bool = False) -> list[dict[str, Any]]:
-        """The complete new lines, parsed. ``final=True`` (a file no one writes any more) also takes a
-        last line that lacks its newline. A missing file yields nothing."""
-        try:
-            with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                if st.st_ino != self._inode or st.st_size < self.offset:
-                    self._inode, self.offset, self._partial = st.st_ino, 0, b""
-                f.seek(self.offset)
-                data = f.read(max(st.st_size - self.offset, 0))
-        except FileNotFoundError:
-            return []
-        self.offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        if len(self._partial) > MAX_LINE_BYTES:
-            self.bad_lines += 1
-            self._partial = b""
-        if final and self._partial.strip():
-            lines.append(self._partial)
-            self._partial = b""
-        records = []
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                self.bad_lines += 1
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-        return records
+        super().__init__(path, max_line_bytes=MAX_LINE_BYTES)
 
 
 @dataclass
