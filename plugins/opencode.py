@@ -112,7 +112,9 @@ class OpenCodeAdapter(TerminalAdapter):
 
     async def _match(self, p: OpenCodeProcess, store: OpenCodeStore) -> Match:
         """This pane's session, by the rules of :mod:`plugins.opencode_match`."""
-        sessions = await self._db(store.sessions, p.cwd)
+        if not p.directories:
+            return Match(None, "none", f"cannot read the working folder of OpenCode pid {p.pid}")
+        sessions = await self._db(partial(store.sessions, p.directories, since_ms=p.since_ms))
         peers = self._peers(p)
         screen = ""
         if len(sessions) > 1 or peers:
@@ -346,7 +348,7 @@ class OpenCodeAdapter(TerminalAdapter):
         if p is not None and store is not None:
             try:
                 users = {s.id: s.newest_user
-                         for s in await self._db(partial(store.sessions, p.cwd, since_ms=p.started_ms - 1000))}
+                         for s in await self._db(partial(store.sessions, p.directories, since_ms=p.since_ms))}
             except StoreError:
                 users = None
         return {"users": users, "screen": screen}
@@ -360,7 +362,7 @@ class OpenCodeAdapter(TerminalAdapter):
             store = self._store(p) if p is not None else None
             if p is not None and store is not None:
                 try:
-                    sessions = await self._db(partial(store.sessions, p.cwd, since_ms=p.started_ms - 1000))
+                    sessions = await self._db(partial(store.sessions, p.directories, since_ms=p.since_ms))
                 except StoreError:
                     sessions = None
                 if sessions is not None:

@@ -47,6 +47,18 @@ class OpenCodeProcess:
     cwd: str | None
     store: Path | None
     argv: tuple[str, ...]
+    #: ``$PWD`` of the process when it names the same folder as its cwd by another path (a symlink)
+    pwd: str | None = None
+
+    @property
+    def directories(self) -> tuple[str, ...]:
+        """The spellings of its working folder a session's ``directory`` may hold."""
+        return tuple(d for d in (self.cwd, self.pwd) if d)
+
+    @property
+    def since_ms(self) -> int:
+        """Sessions it uses were updated after it started — unless it was told to resume an older one."""
+        return 0 if self.argv_session or self.continues else self.started_ms - SLACK_MS
 
     @property
     def argv_session(self) -> str | None:
@@ -88,8 +100,11 @@ def read_process(p: proc.Proc) -> OpenCodeProcess:
         cwd: str | None = os.readlink(f"/proc/{p.pid}/cwd")
     except OSError:
         cwd = None
+    pwd = env.get("PWD")
+    if not (pwd and cwd and pwd != cwd and os.path.realpath(pwd) == cwd):
+        pwd = None
     return OpenCodeProcess(pid=p.pid, start_ticks=p.start_ticks, started_ms=started_ms(p.start_ticks), cwd=cwd,
-                           store=store_path(env), argv=argv)
+                           store=store_path(env), argv=argv, pwd=pwd)
 
 
 @dataclass(slots=True)

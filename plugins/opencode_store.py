@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -299,17 +299,19 @@ class OpenCodeStore:
 
     # ---- queries ---------------------------------------------------------------------------------
 
-    def sessions(self, directory: str | None = None, *, since_ms: int = 0, limit: int = 20,
+    def sessions(self, directory: str | Sequence[str] | None = None, *, since_ms: int = 0, limit: int = 20,
                  prompts: int = 3) -> list[SessionRow]:
-        """Top-level sessions (not sub-agents'), most recently updated first; in ``directory`` if given."""
+        """Top-level sessions (not sub-agents') updated since ``since_ms``, most recently updated first; in
+        ``directory`` (one path, or any of several spellings of it) if given."""
+        folders = (directory,) if isinstance(directory, str) else tuple(directory or ())
 
         def query(conn: sqlite3.Connection) -> list[SessionRow]:
             where, args = ["parent_id IS NULL", "time_updated >= ?"], [since_ms]
             if "time_archived" in self._columns["session"]:
                 where.append("time_archived IS NULL")
             if directory is not None:
-                where.append("directory = ?")
-                args.append(directory)
+                where.append(f"directory IN ({', '.join('?' * len(folders)) or 'NULL'})")
+                args.extend(folders)
             title = "title" if "title" in self._columns["session"] else "''"
             rows = conn.execute(f"SELECT id, directory, {title}, time_created, time_updated FROM session "
                                 f"WHERE {' AND '.join(where)} ORDER BY time_updated DESC, id LIMIT ?",

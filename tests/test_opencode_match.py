@@ -68,3 +68,11 @@ def test_prompts_compare_without_whitespace_noise() -> None:
     assert same_prompt("Context: x\n\nreview this change carefully now", "review this change carefully now")
     assert not same_prompt("something else", "review this")
     assert not same_prompt("anything", "")
+
+
+def test_a_process_names_its_folder_and_how_far_back_its_sessions_go() -> None:
+    p = OpenCodeProcess(pid=1, start_ticks=1, started_ms=T0, cwd="/real/web", store=None, argv=("opencode",),
+                        pwd="/link/web")
+    assert p.directories == ("/real/web", "/link/web")
+    assert p.since_ms == T0 - 250
+    assert proc(T0, "--continue").since_ms == 0 and proc(T0, "-s", "ses_x").since_ms == 0

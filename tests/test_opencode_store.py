@@ -84,6 +84,9 @@ def test_sessions_carry_directory_times_and_recent_prompts() -> None:
     assert sessions[0].recent_prompts[0] == "TOOLASK: read a file outside the project (tui5)"
     assert sessions[0].newest_user == "msg_23710522b001YbX3nZ679c6yj1"
     assert OpenCodeStore(DB).sessions("/elsewhere") == []
+    # a folder reached through a symlink: the session may hold either spelling
+    assert len(OpenCodeStore(DB).sessions(("/srv/link-to-web", "/home/dev/web"))) == 2
+    assert OpenCodeStore(DB).sessions(()) == []
 
 
 def test_the_recorded_poll_shows_each_turn_ending_exactly_once() -> None:
