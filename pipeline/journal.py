@@ -119,12 +119,25 @@ class Journal:
             for prompt, route, target, state, reason in decisions:
                 text = prompt.text if prompt is not None else None
                 self.db.execute(
-                    "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
-                    " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
+                    " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, prompt=excluded.prompt,"
+                    " prompt_digest=excluded.prompt_digest, note=excluded.note, last_error=excluded.last_error,"
+                    " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
                     (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
                      prompt.hop if prompt is not None else c.hop + 1, state, text, digest(text) if text else None,
                      redact(reason) if state != "failed" else "", redact(reason) if state == "failed" else "", now, now))
             self.db.execute("UPDATE completions SET routed=1 WHERE tile=? AND turn_id=?", (c.tile, c.turn_id))
+
+    def record_pending(self, c: Completion, routes: list[tuple[str, str]]) -> None:
+        """Before the transforms run (an AI transform may take a while): each (route, target) as pending."""
+        now = time.time()
+        with self._tx():
+            for route, target in routes:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, created, updated)"
+                    " VALUES (?,?,?,?,?,?,'pending',?,?)", (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
+                                                            c.hop + 1, now, now))
 
     # ---- hand-offs --------------------------------------------------------------------------------------
 

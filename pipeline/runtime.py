@@ -8,6 +8,7 @@ before it wait instead of piling up memory.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -76,9 +77,16 @@ class Pipeline:
         """Queue the hand-offs a previous run left unfinished, before anything new (the queues are FIFO)."""
         if self.journal is None or self.dispatcher is None:
             return
+        stale = time.time() - self.config.settings.catch_up_s
         for record in self.journal.unfinished():
-            if record.state == "pending" or record.target not in self.tiles:
-                continue  # the source turn is reported again by its adapter, or the tile is gone from the config
+            if record.state == "pending":
+                # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
+                if record.created < stale:
+                    self.journal.set_state(record.key, "failed", error="batonpass stopped while transforming "
+                                           "and the source turn was not reported again")
+                continue
+            if record.target not in self.tiles:
+                continue  # the tile is gone from the config: left as it is for a config that has it
             if record.state == "delivering":
                 self.dispatcher.unsure.add(record.key)
             log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)

@@ -267,3 +267,31 @@ def test_agent_exits_between_completion_and_dispatch(tmux_server: TmuxServer, tm
     assert record.state == "failed" and "shows no demo agent" in record.last_error
     out = subprocess.run([sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True).stdout
     assert "failed" in out and "shows no demo agent" in out
+
+
+def test_transcript_truncated_or_deleted_under_a_running_daemon(tmux_server: TmuxServer, tmp_path: Path,
+                                                                private_state: Path, daemon_factory) -> None:
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a = start_agent(tmux_server, alog, "a", work_s=0.1)
+    b = start_agent(tmux_server, blog, "b", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    tmux_server.type(a, "first")
+    wait_for(lambda: messages(blog) == ["first"], what="the first hand-off")
+    a_pid = tmux_server.pane_pid(a)
+    transcript = private_state / "batonpass" / "demo-agents" / f"{a_pid}.jsonl"
+    assert transcript.exists()
+    transcript.write_text("")  # truncated under the daemon
+    tmux_server.type(a, "second")
+    wait_for(lambda: messages(blog) == ["first", "second"], what="the hand-off after truncation")
+    transcript.unlink()  # deleted; the agent writes a new one
+    tmux_server.type(a, "third")
+    wait_for(lambda: messages(blog) == ["first", "second", "third"], what="the hand-off after deletion")
+    time.sleep(1.5)
+    assert daemon.stop() == 0
+    assert messages(blog) == ["first", "second", "third"]
+    assert "Traceback" not in daemon.stderr()

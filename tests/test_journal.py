@@ -61,3 +61,19 @@ def test_file_is_private(tmp_path: Path) -> None:
     Journal(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_pending_before_the_transform_then_its_outcome(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    c = completion()
+    j.record_completion(c)
+    j.record_pending(c, [("r", "b"), ("r2", "c")])
+    assert {h.key: h.state for h in j.history()} == {"r@t1": "pending", "r2@t1": "pending"}
+    assert not j.completion_routed("a", "t1")  # a crash now: the turn is reported again and redone
+    p = Prompt(route="r", source="a", target="b", text="hi", turn_id="t1", hop=1)
+    j.record_routing(c, [(p, "r", "b", "transformed", "fell back to raw: no key"), (None, "r2", "c", "skipped", "no match")])
+    states = {h.key: (h.state, h.note) for h in j.history()}
+    assert states == {"r@t1": ("transformed", "fell back to raw: no key"), "r2@t1": ("skipped", "no match")}
+    j.set_state("r@t1", "delivered")
+    j.record_routing(c, [(p, "r", "b", "transformed", "")])  # a repeat never rewinds a final state
+    assert j.handoff("r@t1").state == "delivered"

@@ -49,6 +49,9 @@ class PromptRouter:
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
         async with receive, send:
             async for response in receive:
+                if self.journal is not None:
+                    self.journal.record_pending(response.completion, [
+                        (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
                 decisions = await self.decide(response)
                 if self.journal is not None:
                     self.journal.record_routing(response.completion,
