@@ -11,10 +11,11 @@ chain went, where it stopped and which fallback rule it took:
    batonpass read outside the projects folder);
 4. ``projects/<enc(cwd)>/<sessionId>.jsonl``, the folder named by the encoding rule (no scan); a scan
    of the project folders only when that folder does not exist;
-5. fallbacks, each named in the result: after ``/clear`` the named transcript stops growing and a newer
-   one appears in the same folder — the newest transcript there that no other live session claims and
-   that was written after this process started is taken; with no usable session file, the same rule
-   picks the transcript of the process's cwd.
+5. fallbacks, each named in the result: after ``/clear`` (on versions that keep the old ``sessionId`` in
+   the session file) the named transcript stops growing and a newer one appears in the same folder — the
+   newest transcript there that starts with the ``/clear`` command, that no other live session claims and
+   that was written after the named one is taken; with no usable session file, the newest transcript
+   of the process's cwd written since the process started that no other live session claims.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ __all__ = [
 PROCESS_NAMES = frozenset({"claude", "claude.exe"})
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 MAX_SESSION_FILE = 64 * 1024
+#: how the transcript that /clear starts begins (seen on 2.1.197, which also renames the session file's
+#: sessionId; older versions are reported to keep the old one)
+CLEAR_MARK = b"<command-name>/clear</command-name>"
 #: Claude Code's limit on a project folder name before it switches to the hash form
 MAX_FOLDER_NAME = 200
 
@@ -271,12 +275,12 @@ def _find_transcript(res: Resolution, started: float) -> None:
     claimed = _claimed_elsewhere(res)
     if sid is not None:
         named = folder / f"{sid}.jsonl"
-        newer = _newest_unclaimed(folder, claimed | {sid}, after=max(started, _mtime(named)))
+        newer = _newest_unclaimed(folder, claimed | {sid}, after=max(started, _mtime(named)), head=CLEAR_MARK)
         if newer is not None:
             res.transcript, res.rule = newer, "newer-transcript"
             res.add("transcript", True, f"{newer} (fallback: {named.name} "
-                    f"{'stopped growing' if named.exists() else 'does not exist'} and this newer transcript "
-                    "in the same folder belongs to no other live session: after /clear)", str(newer))
+                    f"{'stopped growing' if named.exists() else 'does not exist'}; this newer transcript of the "
+                    "same folder starts with /clear and belongs to no other live session)", str(newer))
         elif named.exists():
             res.transcript, res.rule = named, "session-file"
             res.add("transcript", True, f"{named}", str(named))
@@ -323,8 +327,10 @@ def _claimed_elsewhere(res: Resolution) -> set[str]:
     return claimed
 
 
-def _newest_unclaimed(folder: Path, claimed: set[str], *, after: float) -> Path | None:
-    best: tuple[float, Path] | None = None
+def _newest_unclaimed(folder: Path, claimed: set[str], *, after: float, head: bytes | None = None) -> Path | None:
+    """The most recently written ``<UUID>.jsonl`` of ``folder`` written after ``after``, that no other live
+    session claims and (with ``head``) whose first lines contain ``head``."""
+    candidates: list[tuple[float, Path]] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -337,6 +343,17 @@ def _newest_unclaimed(folder: Path, claimed: set[str], *, after: float) -> Path 
             mtime = entry.stat().st_mtime
         except OSError:
             continue
-        if mtime > after and (best is None or mtime > best[0]):
-            best = (mtime, Path(entry.path))
-    return best[1] if best else None
+        if mtime > after:
+            candidates.append((mtime, Path(entry.path)))
+    for _, path in sorted(candidates, reverse=True):
+        if head is None or _head_has(path, head):
+            return path
+    return None
+
+
+def _head_has(path: Path, marker: bytes, size: int = 64 * 1024) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return marker in f.read(size)
+    except OSError:
+        return False

@@ -51,7 +51,7 @@ class Scene:
         self.pane = server.new_pane(f"bash --norc --noprofile -c '{show}claude 300 & wait'", cwd=self.cwd,
                                     env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(self.config)})
         shell = server.pane_pid(self.pane)
-        self.pid = wait_for(lambda: proc.children(shell), what="claude under the pane's shell")[0]
+        self.pid = wait_for(lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell").pid
         self.session_id = str(uuid.uuid4())
         self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
         self.adapter = ClaudeCodeAdapter(self.ctx)

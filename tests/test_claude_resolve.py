@@ -35,10 +35,14 @@ class FakeClaude:
                                     "kind": "interactive", "entrypoint": "cli", "status": status}))
         return path
 
-    def transcript(self, session_id: str, folder: str | None = None) -> Path:
+    def transcript(self, session_id: str, folder: str | None = None, *, cleared: bool = False) -> Path:
         path = self.config / "projects" / (folder or project_folder_name(str(self.cwd))) / f"{session_id}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"type": "mode", "sessionId": session_id}) + "\n")
+        lines = [{"type": "mode", "sessionId": session_id}]
+        if cleared:  # how the transcript that /clear starts begins (2.1.197)
+            lines.append({"type": "user", "sessionId": session_id, "message": {
+                "role": "user", "content": "<command-name>/clear</command-name>\n<command-message>clear</command-message>"}})
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
 
 
@@ -131,10 +135,12 @@ def test_after_clear_the_newer_transcript_of_the_folder_is_taken_unless_another_
     claude.session_file(sid)
     named = claude.transcript(sid)
     os.utime(named, (time.time() - 1, time.time() - 1))
-    newer = claude.transcript(str(uuid.uuid4()))
+    claude.transcript(str(uuid.uuid4()))  # a session that exited: newer, but not a /clear
+    assert resolve_pid(claude.shell.pid).transcript == named
+    newer = claude.transcript(str(uuid.uuid4()), cleared=True)
     res = resolve_pid(claude.shell.pid)
     assert res.transcript == newer and res.rule == "newer-transcript"
-    assert "after /clear" in steps(res)["transcript"][1]
+    assert "starts with /clear" in steps(res)["transcript"][1]
     # a second live Claude Code in the same folder owns that newer file: it is not ours
     other = start_claude(cwd=claude.cwd)
     other.config = claude.config
