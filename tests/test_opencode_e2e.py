@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,7 +74,6 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
                                                         fake_chat: FakeChat, capsys: pytest.CaptureFixture[str]) -> None:
     home, project = tmp_path / "home", tmp_path / "web"
     project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
     env = opencode_env(home, opencode_bin)
     (home / ".config" / "opencode").mkdir(parents=True)
     (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(opencode_config(fake_chat.url)))
@@ -122,9 +121,14 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
         received = next(r["t"] for r in read_log(log) if "message" in r)
         paste = received - registries.agents.get("demo").submit_delay_s
         last_chunk = fake_chat.turns()[-1].t_last_chunk
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:  # when the answer's text part was written
+            [(text_ms,)] = conn.execute("SELECT max(time_updated) FROM part WHERE message_id = ? AND "
+                                        "json_extract(data, '$.type') = 'text'", (end.turn_id,)).fetchall()
+        done = end.completed_ms / 1000
         with capsys.disabled():
-            print(f"\nOpenCode e2e: model's last chunk -> store time.completed {end.completed_ms / 1000 - last_chunk:.3f}s;"
-                  f" store time.completed -> paste in the target {paste - end.completed_ms / 1000:.3f}s")
+            print(f"\nOpenCode e2e: model's last chunk -> text in the store {text_ms / 1000 - last_chunk:.3f}s"
+                  f" -> turn completed in the store {done - text_ms / 1000:.3f}s"
+                  f" -> paste in the target {paste - done:.3f}s")
 
         # (c) baton resolve names the session
         assert await anyio.to_thread.run_sync(cli.main, ["resolve", oc, "-L", tmux_server.socket, "--json"]) == 0
