@@ -205,29 +205,32 @@ class ShellAdapter(TerminalAdapter):
     recheck_s: ClassVar[float] = 0.4
 
     async def follow(self, emit: Emit) -> None:
-        was_busy, last_check, prompt_text = False, 0.0, None
+        """Every tick reads only /proc (the shell's foreground process group); tmux is asked for the
+        cursor only when a job just ended, or every ``recheck_s`` for a command too quick to be seen."""
+        was_busy, last_check, prompt_text, info = False, 0.0, None, None
         while True:
             await anyio.sleep(self.tick_s)
+            now = time.monotonic()
+            busy = proc.foreground_busy(info.pid) if info is not None else None
+            if busy:
+                was_busy = self._in_turn = True
+                continue
+            if info is not None and busy is not None and not was_busy and now - last_check < self.recheck_s:
+                continue
+            last_check = now
             try:
                 info = await self.ctx.pane()
             except (PaneGone, ServerGone):
                 self.ctx.forget_pane()
+                info = None
                 await anyio.sleep(1.0)
                 continue
             busy = proc.foreground_busy(info.pid)
-            if busy is None:
+            if busy is None or busy:
                 continue
-            now = time.monotonic()
             if self._mark is None or prompt_text is None:
-                if not busy:
-                    self._mark, prompt_text = info.cursor_line, await self._prompt_text(info)
+                self._mark, prompt_text = info.cursor_line, await self._prompt_text(info)
                 continue
-            if busy:
-                was_busy = self._in_turn = True
-                continue
-            if not was_busy and now - last_check < self.recheck_s:
-                continue
-            last_check = now
             if info.cursor_line == self._mark:
                 was_busy = self._in_turn = False
                 continue
