@@ -66,6 +66,8 @@ def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) 
 
 
 class OpenCodeAdapter(TerminalAdapter):
+    """One tile running OpenCode: the store when it can be read, the screen (``esc interrupt``) otherwise."""
+
     name = "opencode"
     summary = "OpenCode: completion and answers from its SQLite store; its screen as the fallback"
     process_names = frozenset({"opencode", "opencode.exe"})

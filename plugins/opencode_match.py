@@ -5,7 +5,7 @@ The facts to go on (SPEC §7): the pane's ``opencode`` process has a cwd and a s
 prompt, so a session the process made was created after the process started. The rules, in order — the
 first that decides wins, and its name is shown by ``baton resolve``:
 
-``prompt``  the session's newest user messages include the prompt batonpass last typed into this pane;
+``prompt``  the session's newest user message is the prompt batonpass last typed into this pane;
 ``screen``  the session's newest user message is on this pane's screen (and not claimed by a peer's prompt);
 ``start``   the only sessions it could be: created in the folder since this process started (or named by
             ``-s``/``--session``, or ``--continue``d), and too old to be another pane's;
@@ -165,7 +165,7 @@ def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Se
         return max(group, key=lambda s: (s.updated_ms, s.created_ms))
 
     if last_prompt:
-        typed = [s for s in eligible if any(same_prompt(p, last_prompt) for p in s.recent_prompts)]
+        typed = [s for s in eligible if s.recent_prompts and same_prompt(s.recent_prompts[0], last_prompt)]
         if typed:
             return Match(pick(typed), "prompt", "holds the prompt batonpass last typed into this pane")
     taken = {c.session_id for c in peers if c.rule in STRONG_RULES and c.session_id}
