@@ -78,12 +78,12 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
     (home / ".config" / "opencode").mkdir(parents=True)
     (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(opencode_config(fake_chat.url)))
     oc = tmux_server.new_pane("opencode", cwd=project, env=env)
-    started: list[int] = []
+    started: list[proc.Proc] = []
     try:
         wait_for(lambda: "Ask anything" in tmux_server.capture(oc), timeout=60, what="OpenCode's input box")
         found = proc.find_agent(tmux_server.pane_pid(oc), {"opencode"})
         assert found is not None and found.comm == "opencode"
-        started = [p.pid for p in proc.subtree(found.pid)]
+        started = list(proc.subtree(found.pid))
         log = tmp_path / "target.jsonl"
         target = tmux_server.new_pane(demo_agent_command("target", log=log))
         wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent")
@@ -137,10 +137,10 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
         assert steps["answer"]["value"] == end.turn_id
     finally:
         tmux_server.kill()
-        for pid in started:  # whatever OpenCode started and left behind (only those we saw)
-            live = proc.read_proc(pid)
-            if live is not None and live.comm != "bash":
+        for seen in started:  # OpenCode and what it started, if left behind (the very processes we saw)
+            live = proc.read_proc(seen.pid)
+            if live is not None and live.start_ticks == seen.start_ticks:
                 try:
-                    os.kill(pid, 15)
+                    os.kill(seen.pid, 15)
                 except OSError:
                     pass
