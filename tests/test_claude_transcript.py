@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import cli
 from plugins.claude_code import ClaudeCodeAdapter
 from plugins.claude_transcript import (
     TranscriptTail,
@@ -81,18 +82,16 @@ def test_tool_turn_answer_is_the_final_message_not_the_preamble() -> None:
     assert end is not None and end.text == AFTER_TOOL
 
 
-def test_baton_extract_prints_it_exactly_and_fails_clearly(tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", "extract", *args], capture_output=True, text=True)
-
-    ok = run(str(MAIN))
+def test_baton_extract_prints_it_exactly_and_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok = subprocess.run([sys.executable, "-m", "pipeline.cli", "extract", str(MAIN)], capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stdout == SCRIPTED
-    as_json = json.loads(run(str(MAIN), "--json").stdout)
+    assert cli.main(["extract", str(MAIN), "--json"]) == 0
+    as_json = json.loads(capsys.readouterr().out)
     assert as_json["text"] == SCRIPTED and as_json["outcome"] == "completed"
-    empty = run(str(PROJECT / "69a8991c-ee49-4414-a7b1-ecde10f87e7f.jsonl"))
-    assert empty.returncode == 1 and "holds no finished turn" in empty.stderr
-    missing = run(str(tmp_path / "nope.jsonl"))
-    assert missing.returncode == 1 and "nope.jsonl" in missing.stderr
+    assert cli.main(["extract", str(PROJECT / "69a8991c-ee49-4414-a7b1-ecde10f87e7f.jsonl")]) == 1
+    assert "holds no finished turn" in capsys.readouterr().err
+    assert cli.main(["extract", str(tmp_path / "nope.jsonl")]) == 1
+    assert "nope.jsonl" in capsys.readouterr().err
 
 
 # ---- generated transcripts ---------------------------------------------------------------------------
