@@ -140,9 +140,12 @@ class ClaudeCodeAdapter(TerminalAdapter):
             if why != said and why:
                 log.info("%s: %s", self.ctx.name, why)
             said = why
-            if res.process is None or why.startswith("waiting"):
-                with watcher.subscribe(res.config / "sessions" if res.config else config_dir() / "sessions") as sub:
-                    await sub.wait(1.0)
+            if res.process is None:  # a process starting sends no file event: look again in a while
+                await anyio.sleep(self.liveness_s)
+                continue
+            if why.startswith("waiting") and res.config is not None:
+                with watcher.subscribe(res.config / "sessions") as sub:
+                    await sub.wait(self.liveness_s)
                 continue
             if why:
                 await self._follow_screen_until_files(emit)
