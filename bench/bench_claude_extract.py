@@ -102,9 +102,9 @@ def fake_claude(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path, Path]:
     shutil.copy(shutil.which("sleep"), bin_dir / "claude")
     shell = subprocess.Popen(["bash", "-c", "claude 300 & wait"], cwd=cwd, stderr=subprocess.DEVNULL,
                              env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(config)})
-    while not proc.children(shell.pid):
+    while proc.find_agent(shell.pid, {"claude"}) is None:
         time.sleep(0.01)
-    return shell, proc.children(shell.pid)[0], config, cwd
+    return shell, proc.find_agent(shell.pid, {"claude"}).pid, config, cwd
 
 
 def write_session(config: Path, pid: int, cwd: Path, session: str, status: str) -> None:
