@@ -27,6 +27,8 @@ from pipeline.watch import FileWatcher
 __all__ = ["CompletionDetector"]
 
 log = logging.getLogger("batonpass")
+#: a completion stamped this much before the run started was not seen by this run
+CLOCK_SLACK_S = 1.0
 
 
 class CompletionDetector:
@@ -57,6 +59,11 @@ class CompletionDetector:
             log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
             return
         age = self.started - completion.at
+        if self.journal is None and age > CLOCK_SLACK_S:
+            # reported from before this run, with no journal to tell whether a previous run handed it off
+            log.debug("%s: turn %s finished before this run; no journal, not caught up", completion.tile,
+                      completion.turn_id)
+            return
         if self.journal is not None and age > self.catch_up_s:
             # finished while batonpass was down, too long ago to act on now: recorded, not handed off
             self.journal.record_completion(completion)
