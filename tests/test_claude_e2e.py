@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from plugins.claude_screen import input_box
-from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 from tests.e2e_claude import make_claude_home
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
@@ -123,6 +123,9 @@ async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServ
         await until(lambda: {"transcript", "hook"} <= signals_seen(caplog, turn), 10, "both signals")
         accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
         assert [r.args[1] for r in accepted] == [turn]
+        last_byte, received = claude_api.turn_finished_at[-1], read_log(log)[0]["t"]
+        print(f"\nClaude Code e2e: model's last byte -> completion {(accepted[0].created - last_byte) * 1e3:.0f} ms "
+              f"(via {accepted[0].args[3]}) -> message in the target pane {(received - last_byte) * 1e3:.0f} ms")
 
         # an interrupted turn: failed, nothing handed over
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
