@@ -18,7 +18,6 @@ import os
 from importlib import resources
 from typing import Any, ClassVar, Literal
 
-import anthropic
 import anyio
 from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
@@ -168,6 +167,8 @@ class LLMTransform(Transform):
             log.warning("%s: the answer has %d characters; %s", where, len(data.response.text), notes[-1])
         if not os.environ.get(API_KEY_ENV):
             return self._fall_back(data, where, f"{API_KEY_ENV} is not set", notes)
+        import anthropic  # here, not at the top: it costs ~1 s of start-up to every `baton` command
+
         try:
             text, stop_reason = await self._ask(request)
         except TimeoutError:
@@ -194,6 +195,8 @@ class LLMTransform(Transform):
         """One call, bounded by the shared limiter (waiting for a slot does not count against the
         timeout) and by ``timeout_s`` (retries included). A client per call: hand-offs are seconds apart,
         and a client outlives no event loop it was not made in."""
+        import anthropic
+
         async with call_limiter():
             with anyio.fail_after(self.timeout_s):
                 async with anthropic.AsyncAnthropic(timeout=self.timeout_s, max_retries=MAX_RETRIES) as client:
@@ -209,7 +212,8 @@ class LLMTransform(Transform):
         return TransformResult(data.response.text, note="; ".join([note, *notes]))
 
 
-def _api_message(exc: anthropic.APIStatusError) -> str:
+def _api_message(exc: Any) -> str:
+    """The message of an ``anthropic.APIStatusError``'s error body."""
     body = exc.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict) and body["error"].get("message"):
         return f"{body['error'].get('type', 'error')}: {body['error']['message']}"
