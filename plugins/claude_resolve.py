@@ -148,11 +148,14 @@ def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
 
 
 def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None:
-    """``path`` if it is a ``<UUID>.jsonl`` directly inside a project folder of ``config``, else None:
-    a path handed in by a hook is only read when it is one of Claude Code's transcripts."""
+    """``path`` if it is a ``<UUID>.jsonl`` directly inside a project folder of ``config`` — also once
+    symlinks are followed — else None: batonpass only reads Claude Code's own transcripts, whatever a hook
+    payload or a link in the projects folder points at."""
     p = Path(os.path.abspath(path))
     projects = Path(os.path.abspath(config / "projects"))
     if p.suffix != ".jsonl" or not UUID.match(p.stem) or p.parent.parent != projects:
+        return None
+    if not os.path.realpath(p).startswith(os.path.realpath(projects) + os.sep):
         return None
     return p
 
@@ -242,7 +245,19 @@ def resolve_process(p: proc.Proc) -> Resolution:
         res.add("cwd", False, f"no cwd: /proc/{p.pid}/cwd unreadable")
         return res
     _find_transcript(res, process_started_at(p))
+    if res.config is not None:
+        _refuse_outside(res, res.config)
     return res
+
+
+def _refuse_outside(res: Resolution, config: Path) -> None:
+    """Drop a chosen transcript that a symlink (of the file or its folder) leads out of the projects
+    folder, saying why."""
+    if res.transcript is not None and transcript_inside(res.transcript, config) is None:
+        real = os.path.realpath(res.transcript)
+        res.add("transcript", False, f"{res.transcript} leads to {real}, outside {config / 'projects'}: refused "
+                "(a transcript is only read from Claude Code's own projects folder)", str(res.transcript))
+        res.transcript, res.rule = None, ""
 
 
 def _proc_cwd(pid: int) -> str | None:

@@ -215,3 +215,44 @@ def test_folder_names_match_claude_codes_own_function() -> None:
     result = subprocess.run(["node", "-e", JS_ENCODER], input=json.dumps(cwds), capture_output=True, text=True,
                             check=True)
     assert [project_folder_name(c) for c in cwds] == json.loads(result.stdout)
+
+
+def test_a_transcript_symlinked_outside_the_projects_folder_is_refused(start_claude, tmp_path: Path) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    outside = tmp_path / "private" / "notes.jsonl"
+    outside.parent.mkdir()
+    outside.write_text('{"type":"assistant"}\n')
+    link = claude.config / "projects" / project_folder_name(str(claude.cwd)) / f"{sid}.jsonl"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript is None
+    ok, detail = steps(res)["transcript"]
+    assert not ok and "outside" in detail and "refused" in detail and str(outside) in detail
+    assert transcript_inside(link, claude.config) is None
+
+
+def test_a_project_folder_symlinked_outside_is_refused(start_claude, tmp_path: Path) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{sid}.jsonl").write_text('{"type":"mode"}\n')
+    (claude.config / "projects").mkdir(parents=True)
+    os.symlink(elsewhere, claude.config / "projects" / project_folder_name(str(claude.cwd)))
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript is None and "refused" in steps(res)["transcript"][1]
+
+
+def test_a_symlink_inside_the_projects_folder_is_fine(start_claude) -> None:
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    real = claude.transcript(str(uuid.uuid4()), folder="-other")
+    link = claude.config / "projects" / project_folder_name(str(claude.cwd)) / f"{sid}.jsonl"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(real)
+    assert resolve_pid(claude.shell.pid).transcript == link
