@@ -64,8 +64,11 @@ def start_claude(tmp_path: Path) -> Iterator[Callable[..., FakeClaude]]:
             env["CLAUDE_CONFIG_DIR"] = str(config)
         shell = subprocess.Popen(["bash", "-c", f"{command or 'claude 300'} & wait"], cwd=cwd, env=env)
         started.append(shell)
-        def execed() -> list[int]:  # the forked child has exec'd its program (it is no longer a bash)
-            return [c for c in proc.children(shell.pid) if (p := proc.read_proc(c)) and p.comm != "bash"]
+        def execed() -> list[int]:
+            """The forked child has exec'd its program: it is no longer a bash, and the kernel has set up
+            its environment (comm changes a moment before /proc/PID/environ has content)."""
+            return [c for c in proc.children(shell.pid) if (p := proc.read_proc(c)) and p.comm != "bash"
+                    and proc.environ(c)]
 
         child = wait_for(execed, what="the process under the shell")[0]
         return FakeClaude(shell, child, config, cwd)
