@@ -46,6 +46,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: floa
         time.sleep(interval)
 
 
+async def until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.05) -> Any:
+    """:func:`wait_for` for async tests: poll without blocking the event loop."""
+    import anyio
+
+    with anyio.move_on_after(timeout):
+        while not (value := predicate()):
+            await anyio.sleep(interval)
+        return value
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
 class TmuxServer:
     """A private tmux server for one test."""
 

@@ -30,9 +30,8 @@ from plugins.claude_code import ClaudeCodeAdapter
 from plugins.claude_hooks import install_stop_hook
 from plugins.claude_resolve import project_folder_name
 from plugins.claude_screen import input_box, screen_answer
-from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.conftest import FIXTURES, TmuxServer, until, wait_for
 from tests.test_claude_transcript import Transcript, text
-from tests.test_dispatch import until
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 SCREENS = FIXTURES / "claude-code" / "screens"

@@ -30,7 +30,7 @@ from pipeline.watch import FileWatcher
 from plugins.codex import CodexAdapter
 from plugins.codex_resolve import find_codex_process
 from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
-from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.conftest import FIXTURES, TmuxServer, until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 
@@ -97,10 +97,6 @@ async def following(adapter: CodexAdapter) -> AsyncIterator[list[Completion]]:
         tg.cancel_scope.cancel()
 
 
-async def until(predicate, timeout: float = 10.0, what: str = "") -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
 
 
 def upto(records: list[dict], kind: str, nth: int = 1) -> int:

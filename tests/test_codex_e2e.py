@@ -31,7 +31,7 @@ from pipeline.spool import spool_dir
 from plugins.codex import CodexAdapter
 from plugins.codex_config import install_notify
 from plugins.codex_screen import composer_draft
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 
@@ -147,10 +147,6 @@ async def running(config: Config, server: TmuxServer, events: list,
         tg.cancel_scope.cancel()
 
 
-async def until(predicate, timeout: float = 30.0, what: str = "") -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
 
 
 def rollout_events(path: Path) -> list[dict]:

@@ -16,7 +16,7 @@ from pipeline.events import Delivery, Prompt
 from pipeline.plugins import load_registries
 from pipeline.runtime import Pipeline
 from pipeline.stages.dispatch import type_prompt
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 REGISTRIES = load_registries()
@@ -39,10 +39,6 @@ async def running(config: Config, server: TmuxServer, deliveries: list | None = 
         tg.cancel_scope.cancel()
 
 
-async def until(predicate, timeout: float = 20.0, what: str = "") -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.05)
 
 
 def start_demo(server: TmuxServer, log: Path, **kw) -> str:

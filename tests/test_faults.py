@@ -154,7 +154,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
             next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     wait_for(lambda: len(transcript_answers(private_state)) >= turns, timeout=30, what="a's last answer")
     expected = [f"from a: {t}" for t in transcript_answers(private_state) if t.startswith("Draft")]
-    wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60, what="every hand-off to arrive")
+    wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60 + turns, what="every hand-off to arrive")
     time.sleep(1.5)
     assert daemon.stop() == 0
     got = collections.Counter(messages(blog))

@@ -7,7 +7,6 @@ failure falling back per ``on_error``, the SDK's retries, the shared limiter, th
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from pipeline.plugins import load_registries, make_plugin_manager
 from pipeline.runtime import Pipeline
 from pipeline.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 from plugins.llm_transforms import MAX_CONCURRENT_CALLS, system_prompt
-from tests.conftest import demo_agent_command
+from tests.conftest import demo_agent_command, messages, until
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
 
 pytestmark = pytest.mark.anyio
@@ -243,26 +242,14 @@ async def test_the_fake_also_streams_server_sent_events(anthropic_api: FakeAnthr
 # ---- end to end: a shell pane hands off to a demo agent through ai-routing -----------------------------
 
 
-def received(log: Path) -> list[str]:
-    if not log.exists():
-        return []
-    return [json.loads(line)["message"] for line in log.read_text().splitlines() if line.strip()]
-
-
-async def eventually(predicate, what: str, timeout: float = 30.0):
-    with anyio.move_on_after(timeout):
-        while not (value := predicate()):
-            await anyio.sleep(0.05)
-        return value
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery]:
     """Run the daemon on a shell tile and a demo agent tile, finish one shell turn, wait for the hand-off."""
     shell = tmux_server.new_pane()
     agent = tmux_server.new_pane(demo_agent_command("reviewer", work_s=0.1, log=log))
-    await eventually(lambda: "$" in tmux_server.capture(shell) and "demo❯" in tmux_server.capture(agent),
-                     "both panes to show their prompts")
+    await until(lambda: "$" in tmux_server.capture(shell) and "demo❯" in tmux_server.capture(agent),
+                what="both panes to show their prompts")
     config = Config.model_validate({
         "version": 1,
         "tiles": {"sh": {"pane": shell, "agent": "shell", "description": "runs the tests"},
@@ -280,11 +267,11 @@ async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
         # the shell adapter notes its prompt line first; a command typed before that is not a turn it saw
-        await eventually(lambda: getattr(pipeline.tiles["sh"].adapter, "_mark", None) is not None,
-                         "the shell tile to be watched")
+        await until(lambda: getattr(pipeline.tiles["sh"].adapter, "_mark", None) is not None,
+                    what="the shell tile to be watched")
         tmux_server.type(shell, "printf 'FAIL %s\\n' tests/test_app.py::test_total")
-        await eventually(lambda: deliveries, "the hand-off")
-        await eventually(lambda: received(log), "the demo agent to receive the prompt")
+        await until(lambda: deliveries, what="the hand-off")
+        await until(lambda: messages(log), what="the demo agent to receive the prompt")
         tg.cancel_scope.cancel()
     return deliveries
 
@@ -295,7 +282,7 @@ async def test_ai_routing_hands_the_target_the_models_prompt(tmux_server, regist
     log = tmp_path / "agent.jsonl"
     [delivery] = await hand_off_one_turn(tmux_server, registries, log)
     assert delivery.state == "delivered" and delivery.prompt.note == ""
-    assert received(log) == [MODEL_PROMPT]
+    assert messages(log) == [MODEL_PROMPT]
     [request] = anthropic_api.messages
     assert request.body["model"] == "claude-e2e"
     assert "<answer>\nFAIL tests/test_app.py::test_total" in request.user_text
@@ -309,7 +296,7 @@ async def test_without_a_key_the_target_gets_the_raw_answer_and_the_log_says_why
     caplog.set_level(logging.INFO, logger="batonpass")
     log = tmp_path / "agent.jsonl"
     [delivery] = await hand_off_one_turn(tmux_server, registries, log)
-    assert received(log) == ["FAIL tests/test_app.py::test_total"]
+    assert messages(log) == ["FAIL tests/test_app.py::test_total"]
     assert delivery.prompt.note == "ai-routing fell back to the raw answer: ANTHROPIC_API_KEY is not set"
     assert "route sh->rev: ai-routing on turn shell:" in caplog.text
     assert "ANTHROPIC_API_KEY is not set; handing on the raw answer instead (on_error: raw)" in caplog.text

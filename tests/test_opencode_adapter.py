@@ -22,7 +22,7 @@ from pipeline.events import Completion
 from pipeline.text import strip_ansi
 from pipeline.watch import FileWatcher
 from plugins.opencode import OpenCodeAdapter, input_draft
-from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
+from tests.conftest import FIXTURES, REPO, TmuxServer, until, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
 
@@ -92,10 +92,6 @@ async def following(scene: Scene, *adapters: OpenCodeAdapter) -> AsyncIterator[d
         tg.cancel_scope.cancel()
 
 
-async def until(predicate, timeout: float = 15.0, what: str = "") -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.05)
 
 
 @pytest.mark.tmux
