@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pipeline import proc
 from pipeline.events import Completion, Response
-from pipeline.tmux import PaneGone
+from pipeline.tmux import PaneGone, ServerGone
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,6 +67,13 @@ class TileContext:
         routes.yaml cannot be trusted (it may name another program's pane now) and the tile is reported
         gone; a ``session:window.pane`` or ``title:`` target is resolved again.
         Raises :class:`pipeline.tmux.PaneGone` / :class:`pipeline.tmux.ServerGone`."""
+        try:
+            return await self._pane()
+        except (PaneGone, ServerGone):
+            self._pane_id = None  # resolved again next time; the server pid stays to tell a new server apart
+            raise
+
+    async def _pane(self) -> PaneInfo:
         if self._pane_id is not None:
             info = await self.tmux.pane(self._pane_id)
             if info.server_pid == self._server_pid:

@@ -133,7 +133,6 @@ class ClaudeCodeAdapter(TerminalAdapter):
             try:
                 res = await self._resolve()
             except (PaneGone, ServerGone):
-                self.ctx.forget_pane()
                 await anyio.sleep(1.0)
                 continue
             why = self._why_not_files(res)
@@ -357,7 +356,6 @@ class ClaudeCodeAdapter(TerminalAdapter):
         try:
             info = await self.ctx.pane()
         except (PaneGone, ServerGone):
-            self.ctx.forget_pane()
             return "gone"
         if info.dead:
             return "gone"

@@ -169,7 +169,6 @@ class CodexAdapter(TerminalAdapter):
                 try:
                     process = await self._refresh(hints)
                 except (PaneGone, ServerGone):
-                    self.ctx.forget_pane()
                     process = None
                 hints = set()
                 finished = list(self._orphans) + (self._state.take_finished() if self._state else [])
@@ -282,7 +281,6 @@ class CodexAdapter(TerminalAdapter):
                 return "absent"
             screen = await self.ctx.tmux.capture(info.pane_id, escapes=True)
         except (PaneGone, ServerGone):
-            self.ctx.forget_pane()
             return "gone"
         busy_on_screen = self.is_busy(strip_ansi(screen))
         state = self._state

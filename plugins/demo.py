@@ -56,7 +56,6 @@ class DemoAdapter(TerminalAdapter):
         try:
             agent = await self.agent_process()
         except TmuxError:
-            self.ctx.forget_pane()
             return None
         if agent is None:
             self._agent = self._lines = None

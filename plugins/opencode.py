@@ -187,7 +187,6 @@ class OpenCodeAdapter(TerminalAdapter):
             try:
                 p = await self._process()
             except (PaneGone, ServerGone):
-                self.ctx.forget_pane()
                 await anyio.sleep(1.0)
                 continue
             store = self._store(p) if p is not None else None
@@ -318,7 +317,6 @@ class OpenCodeAdapter(TerminalAdapter):
                 return "absent"
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
-            self.ctx.forget_pane()
             return "gone"
         if self.is_busy(screen) or self._in_turn or await self._store_busy(read_process(found)):
             return "busy"

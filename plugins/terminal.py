@@ -92,7 +92,6 @@ class TerminalAdapter(AgentAdapter):
                 info = await self.ctx.pane()
                 screen = await self.ctx.tmux.capture(info.pane_id)
             except (PaneGone, ServerGone):
-                self.ctx.forget_pane()
                 await anyio.sleep(1.0)
                 continue
             now = time.monotonic()
@@ -145,7 +144,6 @@ class TerminalAdapter(AgentAdapter):
                 return "absent"
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
-            self.ctx.forget_pane()
             return "gone"
         if self.is_busy(screen) or self._in_turn:
             return "busy"
@@ -221,7 +219,6 @@ class ShellAdapter(TerminalAdapter):
             try:
                 info = await self.ctx.pane()
             except (PaneGone, ServerGone):
-                self.ctx.forget_pane()
                 info = None
                 await anyio.sleep(1.0)
                 continue
@@ -257,7 +254,6 @@ class ShellAdapter(TerminalAdapter):
         try:
             info = await self.ctx.pane()
         except (PaneGone, ServerGone):
-            self.ctx.forget_pane()
             return "gone"
         if info.dead:
             return "gone"
