@@ -34,7 +34,6 @@ __all__ = [
     "Resolution",
     "SessionFile",
     "config_dir",
-    "process_started_at",
     "project_folder_name",
     "read_session_file",
     "resolve_pid",
@@ -160,16 +159,6 @@ def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None
     return p
 
 
-def process_started_at(p: proc.Proc) -> float:
-    """The process's start, in seconds since the epoch."""
-    try:
-        with open("/proc/stat") as f:
-            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-    except (OSError, StopIteration, ValueError):
-        return 0.0
-    return btime + p.start_ticks / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class Resolution:
     """Where the chain got to. ``transcript`` is set when it reached one; ``rule`` says how."""
@@ -194,7 +183,7 @@ class Resolution:
         """When the process started (the session file's ``startedAt``, else /proc), in epoch seconds."""
         if self.session is not None and self.session.started_at:
             return self.session.started_at / 1000
-        return process_started_at(self.process) if self.process else 0.0
+        return proc.started_at(self.process) if self.process else 0.0
 
     @property
     def stopped_at(self) -> str | None:
@@ -240,11 +229,11 @@ def resolve_process(p: proc.Proc) -> Resolution:
         res.add("session-file", False, f"{session_path} missing (written ~1.5 s after start; removed on /exit)")
     except ValueError as exc:
         res.add("session-file", False, f"{session_path}: {exc}", str(session_path))
-    res.cwd = (res.session.cwd if res.session else None) or _proc_cwd(p.pid)
+    res.cwd = (res.session.cwd if res.session else None) or proc.cwd(p.pid)
     if res.cwd is None:
         res.add("cwd", False, f"no cwd: /proc/{p.pid}/cwd unreadable")
         return res
-    _find_transcript(res, process_started_at(p))
+    _find_transcript(res, proc.started_at(p))
     if res.config is not None:
         _refuse_outside(res, res.config)
     return res
@@ -258,13 +247,6 @@ def _refuse_outside(res: Resolution, config: Path) -> None:
         res.add("transcript", False, f"{res.transcript} leads to {real}, outside {config / 'projects'}: refused "
                 "(a transcript is only read from Claude Code's own projects folder)", str(res.transcript))
         res.transcript, res.rule = None, ""
-
-
-def _proc_cwd(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
 
 
 def _find_transcript(res: Resolution, started: float) -> None:
