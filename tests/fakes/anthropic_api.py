@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API on 127.0.0.1, for tests that drive the real ``anthropic`` SDK.
 
-A stdlib ``ThreadingHTTPServer`` in a background thread, on a free port. Every request is recorded
+A :class:`~tests.fakes.loopback.LoopbackServer` on a free port. Every request is recorded
 (method, path, headers, JSON body) for assertions. Each test scripts the replies: queued :class:`Reply`
 objects are used in order, then :attr:`FakeAnthropicAPI.default`. A reply can carry text, an HTTP error
 status and body, a delay, an empty content list, and is streamed as server-sent events when the request
@@ -12,17 +12,17 @@ asks for ``stream: true`` — so the same fake serves one-shot calls and streami
 
 from __future__ import annotations
 
-import json
-import threading
 import uuid
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
 __all__ = ["TEST_KEY", "FakeAnthropicAPI", "RecordedRequest", "Reply", "serving"]
 
@@ -75,27 +75,15 @@ class RecordedRequest:
         return ""
 
 
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(LoopbackServer[RecordedRequest]):
     """The server and its script. Thread-safe: the SDK may call it from several tasks at once."""
 
     def __init__(self) -> None:
+        super().__init__(_handler(self), name="fake-anthropic")
         self.default = Reply()
-        self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._replies: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        # a short poll interval: stop() waits for the serving loop to notice the shutdown
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-anthropic", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def script(self, *replies: Reply) -> None:
         """Queue replies, used in order by the next requests; after them :attr:`default` answers."""
@@ -108,21 +96,12 @@ class FakeAnthropicAPI:
         with self._lock:
             return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"]
 
-    def start(self) -> FakeAnthropicAPI:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # wakes handlers sleeping through a scripted delay
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
     # ---- called from the handler threads ---------------------------------------------------------
 
-    def _record(self, request: RecordedRequest) -> Reply:
+    def _take(self, request: RecordedRequest) -> Reply:
+        """Record ``request`` as in flight and hand it the next scripted reply."""
         with self._lock:
-            self.requests.append(request)
+            self._record(request)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             return self._replies.popleft() if self._replies else self.default
@@ -132,33 +111,26 @@ class FakeAnthropicAPI:
             self.in_flight -= 1
 
 
-def _handler(api: FakeAnthropicAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
+    class Handler(QuietJSONHandler):
         server_version = "fake-anthropic/1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # no access log on stderr
-            pass
-
         def do_GET(self) -> None:
-            api._record(RecordedRequest("GET", self.path, _headers(self), None))
+            api._take(RecordedRequest("GET", self.path, _headers(self), None))
             try:
                 self._json(200, {})
             finally:
                 api._done()
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            reply = api._record(RecordedRequest("POST", self.path, _headers(self), body))
+            body = self.read_json()
+            if body is None and self.raw_body:
+                body = self.raw_body.decode("utf-8", "replace")  # recorded as it came
+            reply = api._take(RecordedRequest("POST", self.path, _headers(self), body))
             try:
                 if reply.delay_s and api._stopping.wait(reply.delay_s):
                     return
-                if self.path.split("?")[0] != "/v1/messages":
+                if self.route != "/v1/messages":
                     self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
                 elif reply.status != 200:
                     self._json(reply.status, reply.error_body(), reply.headers)
@@ -172,45 +144,27 @@ def _handler(api: FakeAnthropicAPI) -> type[BaseHTTPRequestHandler]:
                 api._done()
 
         def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("request-id", "req_fake_" + uuid.uuid4().hex[:16])
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
+            """JSON with a ``request-id`` like the real API's (the SDK puts it in its errors)."""
+            self.send_json(status, obj, {"request-id": "req_fake_" + uuid.uuid4().hex[:16], **(headers or {})})
 
         def _stream(self, body: dict[str, Any], reply: Reply) -> None:
             message = _message(body, reply)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            self.start_events()
             start = dict(message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=1))
-            self._event("message_start", {"type": "message_start", "message": start})
+            self.event("message_start", {"type": "message_start", "message": start})
             for i, block in enumerate(message["content"]):
-                self._event("content_block_start", {"type": "content_block_start", "index": i,
-                                                    "content_block": {"type": "text", "text": ""}})
+                self.event("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}})
                 text = block["text"]
                 for j in range(0, len(text), 16):
-                    self._event("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                        "delta": {"type": "text_delta", "text": text[j:j + 16]}})
-                self._event("content_block_stop", {"type": "content_block_stop", "index": i})
-            self._event("message_delta", {"type": "message_delta",
-                                          "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-                                          "usage": {"output_tokens": message["usage"]["output_tokens"]}})
-            self._event("message_stop", {"type": "message_stop"})
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-
-        def _event(self, name: str, data: dict[str, Any]) -> None:
-            payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-            self.wfile.flush()
+                    self.event("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": text[j:j + 16]}})
+                self.event("content_block_stop", {"type": "content_block_stop", "index": i})
+            self.event("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                                         "usage": {"output_tokens": message["usage"]["output_tokens"]}})
+            self.event("message_stop", {"type": "message_stop"})
+            self.end_events()
 
     return Handler
 

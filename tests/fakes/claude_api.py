@@ -13,13 +13,13 @@ see what Claude Code asked.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
 __all__ = ["ClaudeAPI", "RecordedRequest"]
 
@@ -50,43 +50,20 @@ class RecordedRequest:
         return ""
 
 
-class ClaudeAPI:
+class ClaudeAPI(LoopbackServer[RecordedRequest]):
     """The server. ``answers`` are given to the turns in order (the last one repeats); ``answer`` may
     instead be a function of the prompt text. ``chunk_delay_s`` spaces the streamed text deltas (a
     function of the prompt text, to make some turns slow enough to interrupt)."""
 
     def __init__(self, answers: list[str] | None = None, *, answer: Callable[[str], str] | None = None,
                  chunk_delay_s: float | Callable[[str], float] = 0.02, chunk_chars: int = 16) -> None:
+        super().__init__(_handler(self), name="fake-claude-api")
         self.answers = list(answers or ["Done."])
         self.answer = answer
         self.chunk_delay_s, self.chunk_chars = chunk_delay_s, chunk_chars
-        self.requests: list[RecordedRequest] = []
         #: wall-clock time the last byte of each turn's stream was sent, in order
         self.turn_finished_at: list[float] = []
         self._turns = 0
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-claude-api", daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> ClaudeAPI:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> ClaudeAPI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def turns(self) -> list[RecordedRequest]:
@@ -100,99 +77,65 @@ class ClaudeAPI:
             return self.answer(prompt)
         return self.answers[min(n, len(self.answers) - 1)]
 
-    def _record(self, method: str, path: str, body: dict[str, Any] | None) -> RecordedRequest:
-        request = RecordedRequest(method, path, body, time.time())
-        with self._lock:
-            self.requests.append(request)
-        return request
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        api = self
+def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
+    class Handler(QuietJSONHandler):
+        def do_HEAD(self) -> None:
+            api._record(RecordedRequest("HEAD", self.path, None, time.time()))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_HEAD(self) -> None:
-                api._record("HEAD", self.path, None)
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def do_GET(self) -> None:
-                api._record("GET", self.path, None)
-                self._json({"data": [], "has_more": False, "first_id": None, "last_id": None}
+        def do_GET(self) -> None:
+            api._record(RecordedRequest("GET", self.path, None, time.time()))
+            self.send_json(200, {"data": [], "has_more": False, "first_id": None, "last_id": None}
                            if self.path.startswith("/v1/models") else {})
 
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = None
-                request = api._record("POST", self.path, body)
-                path = self.path.split("?", 1)[0]
-                if path == "/v1/messages/count_tokens":
-                    return self._json({"input_tokens": max(1, len(raw) // 4)})
-                if path != "/v1/messages" or not isinstance(body, dict):
-                    return self._json({})
-                if request.is_turn:
-                    text = api._next_answer(request.last_user_text)
-                else:
-                    wants_json = "json" in json.dumps(body.get("system", "")).lower()
-                    text = '{"title": "Fake session", "isNewTopic": true}' if wants_json else "Fake session"
-                message = {"id": f"msg_fake_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
-                           "model": body.get("model", "claude-fake"), "content": [], "stop_reason": None,
-                           "stop_sequence": None, "usage": {"input_tokens": max(1, len(raw) // 4), "output_tokens": 1,
-                                                            "cache_creation_input_tokens": 0,
-                                                            "cache_read_input_tokens": 0}}
-                if not body.get("stream"):
-                    message.update(content=[{"type": "text", "text": text}], stop_reason="end_turn")
-                    return self._json(message)
-                delay = api.chunk_delay_s
-                if callable(delay):
-                    delay = delay(request.last_user_text)
-                self._stream(message, text, delay if request.is_turn else 0.0, request.is_turn)
+        def do_POST(self) -> None:
+            body = self.read_json(empty={})
+            request = api._record(RecordedRequest("POST", self.path, body, time.time()))
+            input_tokens = max(1, len(self.raw_body) // 4)
+            if self.route == "/v1/messages/count_tokens":
+                return self.send_json(200, {"input_tokens": input_tokens})
+            if self.route != "/v1/messages" or not isinstance(body, dict):
+                return self.send_json(200, {})
+            if request.is_turn:
+                text = api._next_answer(request.last_user_text)
+            else:
+                wants_json = "json" in json.dumps(body.get("system", "")).lower()
+                text = '{"title": "Fake session", "isNewTopic": true}' if wants_json else "Fake session"
+            message = {"id": f"msg_fake_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
+                       "model": body.get("model", "claude-fake"), "content": [], "stop_reason": None,
+                       "stop_sequence": None, "usage": {"input_tokens": input_tokens, "output_tokens": 1,
+                                                        "cache_creation_input_tokens": 0,
+                                                        "cache_read_input_tokens": 0}}
+            if not body.get("stream"):
+                message.update(content=[{"type": "text", "text": text}], stop_reason="end_turn")
+                return self.send_json(200, message)
+            delay = api.chunk_delay_s
+            if callable(delay):
+                delay = delay(request.last_user_text)
+            self._stream(message, text, delay if request.is_turn else 0.0, request.is_turn)
 
-            def _json(self, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def _stream(self, message: dict[str, Any], text: str, delay: float, is_turn: bool) -> None:
+            self.start_events()
+            try:
+                self.event("message_start", {"type": "message_start", "message": message})
+                self.event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                   "content_block": {"type": "text", "text": ""}})
+                for i in range(0, len(text), api.chunk_chars):
+                    time.sleep(delay)
+                    self.event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                        "type": "text_delta", "text": text[i:i + api.chunk_chars]}})
+                self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                self.event("message_delta", {"type": "message_delta", "delta": {
+                    "stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": len(text) // 4}})
+                self.event("message_stop", {"type": "message_stop"})
+                self.end_events()
+                if is_turn:
+                    with api._lock:
+                        api.turn_finished_at.append(time.time())
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
-            def _event(self, name: str, data: dict[str, Any]) -> None:
-                payload = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
-                self.wfile.flush()
-
-            def _stream(self, message: dict[str, Any], text: str, delay: float, is_turn: bool) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                try:
-                    self._event("message_start", {"type": "message_start", "message": message})
-                    self._event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                        "content_block": {"type": "text", "text": ""}})
-                    for i in range(0, len(text), api.chunk_chars):
-                        time.sleep(delay)
-                        self._event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
-                            "type": "text_delta", "text": text[i:i + api.chunk_chars]}})
-                    self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
-                    self._event("message_delta", {"type": "message_delta", "delta": {
-                        "stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": len(text) // 4}})
-                    self._event("message_stop", {"type": "message_stop"})
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                    if is_turn:
-                        with api._lock:
-                            api.turn_finished_at.append(time.time())
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        return Handler
+    return Handler

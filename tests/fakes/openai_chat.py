@@ -2,8 +2,9 @@
 
 OpenCode (with a provider ``"npm": "@ai-sdk/openai-compatible"`` whose ``baseURL`` points here) sends
 ``POST /v1/chat/completions``, streamed as server-sent events, plus one title request (no tools, a system
-prompt about titles) on a session's first turn. A stdlib ``ThreadingHTTPServer`` in a background thread
-answers them; nothing leaves the loopback interface.
+prompt about titles) on a session's first turn. A :class:`~tests.fakes.loopback.LoopbackServer` answers
+them; nothing leaves the loopback interface. Unlike the other fakes, its streams are plain ``data:`` lines
+without chunked framing, so the connection closes after ``data: [DONE]``.
 
 What it answers, from the last user message:
 
@@ -20,13 +21,13 @@ when the model finished speaking (the tests measure from there, or from the stor
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
 __all__ = ["TITLE", "FakeChat", "RecordedChat", "opencode_config"]
 
@@ -51,22 +52,19 @@ class RecordedChat:
         return _last_user(self.body)
 
 
-class FakeChat:
+class FakeChat(LoopbackServer[RecordedChat]):
     """The server. ``with FakeChat() as chat: chat.url`` → ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(self, *, chunk_delay_s: float = 0.02, port: int = 0) -> None:
+        super().__init__(_handler(self), name="fake-openai-chat", port=port)
         self.chunk_delay_s = chunk_delay_s
         self.default = DEFAULT_ANSWER
-        self.requests: list[RecordedChat] = []
         self._answers: deque[str] = deque()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai-chat", daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        """The OpenAI-style base URL, with ``/v1`` (what OpenCode's ``baseURL`` takes)."""
+        return f"{super().url}/v1"
 
     def script(self, *answers: str) -> None:
         """Queue answers for the next prompts (title requests and tool steps do not use them)."""
@@ -77,21 +75,6 @@ class FakeChat:
         """Replies that answered a prompt with text (not titles, not tool calls)."""
         with self._lock:
             return [r for r in self.requests if r.kind in ("answer", "tool-final")]
-
-    def start(self) -> FakeChat:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeChat:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _choose(self, record: RecordedChat) -> tuple[str, Any]:
         body = record.body
@@ -127,55 +110,34 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _handler(chat: FakeChat) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # no access log on stderr
-            pass
-
+def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
+    class Handler(QuietJSONHandler):
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
-                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                self.send_json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
             else:
-                self._json(404, {"error": {"message": "not found"}})
+                self.send_json(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = self.read_json(empty={})
             if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._json(404, {"error": {"message": "not found"}})
+                self.send_json(404, {"error": {"message": "not found"}})
                 return
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                self._json(400, {"error": {"message": "body is not JSON"}})
+            if not isinstance(body, dict):
+                self.send_json(400, {"error": {"message": "body is not JSON"}})
                 return
             record = RecordedChat(body=body)
             kind, payload = chat._choose(record)
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
-            with chat._lock:
-                chat.requests.append(record)
+            chat._record(record)
             if body.get("stream"):
                 self._stream(body, kind, payload)
                 record.t_last_chunk = time.time()
             else:
-                self._json(200, _completion(body, kind, payload))
-
-        def _json(self, status: int, obj: Any) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                self.send_json(200, _completion(body, kind, payload))
 
         def _stream(self, body: dict[str, Any], kind: str, payload: Any) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            self.start_events(chunked=False)
             cid, model = "chatcmpl-" + uuid.uuid4().hex[:12], body.get("model", "fake-model")
 
             def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> None:
@@ -184,8 +146,7 @@ def _handler(chat: FakeChat) -> type[BaseHTTPRequestHandler]:
                                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
                 if usage is not None:
                     obj["choices"], obj["usage"] = [], usage
-                self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
-                self.wfile.flush()
+                self.event(None, obj)
 
             chunk({"role": "assistant", "content": ""})
             if kind == "tool":
@@ -203,8 +164,8 @@ def _handler(chat: FakeChat) -> type[BaseHTTPRequestHandler]:
             chunk({}, finish=finish)
             if (body.get("stream_options") or {}).get("include_usage"):
                 chunk(None, usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
+            self.event(None, "[DONE]")
+            self.end_events()
 
     return Handler
 

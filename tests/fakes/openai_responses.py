@@ -2,7 +2,7 @@
 
 Codex (with a ``[model_providers.fake]`` whose ``base_url`` points here and ``wire_api = "responses"``)
 sends ``POST /v1/responses`` and reads the answer as server-sent events (``response.created`` …
-``response.completed``). A stdlib ``ThreadingHTTPServer`` in a background thread answers:
+``response.completed``, HTTP-chunked). A :class:`~tests.fakes.loopback.LoopbackServer` answers:
 
 * the title request Codex makes on a thread's first turn (a ``json_schema`` text format with a ``title``
   property) → ``{"title": TITLE}``;
@@ -17,13 +17,13 @@ the rollout). Nothing leaves the loopback interface.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
 __all__ = ["DEFAULT_ANSWER", "TITLE", "FakeResponses", "RecordedRequest", "Reply", "codex_config"]
 
@@ -69,29 +69,17 @@ def _prompt(body: dict[str, Any]) -> str:
     return ""
 
 
-class FakeResponses:
+class FakeResponses(LoopbackServer[RecordedRequest]):
     """The server and its script; thread-safe."""
 
     def __init__(self) -> None:
+        super().__init__(_handler(self), name="fake-openai-responses")
         self.default = Reply()
-        self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai-responses", daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def start(self) -> FakeResponses:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.url}/v1"
 
     def script(self, *replies: Reply | str) -> None:
         with self._lock:
@@ -106,101 +94,75 @@ class FakeResponses:
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
 
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self.requests.append(request)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+def _not_found(path: str) -> dict[str, Any]:
+    return {"error": {"message": f"not found: {path}", "type": "invalid_request_error"}}
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
+def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
+    class Handler(QuietJSONHandler):
+        def do_GET(self) -> None:
+            fake._record(RecordedRequest("GET", self.path, None))
+            if self.route.endswith("/models"):
+                self.send_json(200, {"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}]})
+            else:
+                self.send_json(404, _not_found(self.path))
 
-            def _json(self, status: int, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                fake._record(RecordedRequest("GET", self.path, None))
-                if self.path.split("?")[0].endswith("/models"):
-                    self._json(200, {"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}]})
-                else:
-                    self._json(404, {"error": {"message": f"not found: {self.path}", "type": "invalid_request_error"}})
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = None
-                if not self.path.split("?")[0].endswith("/responses") or not isinstance(body, dict):
-                    fake._record(RecordedRequest("POST", self.path, body))
-                    self._json(404, {"error": {"message": f"not found: {self.path}", "type": "invalid_request_error"}})
-                    return
-                fmt = (body.get("text") or {}).get("format") or {}
-                is_title = "title" in ((fmt.get("schema") or {}).get("properties") or {})
-                request = RecordedRequest("POST", self.path, body, prompt=_prompt(body),
-                                          kind="title" if is_title else "answer")
-                fake._record(request)
-                reply = Reply(json.dumps({"title": TITLE}), chunk_delay_s=0) if is_title else fake._next()
-                if reply.status != 200:
-                    self._json(reply.status, {"error": {"message": f"fake server: scripted {reply.status}",
+        def do_POST(self) -> None:
+            body = self.read_json(empty={})
+            if not self.route.endswith("/responses") or not isinstance(body, dict):
+                fake._record(RecordedRequest("POST", self.path, body))
+                self.send_json(404, _not_found(self.path))
+                return
+            fmt = (body.get("text") or {}).get("format") or {}
+            is_title = "title" in ((fmt.get("schema") or {}).get("properties") or {})
+            request = fake._record(RecordedRequest("POST", self.path, body, prompt=_prompt(body),
+                                                   kind="title" if is_title else "answer"))
+            reply = Reply(json.dumps({"title": TITLE}), chunk_delay_s=0) if is_title else fake._next()
+            if reply.status != 200:
+                self.send_json(reply.status, {"error": {"message": f"fake server: scripted {reply.status}",
                                                         "type": "invalid_request_error", "code": "fake_failure"}})
-                    request.done_at = time.time()
-                    return
-                self._stream(body.get("model") or "gpt-fake", reply)
                 request.done_at = time.time()
+                return
+            self._stream(body.get("model") or "gpt-fake", reply)
+            request.done_at = time.time()
 
-            def _stream(self, model: str, reply: Reply) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                seq = iter(range(1_000_000))
-                resp_id, msg_id = f"resp_{uuid.uuid4().hex[:24]}", f"msg_{uuid.uuid4().hex[:24]}"
-                base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model,
-                        "output": [], "status": "in_progress"}
+        def _stream(self, model: str, reply: Reply) -> None:
+            self.start_events()
+            seq = iter(range(1_000_000))
+            resp_id, msg_id = f"resp_{uuid.uuid4().hex[:24]}", f"msg_{uuid.uuid4().hex[:24]}"
+            base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model,
+                    "output": [], "status": "in_progress"}
 
-                def send(event: dict[str, Any]) -> None:
-                    event["sequence_number"] = next(seq)
-                    data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                    self.wfile.flush()
+            def send(event: dict[str, Any]) -> None:
+                event["sequence_number"] = next(seq)
+                self.event(event["type"], event)
 
-                send({"type": "response.created", "response": dict(base)})
-                send({"type": "response.in_progress", "response": dict(base)})
-                send({"type": "response.output_item.added", "output_index": 0, "item": {
-                    "id": msg_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-                send({"type": "response.content_part.added", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                      "part": {"type": "output_text", "text": "", "annotations": []}})
-                step = max(1, len(reply.text) // 5)
-                for i in range(0, len(reply.text), step):
-                    send({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
-                          "content_index": 0, "delta": reply.text[i:i + step]})
-                    time.sleep(reply.chunk_delay_s)
-                part = {"type": "output_text", "text": reply.text, "annotations": []}
-                send({"type": "response.output_text.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                      "text": reply.text})
-                send({"type": "response.content_part.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                      "part": part})
-                item = {"id": msg_id, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
-                send({"type": "response.output_item.done", "output_index": 0, "item": item})
-                done = dict(base, status="completed", output=[item], usage={
-                    "input_tokens": 1000, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 50,
-                    "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1050})
-                send({"type": "response.completed", "response": done})
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+            send({"type": "response.created", "response": dict(base)})
+            send({"type": "response.in_progress", "response": dict(base)})
+            send({"type": "response.output_item.added", "output_index": 0, "item": {
+                "id": msg_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
+            send({"type": "response.content_part.added", "item_id": msg_id, "output_index": 0, "content_index": 0,
+                  "part": {"type": "output_text", "text": "", "annotations": []}})
+            step = max(1, len(reply.text) // 5)
+            for i in range(0, len(reply.text), step):
+                send({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
+                      "content_index": 0, "delta": reply.text[i:i + step]})
+                time.sleep(reply.chunk_delay_s)
+            part = {"type": "output_text", "text": reply.text, "annotations": []}
+            send({"type": "response.output_text.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
+                  "text": reply.text})
+            send({"type": "response.content_part.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
+                  "part": part})
+            item = {"id": msg_id, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+            send({"type": "response.output_item.done", "output_index": 0, "item": item})
+            done = dict(base, status="completed", output=[item], usage={
+                "input_tokens": 1000, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 50,
+                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1050})
+            send({"type": "response.completed", "response": done})
+            self.end_events()
 
-        return Handler
+    return Handler
 
 
 def codex_config(base_url: str, *, trusted: tuple[str, ...] = (), notify: list[str] | None = None) -> str:
