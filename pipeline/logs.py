@@ -1,8 +1,9 @@
 """Logging for the `baton` command: one line per event, and no secret ever written.
 
-Every record passes through :class:`SecretRedactor` before it is formatted: the values of the API-key
-environment variables and anything shaped like an API key are replaced by ``[redacted]`` — also inside
-exception text, where an SDK may quote a server's error body or a request's headers.
+Every line is formatted by :class:`RedactingFormatter`: the values of the API-key environment variables
+and anything shaped like an API key are replaced by ``[redacted]`` — also inside exception text, where an
+SDK may quote a server's error body or a request's headers. It redacts the formatted text, never the
+record itself, which other handlers (a test's log capture, say) share.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import re
 import sys
 
-__all__ = ["SECRET_ENV_VARS", "SecretRedactor", "redact", "setup_logging"]
+__all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "redact", "setup_logging"]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY")
 _KEY_SHAPES = re.compile(r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})")
@@ -26,20 +27,14 @@ def redact(text: str) -> str:
     return _KEY_SHAPES.sub("[redacted]", text)
 
 
-class SecretRedactor(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if record.exc_info:
-            message += "\n" + logging.Formatter().formatException(record.exc_info)
-            record.exc_info, record.exc_text = None, None
-        record.msg, record.args = redact(message), None
-        return True
+class RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def setup_logging(verbose: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"))
-    handler.addFilter(SecretRedactor())
+    handler.setFormatter(RedactingFormatter("%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)

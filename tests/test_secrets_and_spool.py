@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import spool
-from pipeline.logs import SecretRedactor, redact
+from pipeline.logs import RedactingFormatter, redact
 from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
 
@@ -27,16 +28,22 @@ def test_redact_masks_env_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch)
     assert out.count("[redacted]") == 3
 
 
-def test_log_records_and_tracebacks_are_redacted(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_log_lines_and_tracebacks_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "another-secret-1234")
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(RedactingFormatter("%(message)s"))
     logger = logging.getLogger("batonpass.test-redact")
-    logger.addFilter(SecretRedactor())
+    logger.addHandler(handler)
     try:
-        raise RuntimeError("server said: bad key another-secret-1234")
-    except RuntimeError:
-        logger.exception("call failed with %s", "another-secret-1234")
-    assert "another-secret-1234" not in caplog.text
-    assert "[redacted]" in caplog.text
+        try:
+            raise RuntimeError("server said: bad key another-secret-1234")
+        except RuntimeError:
+            logger.exception("call failed with %s", "another-secret-1234")
+    finally:
+        logger.removeHandler(handler)
+    assert "another-secret-1234" not in out.getvalue()
+    assert out.getvalue().count("[redacted]") == 3 and "RuntimeError" in out.getvalue()  # message, source, error
 
 
 def test_spool_files_are_private(private_state: Path) -> None:
