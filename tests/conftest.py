@@ -108,6 +108,17 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return state
 
 
+@pytest.fixture(autouse=True)
+def restore_root_logging() -> Iterator[None]:
+    """Tests that call ``pipeline.cli.main()`` in-process set up logging; undo it for the next test."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
 @pytest.fixture
 def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
     server = TmuxServer(tmp_path)
