@@ -183,6 +183,14 @@ class AgentAdapter:
 
     # ---- helpers for subclasses ------------------------------------------------------------------
 
+    async def live_pane(self) -> PaneInfo | None:
+        """The tile's pane while it exists and its program runs; None when it (or its server) is gone."""
+        try:
+            info = await self.ctx.pane()
+        except (PaneGone, ServerGone):
+            return None
+        return None if info.dead else info
+
     async def agent_process(self) -> proc.Proc | None:
         """This agent's process in the tile's pane, or None (the pane runs something else)."""
         info = await self.ctx.pane()

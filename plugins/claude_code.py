@@ -353,11 +353,8 @@ class ClaudeCodeAdapter(TerminalAdapter):
     # ---- as a target -----------------------------------------------------------------------------
 
     async def target_state(self) -> TargetState:
-        try:
-            info = await self.ctx.pane()
-        except (PaneGone, ServerGone):
-            return "gone"
-        if info.dead:
+        info = await self.live_pane()
+        if info is None:
             return "gone"
         res = resolve_pid(info.pid)
         if res.process is None:

@@ -251,11 +251,8 @@ class ShellAdapter(TerminalAdapter):
         return strip_ansi(line).rstrip("\n")[: info.cursor_x]
 
     async def target_state(self) -> TargetState:
-        try:
-            info = await self.ctx.pane()
-        except (PaneGone, ServerGone):
-            return "gone"
-        if info.dead:
+        info = await self.live_pane()
+        if info is None:
             return "gone"
         busy = proc.foreground_busy(info.pid)
         return "gone" if busy is None else ("busy" if busy else "ready")
