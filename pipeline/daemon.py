@@ -31,6 +31,8 @@ log = logging.getLogger("batonpass")
 async def run_daemon(config: Config, path: Path, registries: Registries, *, socket: str | None = None,
                      dry_run: bool = False) -> None:
     journal = None if dry_run else Journal()
+    if journal is not None and (pruned := journal.prune()):
+        log.info("journal: forgot %d hand-offs older than 30 days", pruned)
     watcher = FileWatcher()
     async with anyio.create_task_group() as outer:
         outer.start_soon(watcher.run)

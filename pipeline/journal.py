@@ -31,6 +31,8 @@ __all__ = ["HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
 
 HandoffState = Literal["pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped"]
 FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped")
+#: how long finished records are kept (``baton history`` looks back this far)
+KEEP_S = 30 * 24 * 3600.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -174,6 +176,17 @@ class Journal:
 
     def counts(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT state, COUNT(*) FROM handoffs GROUP BY state").fetchall())
+
+    def prune(self, older_than_s: float = KEEP_S) -> int:
+        """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
+        left running for months must not grow without end). Returns how many hand-offs went."""
+        cutoff = time.time() - older_than_s
+        with self._tx():
+            gone = self.db.execute(f"DELETE FROM handoffs WHERE updated < ? AND state IN {FINAL_STATES}",
+                                   (cutoff,)).rowcount
+            self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
+            self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
+        return gone
 
     # ---- hops (so a loop's count survives a restart) -------------------------------------------------------
 

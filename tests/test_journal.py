@@ -77,3 +77,18 @@ def test_pending_before_the_transform_then_its_outcome(tmp_path: Path) -> None:
     j.set_state("r@t1", "delivered")
     j.record_routing(c, [(p, "r", "b", "transformed", "")])  # a repeat never rewinds a final state
     assert j.handoff("r@t1").state == "delivered"
+
+
+def test_prune_forgets_only_old_finished_records(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    for turn, state in (("old", "delivered"), ("old-open", "transformed"), ("new", "delivered")):
+        c = completion(turn)
+        j.record_completion(c)
+        j.record_routing(c, [(Prompt(route="r", source="a", target="b", text="x", turn_id=turn, hop=1),
+                              "r", "b", "transformed", "")])
+        j.set_state(f"r@{turn}", state)
+    j.db.execute("UPDATE handoffs SET updated = updated - 40 * 86400 WHERE turn_id LIKE 'old%'")
+    j.db.execute("UPDATE completions SET seen = seen - 40 * 86400 WHERE turn_id LIKE 'old%'")
+    assert j.prune() == 1
+    assert sorted(h.turn_id for h in j.history()) == ["new", "old-open"]  # an unfinished one is kept
+    assert not j.completion_routed("a", "old") and j.completion_routed("a", "new")
