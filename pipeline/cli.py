@@ -138,7 +138,7 @@ def _check(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     print(f"{config.path}: ok — {len(config.tiles)} tiles, {len(config.routes)} routes"
-          + (f", {len(warnings)} warnings" if warnings else ""))
+          + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
     return 0
 
 
