@@ -342,6 +342,12 @@ class ClaudeCodeAdapter(TerminalAdapter):
     async def _turn_text(self, start: int) -> str:
         return screen_answer(await self.ctx.capture_from(start))
 
+    async def last_response(self) -> Response | None:
+        res = await self._resolve()
+        if res.transcript is None:
+            return None
+        return await anyio.to_thread.run_sync(self.extract_file, res.transcript)
+
     @classmethod
     def extract_file(cls, path: Path) -> Response | None:
         end = last_finished_turn(path)

@@ -228,6 +228,14 @@ class CodexAdapter(TerminalAdapter):
         return Response(completion=completion, text=strip_furniture(screen.text), source="terminal",
                         note="neither the rollout nor a hook had the answer")
 
+    async def last_response(self) -> Response | None:
+        await self._refresh(force=True)
+        turn = self._state.last_finished() if self._state is not None else None
+        if turn is None or turn.answer is None:
+            return None
+        return Response(completion=self._completion(turn, "rollout"), text=turn.answer, source="transcript",
+                        cwd=self._state.cwd, note=turn.answer_from)
+
     @classmethod
     def extract_file(cls, path: Path) -> Response | None:
         with open(path, "rb"):

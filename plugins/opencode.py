@@ -282,6 +282,22 @@ class OpenCodeAdapter(TerminalAdapter):
         return Response(completion=completion, text=end.text, source="store", cwd=end.cwd,
                         note="" if end.outcome == "completed" else f"turn ended: {end.detail}")
 
+    async def last_response(self) -> Response | None:
+        p = await self._process()
+        store = self._store(p) if p is not None else None
+        if store is None:
+            return None
+        try:
+            match = await self._match(p, store)
+            end = await self._db(store.last_turn, match.session.id) if match.session else None
+        except StoreError:
+            return None
+        if end is None:
+            return None
+        completion = Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal="store",
+                                detail=end.detail)
+        return Response(completion=completion, text=end.text, source="store", cwd=end.cwd)
+
     @classmethod
     def extract_file(cls, path: Path, session: str | None = None) -> Response | None:
         """``baton extract --agent opencode DB [--session ID]``: the newest finished turn of the session

@@ -118,6 +118,8 @@ async def test_one_turn_gets_one_id_from_transcript_status_and_hook(tmux_server:
     assert all(c.outcome == "completed" for c in emitted) and hooked.text == "Refactored ✓"
     response = await scene.adapter.response(emitted[0])
     assert response.text == "Refactored ✓" and response.source == "transcript"
+    latest = await scene.adapter.last_response()  # baton status and baton preview ask this
+    assert (latest.text, latest.completion.turn_id) == ("Refactored ✓", turn)
 
 
 async def test_waiting_on_a_permission_prompt_is_not_a_completion(tmux_server: TmuxServer, tmp_path: Path) -> None:

@@ -146,6 +146,10 @@ async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
         assert interrupted.source == "terminal"  # the partial text is not saved: the screen is all there is
         await anyio.sleep(0.3)
         assert len(emitted) == 4
+        latest = await adapter.last_response()  # baton status and baton preview ask this
+        last_complete = [r for r in records if r.get("payload", {}).get("type") == "task_complete"][-1]
+        assert (latest.text, latest.completion.turn_id) == (last_complete["payload"]["last_agent_message"],
+                                                            emitted[3].turn_id)
 
 
 async def test_a_late_line_after_task_complete_is_not_a_new_turn(scene: Scene) -> None:

@@ -121,6 +121,8 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
         answer = await adapter.response(got["oc"][1])
         assert (answer.text, answer.source) == ("listed:\n```\nREADME.md\n```", "store")
         assert (await adapter.response(got["oc"][2])).note == "turn ended: MessageAbortedError: Aborted"
+        latest = await adapter.last_response()  # baton status and baton preview ask this
+        assert (latest.completion.turn_id, latest.completion.outcome) == (step, "failed")
 
 
 @pytest.mark.tmux
