@@ -69,6 +69,8 @@ def test_open_fd_decides(codex) -> None:
     rollout = home.rollout(time.time() - 100, project)
     other = home.rollout(time.time(), project)  # would win on start time: the fd must decide
     pane = stand_ins.pane(f'exec 3<"{rollout}"; sleep 300', cwd=project, home=home.root)
+    # the stand-in is named codex before its script opens the file
+    wait_for(lambda: any(str(rollout) in proc.open_files(p.pid) for p in proc.subtree(pane)), what="the fd")
     res = resolve_rollout(pane)
     assert (res.rollout, res.rule) == (rollout, "open fd") and other != rollout
 
