@@ -83,8 +83,10 @@ class ClaudeCodeAdapter(TerminalAdapter):
     busy_markers = BUSY_MARKERS
     #: how long the session file may be missing after start before the screen is followed instead
     startup_grace_s: ClassVar[float] = 10.0
-    #: after the session turns idle, how long the transcript may take to show how the turn ended
-    idle_grace_s: ClassVar[float] = 1.5
+    #: after the session turns idle, how long the transcript may take to show how the turn ended (usually
+    #: ~0.2 s; generous because calling a turn that did end "failed" would lose its hand-off, while a turn
+    #: Esc'd before any text — the only one that never shows an end — has nothing to hand off anyway)
+    idle_grace_s: ClassVar[float] = 5.0
     #: how long response() waits for the transcript to show a turn first reported by the hook
     answer_wait_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
