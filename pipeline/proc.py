@@ -166,8 +166,11 @@ def open_files(pid: int) -> list[str]:
 
 
 def started_at(proc: Proc) -> float:
-    """When ``proc`` started, in seconds since the epoch, to ~10 ms: the boot time is taken as now minus
-    ``/proc/uptime`` (``btime`` in /proc/stat is whole seconds, up to 1 s early), plus the start ticks."""
-    with open("/proc/uptime") as f:
-        uptime = float(f.read().split()[0])
-    return time.time() - uptime + proc.start_ticks / os.sysconf("SC_CLK_TCK")
+    """When ``proc`` started, in seconds since the epoch (never later than the truth: the start ticks are
+    whole clock ticks). The boot time is the wall clock minus CLOCK_BOOTTIME (what /proc/uptime shows),
+    both read back to back: ``btime`` in /proc/stat is whole seconds, and reading /proc/uptime then the
+    clock could be split by a preemption under load, putting the start tens of ms late."""
+    before = time.time()
+    since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
+    boot = (before + time.time()) / 2 - since_boot
+    return boot + proc.start_ticks / os.sysconf("SC_CLK_TCK")
