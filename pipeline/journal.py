@@ -98,14 +98,16 @@ class Journal:
 
     # ---- completions ----------------------------------------------------------------------------------
 
-    def completion_routed(self, tile: str, turn_id: str) -> bool:
-        row = self.db.execute("SELECT routed FROM completions WHERE tile=? AND turn_id=?", (tile, turn_id)).fetchone()
-        return bool(row and row[0])
+    def seen_completion(self, tile: str, turn_id: str) -> tuple[int, bool] | None:
+        """(hop, routed) of a turn seen before, or None: a routed turn is done with; one seen but not
+        routed (a crash came between) is handled again, keeping its hop."""
+        row = self.db.execute("SELECT hop, routed FROM completions WHERE tile=? AND turn_id=?",
+                              (tile, turn_id)).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
 
-    def completion_hop(self, tile: str, turn_id: str) -> int | None:
-        """The hop recorded for a turn seen before (and not yet routed), so a re-report keeps it."""
-        row = self.db.execute("SELECT hop FROM completions WHERE tile=? AND turn_id=?", (tile, turn_id)).fetchone()
-        return None if row is None else int(row[0])
+    def completion_routed(self, tile: str, turn_id: str) -> bool:
+        seen = self.seen_completion(tile, turn_id)
+        return seen is not None and seen[1]
 
     def record_completion(self, c: Completion) -> None:
         self.db.execute(

@@ -16,7 +16,7 @@ from dataclasses import replace
 import anyio
 from anyio.abc import ObjectSendStream
 
-from pipeline.config import Config
+from pipeline.config import Config, Settings
 from pipeline.events import Completion
 from pipeline.hops import HopLedger
 from pipeline.journal import Journal
@@ -38,7 +38,7 @@ class CompletionDetector:
         self.tiles, self.hops, self.memory = tiles, hops, memory
         self.report = report or (lambda completion: None)
         self.journal, self.config = journal, config
-        self.catch_up_s = config.settings.catch_up_s if config is not None else 300.0
+        self.catch_up_s = (config.settings if config is not None else Settings()).catch_up_s
         self.started = time.time()
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
@@ -55,7 +55,8 @@ class CompletionDetector:
         if not self.is_new(completion):
             log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
             return
-        if self.journal is not None and self.journal.completion_routed(completion.tile, completion.turn_id):
+        seen = self.journal.seen_completion(completion.tile, completion.turn_id) if self.journal else None
+        if seen is not None and seen[1]:
             log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
             return
         age = self.started - completion.at
@@ -72,8 +73,7 @@ class CompletionDetector:
                 (None, r.label, r.to, "skipped", why) for r in (self.config.routes_from(completion.tile) if self.config else [])])
             log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
             return
-        known_hop = self.journal.completion_hop(completion.tile, completion.turn_id) if self.journal else None
-        hop = self.hops.take(completion.tile) if known_hop is None else known_hop
+        hop = self.hops.take(completion.tile) if seen is None else seen[0]
         completion = replace(completion, hop=hop)
         if self.journal is not None:
             self.journal.record_completion(completion)
