@@ -172,9 +172,9 @@ class PromptDispatcher:
         if received:
             log.info("confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target)
             return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
-        draft = await adapter.current_draft()
+        draft = (await adapter.current_draft()).strip()
         first = next((ln.strip() for ln in sanitize(prompt.text).split("\n") if ln.strip()), "")
-        if first and draft and first.startswith(draft.strip()[: len(first)]):
+        if first and draft and first.startswith(draft[: len(first)]):
             # pasted but not submitted before the crash: submit it, do not paste it twice
             self.hops.expect(prompt.target, prompt.hop)
             info = await adapter.ctx.pane()
