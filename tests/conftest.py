@@ -22,8 +22,8 @@ import pytest
 from pipeline.tmux import Tmux
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+#: recorded agent files, part of the suite (see tests/fixtures/README.md); nothing reads outside the repo
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

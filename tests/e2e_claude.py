@@ -1,7 +1,7 @@
 """Running the real Claude Code in a test: an isolated HOME that skips onboarding, and the pane command.
 
-What makes Claude Code 2.1.197 start straight into its input box, offline (seen; see
-shared/reference/claude-code/README.md): ``~/.claude.json`` with onboarding done, the API key's last 20
+What makes Claude Code 2.1.197 start straight into its input box, offline (seen on the
+real CLI): ``~/.claude.json`` with onboarding done, the API key's last 20
 characters approved and the project trusted; ``ANTHROPIC_BASE_URL`` pointing at the fake API with a key;
 the non-essential traffic, telemetry and auto-updater switched off; and starting it as ``claude`` through
 PATH (so that its process name is ``claude``). The pane runs ``env -i``, so nothing from the machine's
