@@ -28,14 +28,14 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import proc  # noqa: E402
-from pipeline.agents import TileContext  # noqa: E402
-from pipeline.config import Tile  # noqa: E402
-from pipeline.tmux import Tmux  # noqa: E402
-from pipeline.watch import FileWatcher  # noqa: E402
-from plugins.claude_code import ClaudeCodeAdapter  # noqa: E402
-from plugins.claude_resolve import project_folder_name, resolve_pid  # noqa: E402
-from plugins.claude_transcript import last_finished_turn  # noqa: E402
+from pipeline.engine.config import Tile  # noqa: E402
+from pipeline.engine.watch import FileWatcher  # noqa: E402
+from pipeline.plugin.agents import TileContext  # noqa: E402
+from pipeline.system import proc  # noqa: E402
+from pipeline.system.tmux import Tmux  # noqa: E402
+from plugins.claude_code.adapter import ClaudeCodeAdapter  # noqa: E402
+from plugins.claude_code.reader import last_finished_turn  # noqa: E402
+from plugins.claude_code.resolve import project_folder_name, resolve_pid  # noqa: E402
 
 
 def line(session: str, parent: str | None, **obj: object) -> tuple[bytes, str]:

@@ -23,14 +23,14 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import Config  # noqa: E402
-from pipeline.plugins import load_registries  # noqa: E402
-from pipeline.runtime import Pipeline  # noqa: E402
-from pipeline.tmux import Tmux  # noqa: E402
+from pipeline.engine.config import Config  # noqa: E402
+from pipeline.engine.runtime import Pipeline  # noqa: E402
+from pipeline.plugin.manager import load_registries  # noqa: E402
+from pipeline.system.tmux import Tmux  # noqa: E402
 
 
 def agent_cmd(name: str, log: Path, home: Path) -> str:
-    return shlex.join(["env", f"BATON_DEMO_HOME={home}", sys.executable, "-m", "plugins.demo_agent", "--name", name,
+    return shlex.join(["env", f"BATON_DEMO_HOME={home}", sys.executable, "-m", "plugins.demo.agent", "--name", name,
                        "--role", "echo", "--work-s", "0.05", "--log", str(log)])
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import anyio
 
-from pipeline.config import Config, ConfigError, Problem, default_config_path, load_config
-from pipeline.logs import setup_logging
-from pipeline.plugins import Registries, load_registries, make_plugin_manager
-from pipeline.tmux import Tmux, TmuxError
+from pipeline.engine.config import Config, ConfigError, Problem, default_config_path, load_config
+from pipeline.plugin.manager import Registries, load_registries, make_plugin_manager
+from pipeline.system.logs import setup_logging
+from pipeline.system.tmux import Tmux, TmuxError
 
 __all__ = ["main"]
 
@@ -143,7 +143,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipeline.daemon import run_daemon
+    from pipeline.commands.daemon import run_daemon
 
     registries = load_registries()
     path = args.config or default_config_path()
@@ -155,16 +155,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from pipeline.demo import run_demo
+    from pipeline.commands.demo import run_demo
 
     logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
 
 
 def _adapter_for(args: argparse.Namespace, registries: Registries):
-    from pipeline.agents import TileContext
-    from pipeline.config import Tile
-    from pipeline.tiles import identify_agent
+    from pipeline.engine.config import Tile
+    from pipeline.engine.tiles import identify_agent
+    from pipeline.plugin.agents import TileContext
 
     async def build():
         ctx = TileContext(name=args.pane, tile=Tile(pane=args.pane, agent=args.agent), tmux=_tmux(None, args.socket))
@@ -177,7 +177,7 @@ def _adapter_for(args: argparse.Namespace, registries: Registries):
 
 
 def _send(args: argparse.Namespace) -> int:
-    from pipeline.stages.dispatch import type_prompt
+    from pipeline.engine.stages.dispatch import type_prompt
 
     text = sys.stdin.read() if args.text == "-" else args.text
     build = _adapter_for(args, load_registries())
@@ -227,7 +227,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from pipeline.up import bring_up
+    from pipeline.commands.up import bring_up
 
     config, _ = _load(args, load_registries())
     if config is None:
@@ -239,7 +239,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pipeline.status import tile_status
+    from pipeline.commands.status import tile_status
 
     registries = load_registries()
     config, _ = _load(args, registries)
@@ -297,7 +297,7 @@ def _hooks_install(args: argparse.Namespace) -> int:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from pipeline.preview import PreviewError, preview_route
+    from pipeline.commands.preview import PreviewError, preview_route
 
     registries = load_registries()
     config, _ = _load(args, registries)
@@ -328,7 +328,7 @@ def _history(args: argparse.Namespace) -> int:
     import time as _time
     from dataclasses import asdict
 
-    from pipeline.journal import Journal, default_journal_path
+    from pipeline.engine.journal import Journal, default_journal_path
 
     if not default_journal_path().exists():
         print("[]" if args.json else f"no hand-offs yet ({default_journal_path()} does not exist)")

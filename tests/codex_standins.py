@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from plugins.codex_resolve import find_codex_process
+from plugins.codex.resolve import find_codex_process
 from tests.conftest import wait_for
 
 __all__ = ["CodexHome", "StandIns", "append", "iso", "recorded_turns", "rollout_path", "uuid7"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.tmux import Tmux
+from pipeline.system.tmux import Tmux
 
 REPO = Path(__file__).resolve().parent.parent
 #: recorded agent files, part of the suite (see tests/fixtures/README.md); nothing reads outside the repo
@@ -130,7 +130,7 @@ def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
 
 def demo_agent_command(name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None) -> str:
     """The shell command that runs the package's demo agent (a real raw-mode TUI with bracketed paste)."""
-    cmd = [sys.executable, "-m", "plugins.demo_agent", "--name", name, "--role", role, "--work-s", str(work_s)]
+    cmd = [sys.executable, "-m", "plugins.demo.agent", "--name", name, "--role", role, "--work-s", str(work_s)]
     if log is not None:
         cmd += ["--log", str(log)]
     return shlex.join(cmd)

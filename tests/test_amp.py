@@ -8,13 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.agents import TileContext
-from pipeline.config import Config, Tile
-from pipeline.events import Delivery
-from pipeline.plugins import load_registries
-from pipeline.runtime import Pipeline
-from pipeline.tiles import identify_agent
-from plugins.terminal import AmpAdapter
+from pipeline.engine.config import Config, Tile
+from pipeline.engine.runtime import Pipeline
+from pipeline.engine.tiles import identify_agent
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Delivery
+from pipeline.plugin.manager import load_registries
+from plugins.terminal.adapter import AmpAdapter
 from tests.conftest import REPO, TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.standin_tui import standin_command
 

@@ -20,16 +20,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline import proc
-from pipeline.agents import TileContext
-from pipeline.config import Tile
-from pipeline.events import Completion
+from pipeline.engine.config import Tile
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
-from pipeline.watch import FileWatcher
-from plugins.claude_code import ClaudeCodeAdapter
-from plugins.claude_hooks import install_stop_hook
-from plugins.claude_resolve import project_folder_name
-from plugins.claude_screen import input_box, screen_answer
+from pipeline.system import proc
+from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.hooks import install_stop_hook
+from plugins.claude_code.resolve import project_folder_name
+from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES, TmuxServer, until, wait_for
 from tests.test_claude_transcript import Transcript, text
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.claude_screen import input_box
+from plugins.claude_code.screen import input_box
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 from tests.e2e_claude import make_claude_home
 from tests.fakes.claude_api import ClaudeAPI

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.agents import TileContext
-from pipeline.config import Tile
+from pipeline.engine.config import Tile
+from pipeline.plugin.agents import TileContext
 from pipeline.spool import HookRecord
-from pipeline.text import strip_ansi
-from pipeline.tmux import Tmux
-from plugins.claude_code import BUSY_STATUSES, ClaudeCodeAdapter
-from plugins.claude_resolve import read_session_file
-from plugins.claude_screen import input_box, screen_answer
+from pipeline.system.text import strip_ansi
+from pipeline.system.tmux import Tmux
+from plugins.claude_code.adapter import BUSY_STATUSES, ClaudeCodeAdapter
+from plugins.claude_code.resolve import read_session_file
+from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES
 
 CC = FIXTURES / "claude-code"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import proc
-from plugins.claude_resolve import project_folder_name, resolve_pid, transcript_inside
+from pipeline.system import proc
+from plugins.claude_code.resolve import project_folder_name, resolve_pid, transcript_inside
 from tests.conftest import wait_for
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli
-from plugins.claude_code import ClaudeCodeAdapter
-from plugins.claude_transcript import (
+from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.reader import (
     TranscriptTail,
     find_turn,
     last_finished_turn,

@@ -21,14 +21,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline import proc
-from pipeline.agents import TileContext
-from pipeline.config import Tile
-from pipeline.events import Completion
+from pipeline.engine.config import Tile
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
-from pipeline.watch import FileWatcher
-from plugins.codex import CodexAdapter
-from plugins.codex_resolve import find_codex_process
+from pipeline.system import proc
+from plugins.codex.adapter import CodexAdapter
+from plugins.codex.resolve import find_codex_process
 from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
 from tests.conftest import FIXTURES, TmuxServer, until, wait_for
 

@@ -23,14 +23,14 @@ import anyio
 import pytest
 
 from pipeline.cli import main as baton
-from pipeline.config import Config
-from pipeline.events import Completion, Delivery, Prompt
-from pipeline.plugins import load_registries
-from pipeline.runtime import Pipeline
+from pipeline.engine.config import Config
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin.events import Completion, Delivery, Prompt
+from pipeline.plugin.manager import load_registries
 from pipeline.spool import spool_dir
-from plugins.codex import CodexAdapter
-from plugins.codex_config import install_notify
-from plugins.codex_screen import composer_draft
+from plugins.codex.adapter import CodexAdapter
+from plugins.codex.hooks import install_notify
+from plugins.codex.screen import composer_draft
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.cli import main as baton
 from pipeline.spool import read_records
-from plugins.codex_config import install_notify, toml_array
+from plugins.codex.hooks import install_notify, toml_array
 from tests.conftest import FIXTURES
 
 HOOK = [sys.executable, "-m", "pipeline.spool", "codex"]

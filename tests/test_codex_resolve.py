@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import proc
-from plugins.codex_resolve import find_codex_process, resolve_rollout
+from pipeline.system import proc
+from plugins.codex.resolve import find_codex_process, resolve_rollout
 from tests.codex_standins import CodexHome, StandIns
 from tests.conftest import wait_for
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main as baton
-from plugins.codex import CodexAdapter
-from plugins.codex_rollout import JsonlTail, RolloutState, parse_timestamp, thread_id_of, uuid7_time
+from plugins.codex.adapter import CodexAdapter
+from plugins.codex.reader import JsonlTail, RolloutState, parse_timestamp, thread_id_of, uuid7_time
 from tests.conftest import FIXTURES
 
 CODEX = FIXTURES / "codex"

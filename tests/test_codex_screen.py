@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from pipeline.text import strip_ansi
-from plugins.codex import CodexAdapter
-from plugins.codex_config import notify_turn
-from plugins.codex_screen import composer_draft, strip_furniture
+from pipeline.system.text import strip_ansi
+from plugins.codex.adapter import CodexAdapter
+from plugins.codex.hooks import notify_turn
+from plugins.codex.screen import composer_draft, strip_furniture
 from tests.conftest import FIXTURES
 
 CODEX = FIXTURES / "codex"

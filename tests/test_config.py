@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ConfigError, load_config, parse_config
-from pipeline.plugins import load_registries
+from pipeline.engine.config import ConfigError, load_config, parse_config
+from pipeline.plugin.manager import load_registries
 
 REPO = Path(__file__).resolve().parent.parent
 

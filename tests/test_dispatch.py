@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.agents import TileContext
-from pipeline.config import Config, Tile
-from pipeline.events import Delivery, Prompt
-from pipeline.plugins import load_registries
-from pipeline.runtime import Pipeline
-from pipeline.stages.dispatch import type_prompt
+from pipeline.engine.config import Config, Tile
+from pipeline.engine.runtime import Pipeline
+from pipeline.engine.stages.dispatch import type_prompt
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Delivery, Prompt
+from pipeline.plugin.manager import load_registries
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]

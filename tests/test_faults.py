@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.journal import Journal, default_journal_path
+from pipeline.engine.journal import Journal, default_journal_path
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]

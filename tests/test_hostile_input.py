@@ -16,9 +16,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.jsonl import AppendedLines
-from pipeline.text import sanitize, strip_ansi
-from plugins import claude_transcript, codex_rollout
+from pipeline.system.jsonl import AppendedLines
+from pipeline.system.text import sanitize, strip_ansi
+from plugins.claude_code import reader as claude_transcript
+from plugins.codex import reader as codex_rollout
 from tests.conftest import FIXTURES
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from pipeline.events import Completion, Prompt
-from pipeline.journal import Journal
+from pipeline.engine.journal import Journal
+from pipeline.plugin.events import Completion, Prompt
 
 
 def completion(turn: str = "t1", hop: int = 0, at: float | None = None) -> Completion:

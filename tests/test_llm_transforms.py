@@ -15,12 +15,12 @@ import anthropic
 import anyio
 import pytest
 
-from pipeline.config import Config, ConfigError, LLMSettings, Settings, parse_config
-from pipeline.events import Completion, Delivery, Response
-from pipeline.plugins import load_registries, make_plugin_manager
-from pipeline.runtime import Pipeline
-from pipeline.transforms import Transform, TransformInput, TransformResult, TransformSkipped
-from plugins.llm_transforms import MAX_CONCURRENT_CALLS, system_prompt
+from pipeline.engine.config import Config, ConfigError, LLMSettings, Settings, parse_config
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin.events import Completion, Delivery, Response
+from pipeline.plugin.manager import load_registries, make_plugin_manager
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+from plugins.transforms.llm import MAX_CONCURRENT_CALLS, system_prompt
 from tests.conftest import demo_agent_command, messages, until
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
 

@@ -16,12 +16,12 @@ import anyio
 import pytest
 
 from pipeline import cli
-from pipeline.agents import TileContext
-from pipeline.config import Tile
-from pipeline.events import Completion
-from pipeline.text import strip_ansi
-from pipeline.watch import FileWatcher
-from plugins.opencode import OpenCodeAdapter, input_draft
+from pipeline.engine.config import Tile
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Completion
+from pipeline.system.text import strip_ansi
+from plugins.opencode.adapter import OpenCodeAdapter, input_draft
 from tests.conftest import FIXTURES, REPO, TmuxServer, until, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command

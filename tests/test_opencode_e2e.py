@@ -22,12 +22,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline import cli, proc
-from pipeline.config import Config
-from pipeline.events import Delivery, Prompt
-from pipeline.plugins import load_registries
-from pipeline.runtime import Pipeline
-from plugins.opencode_store import OpenCodeStore
+from pipeline import cli
+from pipeline.engine.config import Config
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin.events import Delivery, Prompt
+from pipeline.plugin.manager import load_registries
+from pipeline.system import proc
+from plugins.opencode.reader import OpenCodeStore
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config

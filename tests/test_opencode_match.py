@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plugins.opencode_match import Claim, OpenCodeProcess, choose_session, same_prompt
-from plugins.opencode_store import SessionRow
+from plugins.opencode.reader import SessionRow
+from plugins.opencode.resolve import Claim, OpenCodeProcess, choose_session, same_prompt
 
 T0 = 1_800_000_000_000  # ms
 

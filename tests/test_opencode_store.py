@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli
-from plugins.opencode import OpenCodeAdapter
-from plugins.opencode_store import (
+from plugins.opencode.adapter import OpenCodeAdapter
+from plugins.opencode.reader import (
     MessageRow,
     OpenCodeStore,
     StoreBusy,

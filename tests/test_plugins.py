@@ -12,12 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline import hookspecs
-from pipeline.config import Config, parse_config
-from pipeline.events import Delivery
-from pipeline.plugins import DEFAULT_PLUGINS, load_registries, make_plugin_manager
-from pipeline.registry import UnknownName
-from pipeline.runtime import Pipeline
+from pipeline.engine.config import Config, parse_config
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin import hookspecs
+from pipeline.plugin.events import Delivery
+from pipeline.plugin.manager import DEFAULT_PLUGINS, load_registries, make_plugin_manager
+from pipeline.plugin.registry import UnknownName
 from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,7 +60,7 @@ def test_a_misspelt_hook_fails_loudly() -> None:
 
     import pluggy
 
-    from pipeline.markers import hookimpl
+    from pipeline.plugin.markers import hookimpl
 
     bad = types.ModuleType("bad_plugin")
     bad.register_transfroms = hookimpl(lambda register: None)
@@ -73,8 +73,8 @@ def test_a_misspelt_hook_fails_loudly() -> None:
 SHOUT = '''\
 """A third-party batonpass plugin, as someone else would publish it."""
 from pydantic import BaseModel, ConfigDict
-from pipeline.markers import hookimpl
-from pipeline.transforms import Transform
+from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.transforms import Transform
 
 
 class Shout(Transform):

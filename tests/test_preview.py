@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from plugins.llm_transforms import system_prompt
+from plugins.transforms.llm import system_prompt
 from tests.conftest import wait_for
 from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
 

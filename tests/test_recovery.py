@@ -11,11 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.config import Config
-from pipeline.events import Completion, Delivery, Prompt
-from pipeline.journal import Journal
-from pipeline.plugins import load_registries
-from pipeline.runtime import Pipeline
+from pipeline.engine.config import Config
+from pipeline.engine.journal import Journal
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin.events import Completion, Delivery, Prompt
+from pipeline.plugin.manager import load_registries
 from tests.conftest import TmuxServer, demo_agent_command, messages, until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import spool
-from pipeline.logs import RedactingFormatter, redact
+from pipeline.system.logs import RedactingFormatter, redact
 from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
 

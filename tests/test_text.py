@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.text import sanitize, strip_ansi
+from pipeline.system.text import sanitize, strip_ansi
 from tests.conftest import FIXTURES
 
 SCREENS = sorted((FIXTURES / "claude-code" / "screens").glob("*.txt")) + sorted(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.tmux import PaneGone
+from pipeline.system.tmux import PaneGone
 from tests.conftest import TmuxServer, wait_for
 
 pytestmark = pytest.mark.tmux
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.tmux
 
 def test_up_creates_missing_panes_once(tmux_server: TmuxServer, tmp_path: Path) -> None:
     config = tmp_path / "routes.yaml"
-    agent = f"{sys.executable} -m plugins.demo_agent --no-transcript --name"
+    agent = f"{sys.executable} -m plugins.demo.agent --no-transcript --name"
     config.write_text(json.dumps({"version": 1, "tmux": {"socket_name": tmux_server.socket}, "tiles": {
         "a": {"pane": "work:0.0", "agent": "demo", "command": f"{agent} a", "cwd": str(tmp_path)},
         "b": {"pane": "work:0.1", "agent": "demo", "command": f"{agent} b"},

@@ -168,7 +168,7 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
 def codex_config(base_url: str, *, trusted: tuple[str, ...] = (), notify: list[str] | None = None) -> str:
     """A ``config.toml`` that makes Codex start offline with no login, update or trust dialog, talking
     to ``base_url`` (each key keeps the real CLI offline: no login, update check or telemetry)."""
-    from plugins.codex_config import toml_array
+    from plugins.codex.hooks import toml_array
 
     lines = [
         'model_provider = "fake"',

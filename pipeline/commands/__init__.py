@@ -1,0 +1,1 @@
+"""What the `baton` subcommands do beyond parsing arguments (:mod:`pipeline.cli` stays thin)."""

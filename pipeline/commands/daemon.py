@@ -1,0 +1,81 @@
+"""``baton run``: the pipeline under signals and live reload.
+
+The daemon runs one :class:`~pipeline.engine.runtime.Pipeline` at a time. When routes.yaml changes it is read
+again: if it is invalid, every problem is reported with its position and the running config stays; if it
+is valid, the running pipeline is stopped and a new one started with the new config. Nothing is lost in
+between — the journal holds every hand-off that was queued, and the new pipeline picks them up first.
+SIGINT/SIGTERM stop the daemon cleanly with exit status 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from pipeline.engine.config import Config, ConfigError, load_config
+from pipeline.engine.journal import Journal
+from pipeline.engine.runtime import Pipeline
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.manager import Registries
+from pipeline.system.tmux import Tmux
+
+__all__ = ["run_daemon"]
+
+log = logging.getLogger("batonpass")
+
+
+async def run_daemon(config: Config, path: Path, registries: Registries, *, socket: str | None = None,
+                     dry_run: bool = False) -> None:
+    journal = None if dry_run else Journal()
+    if journal is not None and (pruned := journal.prune()):
+        log.info("journal: forgot %d hand-offs older than 30 days", pruned)
+    watcher = FileWatcher()
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(watcher.run)
+        outer.start_soon(_stop_on_signal, outer.cancel_scope)
+        with watcher.subscribe(path.resolve()) as sub:
+            while True:
+                tmux = Tmux(socket_name=socket or config.tmux.socket_name)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(Pipeline(config, registries, tmux, dry_run=dry_run, journal=journal,
+                                           watcher=watcher).run)
+                    config = await _next_valid_config(sub, path, registries, config)
+                    log.info("reloading: %s changed; restarting the pipeline with the new routes", path)
+                    tg.cancel_scope.cancel()
+
+
+async def _next_valid_config(sub, path: Path, registries: Registries, current: Config) -> Config:
+    last = path.read_bytes() if path.exists() else b""
+    while True:
+        await sub.wait()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # an editor replacing the file: wait for it to reappear
+        if data == last:
+            continue
+        last = data
+        try:
+            config, warnings = load_config(path, registries)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            log.error("%s is invalid (%d problems); the running config stays", path, len(exc.problems))
+            continue
+        for problem in warnings:
+            print(problem, file=sys.stderr)
+        if config == current:
+            continue
+        return config
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("stopping on %s", signal.Signals(signum).name)
+            scope.cancel()
+            return

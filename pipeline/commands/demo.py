@@ -1,0 +1,111 @@
+"""``baton demo``: two demo agents on a private tmux server, routed to each other, hand-offs printed.
+
+Needs no API key and no agent installed: the agents are ``plugins.demo.agent``, run by this Python. The
+demo stops by itself after ``handoffs`` hand-offs (that is its ``max_hops``) and kills only the tmux server
+it started.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import anyio
+
+from pipeline.engine.config import Config, Route, Settings, Tile
+from pipeline.engine.journal import Journal
+from pipeline.engine.runtime import Pipeline
+from pipeline.plugin.events import Completion, Delivery, Prompt
+from pipeline.plugin.manager import load_registries
+from pipeline.system import proc
+from pipeline.system.tmux import Tmux
+
+__all__ = ["run_demo"]
+
+FIRST_PROMPT = "Plan a small feature: a --version flag for our CLI.\nKeep it to two steps."
+
+
+async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False, timeout_s: float = 90.0,
+                   out: Callable[[str], None] = print) -> int:
+    socket = f"baton-demo-{os.getpid()}"
+    tmux = Tmux(socket_name=socket, config_file="/dev/null")
+    agent = f"{shlex.quote(sys.executable)} -m plugins.demo.agent --work-s {work_s}"
+    home = tempfile.mkdtemp(prefix="baton-demo-")
+    os.environ["BATON_DEMO_HOME"] = home  # the agents' transcripts, read by the demo adapter
+    env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
+    started = time.monotonic()
+    try:
+        alice = await tmux.new_session("demo", f"{agent} --name alice --role writer", width=160, height=40, env=env)
+        bob = await tmux.split(alice.pane_id, f"{agent} --name bob --role reviewer", env=env)
+        await tmux.set_title(alice.pane_id, "alice")
+        await tmux.set_title(bob.pane_id, "bob")
+        out(f"demo: two agents on a private tmux server; watch them with:  tmux -L {socket} attach")
+        await _wait_for_agents(tmux, [alice.pane_id, bob.pane_id])
+        config = Config(
+            version=1,
+            tiles={"alice": Tile(pane=alice.pane_id, agent="demo", description="writes plans"),
+                   "bob": Tile(pane=bob.pane_id, agent="demo", description="reviews plans")},
+            routes=[Route.model_validate({"from": "alice", "to": "bob", "transform": "raw"}),
+                    Route.model_validate({"from": "bob", "to": "alice", "transform": {
+                        "type": "template", "template": "The reviewer ({source}) says:\n{response}\nRevise the plan."}})],
+            settings=Settings(max_hops=handoffs),
+        )
+        done = anyio.Event()
+        seen: list[Delivery] = []
+        handed_at: dict[str, float] = {}
+
+        def report(event: Completion | Delivery) -> None:
+            if isinstance(event, Completion):
+                handed_at[event.turn_id] = time.monotonic()
+                out(f"  {event.tile} finished a turn (hop {event.hop})")
+                if event.hop >= handoffs:
+                    done.set()
+                return
+            if event.prompt.route == "seed":
+                out(f"you -> alice: {_first_line(event.prompt.text)}")
+                return
+            seen.append(event)
+            latency = (time.monotonic() - handed_at.get(event.prompt.turn_id, time.monotonic())) * 1000
+            out(f"hand-off {len(seen)}: {event.prompt.source} -> {event.prompt.target} "
+                f"({event.state}, hop {event.prompt.hop}, {latency:.0f} ms after the turn was seen): "
+                f"{_first_line(event.prompt.text)}")
+
+        pipeline = Pipeline(config, load_registries(), tmux, report=report,
+                            journal=Journal(os.path.join(home, "journal.sqlite3")))
+        with anyio.move_on_after(timeout_s):
+            async with anyio.create_task_group() as tg:
+                await tg.start(pipeline.run)
+                await pipeline.submit(Prompt(route="seed", source="you", target="alice", text=FIRST_PROMPT,
+                                             turn_id="seed", hop=0))
+                await done.wait()
+                tg.cancel_scope.cancel()
+        ok = len(seen) >= handoffs and all(d.state == "delivered" for d in seen)
+        out(f"demo: {len(seen)} hand-offs in {time.monotonic() - started:.1f}s; "
+            f"the chain stopped at max_hops={handoffs}" if ok else f"demo: only {len(seen)} of {handoffs} hand-offs")
+        return 0 if ok else 1
+    finally:
+        if keep:
+            out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
+        else:
+            await tmux.kill_server()
+            shutil.rmtree(home, ignore_errors=True)
+
+
+async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0) -> None:
+    with anyio.fail_after(timeout_s):
+        for pane in panes:
+            while True:
+                info = await tmux.pane(pane)
+                if proc.find_agent(info.pid, {"baton-demo"}) and "demo❯" in await tmux.capture(pane):
+                    break
+                await anyio.sleep(0.05)
+
+
+def _first_line(text: str, width: int = 70) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -1,0 +1,110 @@
+"""``baton preview``: what a route would hand its target for a given answer, without typing anything.
+
+The route's transform is built exactly as the daemon builds it (the router's own construction, so
+``settings.llm`` and the route's options apply) and given the same :class:`TransformInput`. What is shown:
+
+- for transforms that call nothing (raw, template, ...): the prompt they make;
+- for AI transforms with their key set: the model's prompt — the API is called, so instructions can be
+  tuned against real output; if the call fails the fallback is shown and the reason printed;
+- for AI transforms with ``--dry-run`` or no key: the exact request that would be sent (model,
+  max_tokens, system prompt, user message), and no call is made.
+
+Without an answer given, the source tile's last answer is read from its adapter (its transcript), else
+from its screen, as ``baton status`` reaches tiles.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from pipeline.engine.config import Config, Route
+from pipeline.engine.stages.route import PromptRouter
+from pipeline.engine.tiles import TileRuntime, build_tiles
+from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.manager import Registries
+from pipeline.plugin.transforms import TransformResult, TransformSkipped
+from pipeline.system.tmux import Tmux, TmuxError
+
+__all__ = ["PreviewError", "PreviewResult", "find_route", "last_response", "preview_route"]
+
+PREVIEW_TURN = "preview"
+
+
+class PreviewError(Exception):
+    """Nothing to preview; the message says why and what to do."""
+
+
+@dataclass
+class PreviewResult:
+    #: what would be handed to the target (or, for a dry run, the request that would be sent)
+    text: str
+    #: where the answer came from, fallbacks, dry-run reasons: for standard error
+    notes: list[str] = field(default_factory=list)
+    #: set when the route would drop this hand-off (the transform raised TransformSkipped)
+    skipped: str | None = None
+
+
+def find_route(config: Config, name: str) -> Route:
+    """The route labelled ``name`` (its ``name:``, or ``from->to``)."""
+    for route in config.routes:
+        if route.label == name:
+            return route
+    known = ", ".join(r.label for r in config.routes) or "(none)"
+    raise PreviewError(f"no route {name!r} in {config.path}; routes: {known}")
+
+
+async def last_response(runtime: TileRuntime) -> Response:
+    """The tile's last answer: its adapter's, else what its screen shows (the terminal fallback)."""
+    completion = Completion(tile=runtime.name, turn_id=f"{PREVIEW_TURN}:last", signal="preview")
+    problems = []
+    try:
+        latest = await runtime.adapter.last_response()
+        if latest is not None and latest.text.strip():
+            return latest
+    except (TmuxError, OSError, LookupError, ValueError) as exc:
+        problems.append(f"the {runtime.adapter.name} adapter: {exc}")
+    for adapter in dict.fromkeys((runtime.adapter, runtime.fallback)):
+        try:
+            response = await adapter.response(completion)
+        except (TmuxError, OSError, LookupError, ValueError) as exc:
+            problems.append(f"the {adapter.name} adapter: {exc}")
+            continue
+        if response is not None and response.text.strip():
+            return response
+        problems.append(f"the {adapter.name} adapter found no answer")
+    raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer ({'; '.join(problems)}); "
+                       "give the answer with --input FILE or --input -")
+
+
+async def preview_route(config: Config, registries: Registries, tmux: Tmux, route_name: str,
+                        answer: str | None, *, dry_run: bool = False) -> PreviewResult:
+    """Run ``route_name``'s transform on ``answer`` (None: the source tile's last answer)."""
+    route = find_route(config, route_name)
+    tiles = await build_tiles(config, registries.agents, tmux)
+    router = PromptRouter(config, tiles, registries.transforms)
+    notes = []
+    if answer is None:
+        response = await last_response(tiles[route.from_])
+        notes.append(f"the answer: tile {route.from_}'s last one, from its {response.source} "
+                     f"({len(response.text)} chars)")
+    else:
+        response = Response(completion=Completion(tile=route.from_, turn_id=PREVIEW_TURN, signal="preview"),
+                            text=answer, source="input", cwd=config.tiles[route.from_].cwd)
+    transform = router.transform_for(route)
+    data = router.input_for(route, response)
+    key_env = transform.needs_api_key_env
+    no_key = bool(key_env) and not os.environ.get(key_env or "")
+    if dry_run or no_key:
+        request = transform.dry_run(data)
+        if request is not None:
+            why = "--dry-run" if dry_run else f"{key_env} is not set"
+            notes.append(f"{why}: this is the request {route.transform_type} would send; the model was not called")
+            return PreviewResult(request, notes)
+    try:
+        result = TransformResult.of(await transform.apply(data))
+    except TransformSkipped as exc:
+        return PreviewResult("", notes, skipped=str(exc))
+    if result.note:
+        notes.append(result.note)
+    return PreviewResult(result.text, notes)

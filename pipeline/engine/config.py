@@ -1,0 +1,376 @@
+"""routes.yaml v1: pydantic models, and a loader that reports every problem at its YAML position.
+
+The loader composes the YAML node tree (which keeps line/column marks), builds the data, validates it
+with pydantic, validates each route's transform options with that transform's own ``Options`` model, and
+runs the graph checks. Problems are collected, never raised one at a time, and print as
+``FILE:LINE:COL: error: DOTTED.PATH: message`` — all of them in one run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.plugin.registry import UnknownName
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "LLMSettings",
+    "Problem",
+    "Route",
+    "Settings",
+    "Tile",
+    "default_config_path",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_MAX_HOPS = 6
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class TmuxSettings(Strict):
+    socket_name: str | None = Field(default=None, description="like `tmux -L NAME`")
+
+
+class Tile(Strict):
+    pane: str = Field(description="%N, session:window.pane, or title:NAME")
+    agent: str = "auto"
+    command: str | None = None
+    cwd: str | None = None
+    description: str = ""
+
+
+class Route(Strict):
+    name: str | None = None
+    from_: str = Field(alias="from")
+    to: str
+    on: Literal["completed", "failed", "any"] = "completed"
+    match: str | None = None
+    transform: str | dict[str, Any] = "raw"
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.from_}->{self.to}"
+
+    @property
+    def transform_type(self) -> str:
+        return self.transform if isinstance(self.transform, str) else str(self.transform.get("type", ""))
+
+    @property
+    def transform_options(self) -> dict[str, Any]:
+        return {} if isinstance(self.transform, str) else {k: v for k, v in self.transform.items() if k != "type"}
+
+
+class LLMSettings(Strict):
+    model: str = "claude-sonnet-4-5"
+    max_tokens: int = Field(default=1024, gt=0)
+    timeout_s: float = Field(default=60, gt=0)
+
+
+class Settings(Strict):
+    max_hops: int | None = Field(default=None, ge=0)
+    catch_up_s: float = Field(default=300, ge=0)
+    #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
+    give_up_s: float = Field(default=600, gt=0)
+    llm: LLMSettings = LLMSettings()
+
+    @property
+    def hop_limit(self) -> int:
+        return DEFAULT_MAX_HOPS if self.max_hops is None else self.max_hops
+
+
+class Config(Strict):
+    version: Literal[1]
+    tmux: TmuxSettings = TmuxSettings()
+    tiles: dict[str, Tile]
+    routes: list[Route] = []
+    settings: Settings = Settings()
+    #: where the config was read from (not part of the YAML)
+    path: str = Field(default="<memory>", exclude=True)
+
+    def routes_from(self, tile: str) -> list[Route]:
+        return [r for r in self.routes if r.from_ == tile]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    col: int
+    path: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{self.file}:{self.line}:{self.col}: {self.severity}: {where}{self.message}"
+
+
+class ConfigError(Exception):
+    """Raised by :func:`load_config` when any error was found; ``problems`` holds all of them."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def default_config_path() -> Path:
+    """``./routes.yaml``, else ``$XDG_CONFIG_HOME/batonpass/routes.yaml``."""
+    local = Path("routes.yaml")
+    if local.exists():
+        return local
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    xdg = Path(base) / "batonpass" / "routes.yaml"
+    return xdg if xdg.exists() else local
+
+
+def load_config(path: str | os.PathLike[str], registries: Any = None) -> tuple[Config, list[Problem]]:
+    """Read and validate ``path``. Returns the config and its warnings; raises :class:`ConfigError`
+    listing every error (and the warnings) if there is any."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), 1, 1, "", f"cannot read: {exc.strerror or exc}")]) from None
+    return parse_config(text, str(path), registries)
+
+
+def parse_config(text: str, filename: str = "<string>", registries: Any = None) -> tuple[Config, list[Problem]]:
+    """Validate YAML text; see :func:`load_config`. ``registries`` (from
+    :func:`pipeline.plugin.manager.load_registries`) enables the agent and transform checks."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        msg = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        raise ConfigError([Problem(filename, line, col, "", f"invalid YAML: {msg or exc}")]) from None
+    if root is None:
+        raise ConfigError([Problem(filename, 1, 1, "", "the file is empty; it needs at least `version: 1` and `tiles:`")])
+    positions = _Positions(filename)
+    data = positions.build(root, ())
+    problems: list[Problem] = []
+    if not isinstance(data, dict):
+        raise ConfigError([positions.problem((), "the top level must be a mapping (version, tiles, routes, ...)")])
+    config: Config | None = None
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_pydantic_problems(exc, positions))
+    problems.extend(_semantic_problems(data, positions, registries))
+    errors = [p for p in problems if p.severity == "error"]
+    if errors or config is None:
+        raise ConfigError(sorted(problems, key=lambda p: (p.line, p.col)))
+    return config.model_copy(update={"path": filename}), problems
+
+
+class _Positions:
+    """Builds plain data from YAML nodes while remembering where each path was written."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.value_marks: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self.key_marks: dict[tuple[Any, ...], tuple[int, int]] = {}
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        self.value_marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = yaml.SafeLoader.construct_object(_loader(), key_node) if not isinstance(
+                    key_node, yaml.ScalarNode) else key_node.value
+                self.key_marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                out[key] = self.build(value_node, path + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
+        return _loader().construct_object(node, deep=True)
+
+    def mark(self, path: Iterable[Any], *, key: bool = False) -> tuple[int, int]:
+        path = tuple(path)
+        if key and path in self.key_marks:
+            return self.key_marks[path]
+        while path:
+            if path in self.value_marks:
+                return self.value_marks[path]
+            path = path[:-1]
+        return self.value_marks.get((), (1, 1))
+
+    def problem(self, path: Iterable[Any], message: str, *, key: bool = False,
+                severity: Literal["error", "warning"] = "error") -> Problem:
+        path = tuple(path)
+        line, col = self.mark(path, key=key)
+        return Problem(self.filename, line, col, _dotted(path), message, severity)
+
+
+def _loader() -> yaml.SafeLoader:
+    return yaml.SafeLoader("")
+
+
+def _dotted(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_ALIASES = {"from_": "from"}
+
+
+def _pydantic_problems(exc: ValidationError, positions: _Positions) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = [_ALIASES.get(p, p) if isinstance(p, str) else p for p in err["loc"]]
+        # a union (str | dict) reports one error per member; the first member's branch name is noise
+        loc = [p for p in loc if p not in ("str", "dict[str,any]", "function-after[...]")]
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            problems.append(positions.problem(loc, f"unknown key {loc[-1]!r}", key=True))
+        elif kind == "missing":
+            parent = loc[:-1]
+            problems.append(Problem(positions.filename, *positions.mark(parent), _dotted(loc),
+                                    f"missing required key {loc[-1]!r}"))
+        elif kind == "literal_error" and loc == ["version"]:
+            problems.append(positions.problem(loc, "unsupported version; this batonpass reads version 1"))
+        else:
+            problems.append(positions.problem(loc, _message(err)))
+    # str | dict unions repeat the same position for each member; keep one message per path
+    seen: set[str] = set()
+    unique = []
+    for p in problems:
+        if p.path not in seen or not p.path.endswith("transform"):
+            unique.append(p)
+        seen.add(p.path)
+    return unique
+
+
+def _message(err: Any) -> str:
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
+def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: Any) -> list[Problem]:
+    """Checks pydantic cannot make on one field: names that refer to each other, regexes, plugin names,
+    transform options, and the route graph."""
+    problems: list[Problem] = []
+    tiles = data.get("tiles") if isinstance(data.get("tiles"), dict) else {}
+    routes = data.get("routes") if isinstance(data.get("routes"), list) else []
+    if registries is not None:
+        for name, tile in tiles.items():
+            agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
+            if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
+                known = ", ".join(["auto", *registries.agents.names()])
+                problems.append(positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}"))
+    edges: list[tuple[str, str]] = []
+    names_seen: dict[str, int] = {}
+    for i, route in enumerate(routes):
+        if not isinstance(route, dict):
+            continue
+        src, dst = route.get("from"), route.get("to")
+        for key, tile in (("from", src), ("to", dst)):
+            if isinstance(tile, str) and tile not in tiles:
+                problems.append(positions.problem(("routes", i, key), _unknown_tile(tile, i, key, tiles)))
+        if isinstance(src, str) and src == dst:
+            problems.append(positions.problem(("routes", i, "to"), f"route goes from tile {src!r} to itself"))
+        elif isinstance(src, str) and isinstance(dst, str) and src in tiles and dst in tiles:
+            edges.append((src, dst))
+        label = route.get("name") or f"{src}->{dst}"
+        if isinstance(label, str):
+            if label in names_seen:
+                hint = "" if route.get("name") else "; give one of them a `name:`"
+                problems.append(positions.problem(("routes", i, "name" if route.get("name") else "from"),
+                                                  f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}"))
+            names_seen.setdefault(label, i)
+        if isinstance(route.get("match"), str):
+            try:
+                re.compile(route["match"])
+            except re.error as exc:
+                problems.append(positions.problem(("routes", i, "match"), f"bad regex: {exc}"))
+        if registries is not None:
+            problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
+                                                positions, registries))
+    settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    if "max_hops" not in settings:
+        for cycle in _cycles(edges):
+            path = " -> ".join([*cycle, cycle[0]])
+            problems.append(positions.problem(
+                ("routes",), f"routes form a cycle ({path}) and settings.max_hops is not set; "
+                f"the chain will stop after the default {DEFAULT_MAX_HOPS} hand-offs", severity="warning"))
+    return problems
+
+
+def _unknown_tile(tile: str, i: int, key: str, tiles: dict[str, Any]) -> str:
+    known = ", ".join(sorted(tiles)) or "(none)"
+    return f"route {key} tile {tile!r} is not defined under tiles; known tiles: {known}"
+
+
+def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions, registries: Any) -> list[Problem]:
+    if isinstance(spec, str):
+        kind, options, type_path = spec, {}, path
+    elif isinstance(spec, dict):
+        kind, type_path = spec.get("type"), path + ("type",)
+        options = {k: v for k, v in spec.items() if k != "type"}
+        if kind is None:
+            return [positions.problem(path, "a transform mapping needs a 'type' key")]
+    else:
+        return []
+    try:
+        cls = registries.transforms.get(kind)
+    except UnknownName as exc:
+        return [positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")]
+    try:
+        validated = cls.Options.model_validate(options)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = path + tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(positions.problem(loc, f"unknown option {err['loc'][-1]!r} for transform {kind!r}",
+                                                  key=True))
+            elif err["type"] == "missing":
+                problems.append(Problem(positions.filename, *positions.mark(path), _dotted(loc),
+                                        f"transform {kind!r} needs option {err['loc'][-1]!r}"))
+            else:
+                problems.append(positions.problem(loc, _message(err)))
+        return problems
+    return _api_key_problems(cls, kind, validated, type_path, positions)
+
+
+def _api_key_problems(cls: Any, kind: str, options: Any, path: tuple[Any, ...], positions: _Positions) -> list[Problem]:
+    """A warning when the transform calls a service whose key (``needs_api_key_env``) is not set: the
+    config is valid, but every hand-off of the route will fall back."""
+    env = getattr(cls, "needs_api_key_env", None)
+    if not env or os.environ.get(env):
+        return []
+    then = "skip its hand-offs" if getattr(options, "on_error", "raw") == "skip" else "hand on the raw answer"
+    return [positions.problem(path, f"transform {kind!r} needs {env}, which is not set: this route will {then} "
+                                    "instead", severity="warning")]
+
+
+def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Elementary cycles, each reported once (rotated to start at its smallest name)."""
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+    found: list[list[str]] = []
+
+    def walk(start: str, node: str, trail: list[str]) -> None:
+        for nxt in graph.get(node, []):
+            if nxt == start:
+                found.append(list(trail))
+            elif nxt not in trail and nxt > start:
+                walk(start, nxt, trail + [nxt])
+
+    for start in sorted(graph):
+        walk(start, start, [start])
+    return found

@@ -1,0 +1,225 @@
+"""The hand-off journal: a durable record of every completion and hand-off (SQLite, standard library).
+
+It is what makes batonpass exactly-once across crashes. State is written *before* each side effect:
+
+    pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
+        └──────────────> skipped (no match, max_hops, too old, transform said so)
+
+A completion counts as seen only once its hand-offs are recorded (``routed``): a crash between the two
+makes the adapter's start-up report of the same turn go through again. A hand-off found ``delivering``
+after a crash has an unknown outcome: it is confirmed against the target before anything is retyped.
+
+One connection per process, WAL mode, ``synchronous=NORMAL`` (a power cut may lose the last commit, a
+process crash cannot). Blocking calls are tiny; the engine runs them directly on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pipeline.plugin.events import Completion, Prompt
+from pipeline.spool import state_dir
+from pipeline.system.logs import redact
+
+__all__ = ["HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
+
+HandoffState = Literal["pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped"]
+FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped")
+#: how long finished records are kept (``baton history`` looks back this far)
+KEEP_S = 30 * 24 * 3600.0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    tile TEXT NOT NULL, turn_id TEXT NOT NULL, outcome TEXT NOT NULL, signal TEXT NOT NULL,
+    hop INTEGER NOT NULL, at REAL NOT NULL, seen REAL NOT NULL, routed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tile, turn_id));
+CREATE TABLE IF NOT EXISTS handoffs (
+    key TEXT PRIMARY KEY, route TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,
+    turn_id TEXT NOT NULL, hop INTEGER NOT NULL, state TEXT NOT NULL, response TEXT, prompt TEXT,
+    prompt_digest TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
+    note TEXT NOT NULL DEFAULT '', pane TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS handoffs_state ON handoffs (state);
+CREATE TABLE IF NOT EXISTS hops (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, tile TEXT NOT NULL, hop INTEGER NOT NULL, at REAL NOT NULL);
+"""
+
+
+def default_journal_path() -> Path:
+    return state_dir() / "journal.sqlite3"
+
+
+@dataclass(frozen=True)
+class HandoffRecord:
+    key: str
+    route: str
+    source: str
+    target: str
+    turn_id: str
+    hop: int
+    state: HandoffState
+    response: str | None
+    prompt: str | None
+    attempts: int
+    last_error: str
+    note: str
+    pane: str | None
+    created: float
+    updated: float
+
+    def to_prompt(self) -> Prompt:
+        return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
+                      turn_id=self.turn_id, hop=self.hop, created=self.created)
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class Journal:
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_journal_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fresh = not self.path.exists()
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
+        if fresh:
+            os.chmod(self.path, 0o600)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- completions ----------------------------------------------------------------------------------
+
+    def seen_completion(self, tile: str, turn_id: str) -> tuple[int, bool] | None:
+        """(hop, routed) of a turn seen before, or None: a routed turn is done with; one seen but not
+        routed (a crash came between) is handled again, keeping its hop."""
+        row = self.db.execute("SELECT hop, routed FROM completions WHERE tile=? AND turn_id=?",
+                              (tile, turn_id)).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
+
+    def completion_routed(self, tile: str, turn_id: str) -> bool:
+        seen = self.seen_completion(tile, turn_id)
+        return seen is not None and seen[1]
+
+    def record_completion(self, c: Completion) -> None:
+        self.db.execute(
+            "INSERT INTO completions (tile, turn_id, outcome, signal, hop, at, seen) VALUES (?,?,?,?,?,?,?) "
+            "ON CONFLICT (tile, turn_id) DO UPDATE SET hop=excluded.hop",
+            (c.tile, c.turn_id, c.outcome, c.signal, c.hop, c.at, time.time()))
+
+    def record_routing(self, c: Completion, decisions: list[tuple[Prompt | None, str, str, str, str]]) -> None:
+        """All hand-offs of one completion, and the completion marked routed, in one transaction.
+        Each decision is (prompt or None, route, target, state, reason)."""
+        now = time.time()
+        with self._tx():
+            for prompt, route, target, state, reason in decisions:
+                text = prompt.text if prompt is not None else None
+                self.db.execute(
+                    "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
+                    " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, prompt=excluded.prompt,"
+                    " prompt_digest=excluded.prompt_digest, note=excluded.note, last_error=excluded.last_error,"
+                    " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
+                    (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
+                     prompt.hop if prompt is not None else c.hop + 1, state, text, digest(text) if text else None,
+                     redact(reason) if state != "failed" else "", redact(reason) if state == "failed" else "", now, now))
+            self.db.execute("UPDATE completions SET routed=1 WHERE tile=? AND turn_id=?", (c.tile, c.turn_id))
+
+    def record_pending(self, c: Completion, routes: list[tuple[str, str]]) -> None:
+        """Before the transforms run (an AI transform may take a while): each (route, target) as pending."""
+        now = time.time()
+        with self._tx():
+            for route, target in routes:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, created, updated)"
+                    " VALUES (?,?,?,?,?,?,'pending',?,?)", (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
+                                                            c.hop + 1, now, now))
+
+    # ---- hand-offs --------------------------------------------------------------------------------------
+
+    def handoff(self, key: str) -> HandoffRecord | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE key=?", (key,)).fetchone()
+        return HandoffRecord(*row) if row else None
+
+    def set_state(self, key: str, state: HandoffState, *, error: str | None = None, note: str | None = None,
+                  pane: str | None = None, attempt: bool = False) -> None:
+        sets, args = ["state=?", "updated=?"], [state, time.time()]
+        if error is not None:
+            sets.append("last_error=?")
+            args.append(redact(error))
+        if note is not None:
+            sets.append("note=?")
+            args.append(redact(note))
+        if pane is not None:
+            sets.append("pane=?")
+            args.append(pane)
+        if attempt:
+            sets.append("attempts=attempts+1")
+        self.db.execute(f"UPDATE handoffs SET {', '.join(sets)} WHERE key=?", (*args, key))
+
+    def unfinished(self) -> list[HandoffRecord]:
+        """Hand-offs a previous run left before a final state, oldest first."""
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE state NOT IN {FINAL_STATES} "
+                               "ORDER BY created").fetchall()
+        return [HandoffRecord(*r) for r in rows]
+
+    def history(self, limit: int = 100) -> list[HandoffRecord]:
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs ORDER BY created DESC, key LIMIT ?",
+                               (limit,)).fetchall()
+        return [HandoffRecord(*r) for r in reversed(rows)]
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT state, COUNT(*) FROM handoffs GROUP BY state").fetchall())
+
+    def prune(self, older_than_s: float = KEEP_S) -> int:
+        """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
+        left running for months must not grow without end). Returns how many hand-offs went."""
+        cutoff = time.time() - older_than_s
+        with self._tx():
+            gone = self.db.execute(f"DELETE FROM handoffs WHERE updated < ? AND state IN {FINAL_STATES}",
+                                   (cutoff,)).rowcount
+            self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
+            self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
+        return gone
+
+    # ---- hops (so a loop's count survives a restart) -------------------------------------------------------
+
+    def push_hop(self, tile: str, hop: int) -> None:
+        self.db.execute("INSERT INTO hops (tile, hop, at) VALUES (?,?,?)", (tile, hop, time.time()))
+
+    def pop_hop(self, tile: str) -> int | None:
+        with self._tx():
+            row = self.db.execute("SELECT id, hop FROM hops WHERE tile=? ORDER BY id LIMIT 1", (tile,)).fetchone()
+            if row is None:
+                return None
+            self.db.execute("DELETE FROM hops WHERE id=?", (row[0],))
+            return int(row[1])
+
+    def _tx(self) -> _Transaction:
+        return _Transaction(self.db)
+
+
+_COLUMNS = ("key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
+            " created, updated")
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+

@@ -1,0 +1,97 @@
+"""One task group wiring the four stages with bounded streams.
+
+detector → extractor → router → dispatcher. Each stage owns and closes its stream ends, so cancelling the
+group (a signal, or the end of the demo) unwinds every stage at once, and a slow stage makes the ones
+before it wait instead of piling up memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from pipeline.engine.config import Config
+from pipeline.engine.hops import HopLedger
+from pipeline.engine.journal import Journal
+from pipeline.engine.stages.detect import CompletionDetector
+from pipeline.engine.stages.dispatch import PromptDispatcher
+from pipeline.engine.stages.extract import ResponseExtractor
+from pipeline.engine.stages.route import PromptRouter
+from pipeline.engine.tiles import TileRuntime, build_tiles
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.events import Completion, Delivery, Prompt, Response
+from pipeline.plugin.manager import Registries
+from pipeline.system.tmux import Tmux
+
+__all__ = ["Pipeline"]
+
+log = logging.getLogger("batonpass")
+STREAM_SIZE = 64
+
+
+class Pipeline:
+    """The routing daemon. ``await pipeline.run()`` runs until cancelled."""
+
+    def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
+                 report: Callable[[Completion | Delivery], None] | None = None,
+                 journal: Journal | None = None, watcher: FileWatcher | None = None) -> None:
+        self.config, self.registries, self.tmux = config, registries, tmux
+        #: the shared file watcher; a pipeline given none runs its own
+        self.watcher = watcher
+        self.dry_run, self.report, self.journal = dry_run, report, journal
+        self.hops = HopLedger(journal)
+        self.tiles: dict[str, TileRuntime] = {}
+        self.dispatcher: PromptDispatcher | None = None
+
+    async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
+        watcher = self.watcher or FileWatcher()
+        self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux, watcher=watcher)
+        detector = CompletionDetector(self.tiles, self.hops, report=self.report, journal=self.journal,
+                                      config=self.config)
+        extractor = ResponseExtractor(self.tiles)
+        router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal)
+        self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
+                                           dry_run=self.dry_run, report=self.report, journal=self.journal)
+        completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
+        responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
+        prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
+        self._prompts_in = prompts_in.clone()
+        async with anyio.create_task_group() as tg:
+            if self.watcher is None:
+                tg.start_soon(watcher.run)
+            tg.start_soon(detector.run, completions_in, watcher)
+            tg.start_soon(extractor.run, completions_out, responses_in)
+            tg.start_soon(router.run, responses_out, prompts_in)
+            tg.start_soon(self.dispatcher.run, prompts_out)
+            log.info("running: %d tiles, %d routes on %s", len(self.tiles), len(self.config.routes),
+                     self.tmux.describe())
+            tg.start_soon(self._recover)
+            task_status.started(self)
+
+    async def _recover(self) -> None:
+        """Queue the hand-offs a previous run left unfinished, before anything new (the queues are FIFO)."""
+        if self.journal is None or self.dispatcher is None:
+            return
+        stale = time.time() - self.config.settings.catch_up_s
+        for record in self.journal.unfinished():
+            if record.state == "pending":
+                # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
+                if record.created < stale:
+                    self.journal.set_state(record.key, "failed", error="batonpass stopped while transforming "
+                                           "and the source turn was not reported again")
+                continue
+            if record.target not in self.tiles:
+                continue  # the tile is gone from the config: left as it is for a config that has it
+            if record.state == "delivering":
+                self.dispatcher.unsure.add(record.key)
+            log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
+            await self.submit(record.to_prompt())
+
+    async def submit(self, prompt: Prompt) -> None:
+        """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""
+        await self._prompts_in.send(prompt)

@@ -1,0 +1,188 @@
+"""Stage 4: safe delivery of prompts into their target panes, queued per target, in order, once.
+
+For each prompt the target's adapter is asked whether the pane can take it. ``busy`` or ``draft``: wait
+(the user's own typing is never interleaved with ours). ``absent`` (the pane runs something other than the
+tile's agent — typically a bare shell after the agent exited) or ``gone``: nothing is typed; the hand-off
+is reported, kept, and retried with backoff until ``settings.give_up_s``. Once typed, a prompt is never
+typed again: it ends ``delivered`` (the agent showed it started), ``unconfirmed`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from pipeline.engine.hops import HopLedger
+from pipeline.engine.journal import Journal
+from pipeline.engine.tiles import TileRuntime
+from pipeline.plugin.agents import AgentAdapter
+from pipeline.plugin.events import Delivery, Prompt
+from pipeline.system.text import sanitize
+from pipeline.system.tmux import TmuxError
+
+__all__ = ["PromptDispatcher", "type_prompt"]
+
+log = logging.getLogger("batonpass")
+
+WAIT_TICK_S = 0.2
+
+
+async def type_prompt(adapter: AgentAdapter, text: str,
+                      on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
+    """Type ``text`` into the adapter's pane the one safe way, and watch for the turn to start.
+
+    Sanitize; paste as one unit; wait the adapter's submit delay; Enter; then wait up to the adapter's
+    ``confirm_timeout_s`` for it to show the turn started. Returns (confirmed, pane_id). Raises
+    :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
+    """
+    clean = sanitize(text)
+    if not clean:
+        raise ValueError("nothing printable left to type after sanitizing")
+    ctx = adapter.ctx
+    info = await ctx.pane()
+    await ctx.tmux.paste(info.pane_id, clean)
+    await anyio.sleep(adapter.submit_delay_s)
+    before = await adapter.snapshot()
+    ctx.last_prompt, ctx.prompt_sent_at = clean, time.time()
+    if on_submit is not None:
+        on_submit()
+    await ctx.tmux.send_keys(info.pane_id, "Enter")
+    with anyio.move_on_after(adapter.confirm_timeout_s):
+        while not await adapter.turn_started(before):
+            await anyio.sleep(0.05)
+        return True, info.pane_id
+    return False, info.pane_id
+
+
+class PromptDispatcher:
+    def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
+                 dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
+                 queue_size: int = 256, journal: Journal | None = None) -> None:
+        self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
+        self.journal = journal
+        #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
+        self.unsure: set[str] = set()
+        self.report = report or (lambda delivery: None)
+        self.queue_size = queue_size
+        self._queues: dict[str, ObjectSendStream[Prompt]] = {}
+
+    async def run(self, receive: ObjectReceiveStream[Prompt]) -> None:
+        async with receive, anyio.create_task_group() as tg:
+            try:
+                async for prompt in receive:
+                    queue = self._queues.get(prompt.target)
+                    if queue is None:
+                        queue, queue_out = anyio.create_memory_object_stream[Prompt](self.queue_size)
+                        self._queues[prompt.target] = queue
+                        tg.start_soon(self._serve, prompt.target, queue_out)
+                    log.info("queued      %s -> %s (route %s, hop %d)", prompt.source, prompt.target,
+                             prompt.route, prompt.hop)
+                    await queue.send(prompt)
+            finally:
+                for queue in self._queues.values():
+                    await queue.aclose()
+
+    async def _serve(self, target: str, queue: ObjectReceiveStream[Prompt]) -> None:
+        async with queue:
+            async for prompt in queue:
+                try:
+                    delivery = await self.deliver(prompt)
+                except Exception as exc:  # a bug in one delivery must not stop the queue
+                    delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
+                    log.error("failed      %s: %s", prompt.key, delivery.error)
+                if self.journal is not None and delivery.state != "dry-run":
+                    self.journal.set_state(prompt.key, delivery.state, error=delivery.error, pane=delivery.pane,
+                                           note=delivery.note or None)
+                self.report(delivery)
+
+    async def deliver(self, prompt: Prompt) -> Delivery:
+        adapter = self.tiles[prompt.target].adapter
+        if self.dry_run:
+            print(f"--- {prompt.route} (hop {prompt.hop}) -> {prompt.target} ---\n{sanitize(prompt.text)}\n---",
+                  flush=True)
+            return Delivery(prompt, "dry-run")
+        started = time.monotonic()
+        if prompt.key in self.unsure:
+            self.unsure.discard(prompt.key)
+            outcome = await self._await_target(prompt, started, ("ready", "busy", "draft"))
+            if isinstance(outcome, Delivery):
+                return outcome
+            settled = await self._settle_unsure(prompt, adapter)
+            if settled is not None:
+                return settled
+        outcome = await self._await_target(prompt, started, ("ready",))
+        if isinstance(outcome, Delivery):
+            return outcome
+        attempts = outcome
+        if self.journal is not None:
+            self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
+        try:
+            confirmed, pane_id = await type_prompt(adapter, prompt.text,
+                                                   on_submit=lambda: self.hops.expect(prompt.target, prompt.hop))
+        except (TmuxError, ValueError) as exc:
+            log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
+            return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
+        state = "delivered" if confirmed else "unconfirmed"
+        log.info("%-11s %s -> %s (%s, hop %d, %d chars)", state, prompt.source, prompt.target, pane_id, prompt.hop,
+                 len(prompt.text))
+        return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
+
+    async def _await_target(self, prompt: Prompt, started: float, wanted: tuple[str, ...]) -> int | Delivery:
+        """Wait, in order, until the target's state is one of ``wanted``; returns how many times it was
+        absent or gone, or the ``failed`` Delivery after ``give_up_s`` of that."""
+        runtime = self.tiles[prompt.target]
+        adapter = runtime.adapter
+        attempts, backoff, said = 0, 1.0, ""
+        while True:
+            try:
+                state = await adapter.target_state()
+            except TmuxError as exc:
+                state = "gone"
+                runtime.ctx.forget_pane()
+                log.debug("%s: %s", prompt.target, exc)
+            if state in wanted:
+                return attempts
+            waited = time.monotonic() - started
+            if state in ("busy", "draft"):
+                if said != state:
+                    log.info("waiting     %s is %s; %s stays queued", prompt.target, state, prompt.key)
+                    said = state
+                await anyio.sleep(WAIT_TICK_S)
+                continue
+            attempts += 1
+            reason = (f"pane {runtime.ctx.tile.pane} shows no {adapter.name} agent (a bare shell?); not typing there"
+                      if state == "absent" else f"pane {runtime.ctx.tile.pane} is gone")
+            if waited >= self.give_up_s:
+                log.error("failed      %s -> %s: %s; gave up after %.0fs", prompt.key, prompt.target, reason, waited)
+                return Delivery(prompt, "failed", attempts=attempts, error=reason)
+            if said != reason:
+                log.warning("kept        %s -> %s: %s; retrying with backoff", prompt.key, prompt.target, reason)
+                said = reason
+            await anyio.sleep(min(backoff, max(self.give_up_s - waited, 0.01)))
+            backoff = min(backoff * 2, 30.0)
+
+    async def _settle_unsure(self, prompt: Prompt, adapter: AgentAdapter) -> Delivery | None:
+        """A crash left this hand-off ``delivering``: look before typing. Returns the outcome if the target
+        settles it, or None when the prompt is not there and may be typed."""
+        received = await adapter.received(prompt.text)
+        if received:
+            log.info("confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target)
+            return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
+        draft = (await adapter.current_draft()).strip()
+        first = next((ln.strip() for ln in sanitize(prompt.text).split("\n") if ln.strip()), "")
+        if first and draft and first.startswith(draft[: len(first)]):
+            # pasted but not submitted before the crash: submit it, do not paste it twice
+            self.hops.expect(prompt.target, prompt.hop)
+            info = await adapter.ctx.pane()
+            await adapter.ctx.tmux.send_keys(info.pane_id, "Enter")
+            log.info("submitted   %s: the paste was waiting in %s's input", prompt.key, prompt.target)
+            return Delivery(prompt, "delivered", pane=info.pane_id, note="submitted a paste left by a crash")
+        if received is None:
+            log.warning("unconfirmed %s: cannot tell whether %s got it before a restart; not typing it again",
+                        prompt.key, prompt.target)
+            return Delivery(prompt, "unconfirmed", error="outcome unknown after a restart; not retyped")
+        return None

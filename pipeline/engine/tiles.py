@@ -1,0 +1,68 @@
+"""A tile at run time: its context, its adapter, its terminal fallback and its cached last answer."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pipeline.engine.config import Config
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.agents import AgentAdapter, TileContext
+from pipeline.plugin.events import Response
+from pipeline.plugin.registry import AgentRegistry
+from pipeline.system import proc
+from pipeline.system.tmux import Tmux, TmuxError
+
+__all__ = ["TileRuntime", "build_tiles", "identify_agent"]
+
+log = logging.getLogger("batonpass")
+
+
+@dataclass
+class TileRuntime:
+    ctx: TileContext
+    adapter: AgentAdapter
+    #: the terminal adapter that answers when ``adapter`` cannot (may be ``adapter`` itself)
+    fallback: AgentAdapter
+    last_response: Response | None = field(default=None)
+
+    @property
+    def name(self) -> str:
+        return self.ctx.name
+
+    def invalidate(self) -> None:
+        """A new completion was seen: the cached answer is stale."""
+        self.last_response = None
+
+
+def identify_agent(pane_pid: int, agents: AgentRegistry) -> str:
+    """For ``agent: auto``: the adapter whose process name appears first under the pane, else ``shell``."""
+    names: dict[str, str] = {}
+    for name in agents.names():
+        for pname in getattr(agents.get(name), "process_names", ()):
+            names.setdefault(pname, name)
+    found = proc.find_agent(pane_pid, frozenset(names))
+    if found is None:
+        return "shell"
+    return names.get(found.comm) or names.get(found.exe_name, "shell")
+
+
+async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
+                      watcher: FileWatcher | None = None) -> dict[str, TileRuntime]:
+    tiles: dict[str, TileRuntime] = {}
+    for name, tile in config.tiles.items():
+        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher, catch_up_s=config.settings.catch_up_s)
+        kind = tile.agent
+        if kind == "auto":
+            try:
+                info = await ctx.pane()
+                kind = identify_agent(info.pid, agents)
+                log.info("tile %s: agent auto -> %s (from the process tree of %s)", name, kind, info.pane_id)
+            except TmuxError as exc:
+                kind = "terminal"
+                log.warning("tile %s: cannot see pane %s (%s); reading it as a plain terminal", name, tile.pane, exc)
+        adapter = agents.get(kind)(ctx)
+        fallback = adapter if adapter.reads_screen else agents.get("terminal")(ctx)
+        tiles[name] = TileRuntime(ctx=ctx, adapter=adapter, fallback=fallback)
+    return tiles
+

@@ -1,0 +1,19 @@
+"""The plugin API: everything an agent adapter or a transform imports, from one place (like ``tox.plugin``).
+
+A plugin module needs only ``from pipeline.plugin import hookimpl, AgentAdapter, Transform, …``; the modules
+behind it (``markers``, ``hookspecs``, ``agents``, ``transforms``, ``events``, ``registry``, ``manager``) are
+the plugin side of the engine and import nothing from :mod:`pipeline.engine` at run time.
+"""
+
+from __future__ import annotations
+
+from pipeline.plugin.agents import AgentAdapter, Emit, ResolveStep, TargetState, TileContext
+from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
+from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
+
+__all__ = [
+    "AgentAdapter", "Completion", "Delivery", "Emit", "NoOptions", "Outcome", "Prompt", "ResolveStep", "Response",
+    "ResponseSource", "TargetState", "TileContext", "Transform", "TransformInput", "TransformResult",
+    "TransformSkipped", "hookimpl",
+]

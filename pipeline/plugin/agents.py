@@ -1,0 +1,209 @@
+"""What an agent adapter is, and what the engine hands it.
+
+An adapter is instantiated once per tile with a :class:`TileContext`. It knows one kind of agent: how to
+tell that a turn finished (:meth:`AgentAdapter.follow`), where the clean answer is
+(:meth:`AgentAdapter.response`), and whether the pane can take a prompt now (:meth:`AgentAdapter.target_state`).
+Adapters never run tmux themselves; they ask the context, which is the engine's side of the contract.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pipeline.plugin.events import Completion, Response
+from pipeline.system import proc
+from pipeline.system.tmux import PaneGone, ServerGone
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pipeline.engine.config import Tile
+    from pipeline.engine.watch import FileWatcher
+    from pipeline.spool import HookRecord
+    from pipeline.system.tmux import PaneInfo, Tmux
+
+__all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext"]
+
+Emit = Callable[[Completion], Awaitable[None]]
+TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
+
+
+@dataclass
+class ResolveStep:
+    """One step of a resolution chain, for ``baton resolve``: what was looked at and what was found."""
+
+    step: str
+    ok: bool
+    detail: str
+    value: Any = None
+
+
+@dataclass
+class TileContext:
+    """The engine's services for one tile. Shared by the tile's adapter and the stages."""
+
+    name: str
+    tile: Tile
+    tmux: Tmux
+    watcher: FileWatcher | None = None
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("batonpass"))
+    #: the last prompt batonpass typed into this tile (an adapter may use it to tell panes apart)
+    last_prompt: str | None = None
+    #: set by the dispatcher when it has typed a prompt; the terminal adapter treats it as a turn start
+    prompt_sent_at: float = 0.0
+    #: settings.catch_up_s: an adapter that can read past turns reports, on start, those finished this
+    #: recently (and the detector hands them off unless the journal has them)
+    catch_up_s: float = 300.0
+    _pane_id: str | None = None
+    _server_pid: int | None = None
+
+    async def pane(self) -> PaneInfo:
+        """The tile's pane, resolved once to its ``%N`` id and addressed by id afterwards.
+
+        Pane ids are only unique within one tmux server: when the server was restarted, a ``%N`` from
+        routes.yaml cannot be trusted (it may name another program's pane now) and the tile is reported
+        gone; a ``session:window.pane`` or ``title:`` target is resolved again.
+        Raises :class:`pipeline.system.tmux.PaneGone` / :class:`pipeline.system.tmux.ServerGone`."""
+        try:
+            return await self._pane()
+        except (PaneGone, ServerGone):
+            self._pane_id = None  # resolved again next time; the server pid stays to tell a new server apart
+            raise
+
+    async def _pane(self) -> PaneInfo:
+        if self._pane_id is not None:
+            info = await self.tmux.pane(self._pane_id)
+            if info.server_pid == self._server_pid:
+                return info
+            self._pane_id = None
+        if self._server_pid is not None and self.tile.pane.startswith("%"):
+            current = await self.tmux.pane(self.tile.pane)
+            if current.server_pid != self._server_pid:
+                raise PaneGone(f"pane {self.tile.pane} belonged to a tmux server that has exited (pid "
+                               f"{self._server_pid}); name the pane by session:window.pane or title: to follow it")
+        info = await self.tmux.resolve(self.tile.pane)
+        self._pane_id, self._server_pid = info.pane_id, info.server_pid
+        return info
+
+    def forget_pane(self) -> None:
+        """Resolve the pane target again next time (after its pane or server went away)."""
+        self._pane_id = None  # the server pid stays: it tells a restarted server apart
+
+    async def capture(self, *, escapes: bool = False, start: int | str | None = None,
+                      end: int | str | None = None) -> str:
+        info = await self.pane()
+        return await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
+
+    async def capture_from(self, line: int) -> str:
+        """Everything from absolute line ``line`` (see :attr:`PaneInfo.cursor_line`) to the cursor."""
+        info = await self.pane()
+        start = max(line - info.history_size, -info.history_size)
+        return await self.tmux.capture(info.pane_id, start=start, end=info.cursor_y)
+
+
+class AgentAdapter:
+    """Base class of every agent adapter. Subclasses set the class attributes and override what they
+    know better than the terminal."""
+
+    #: what `agent:` in routes.yaml names
+    name: ClassVar[str] = ""
+    #: /proc/PID/comm (or exe basename) values that identify this agent in a pane's process tree
+    process_names: ClassVar[frozenset[str]] = frozenset()
+    #: seconds between the paste and the Enter that submits it
+    submit_delay_s: ClassVar[float] = 0.2
+    #: how long to wait for the target to show that the turn started, before calling it unconfirmed
+    confirm_timeout_s: ClassVar[float] = 5.0
+    #: True for adapters that answer from the screen; others get the ``terminal`` adapter as fallback
+    reads_screen: ClassVar[bool] = False
+    #: a short description for `baton plugins`
+    summary: ClassVar[str] = ""
+
+    def __init__(self, ctx: TileContext) -> None:
+        self.ctx = ctx
+
+    async def follow(self, emit: Emit) -> None:
+        """Run until cancelled, awaiting ``emit(Completion)`` each time the tile finishes a turn.
+        The detector deduplicates by ``turn_id``, so several signals may report the same turn."""
+        raise NotImplementedError
+
+    async def response(self, completion: Completion) -> Response | None:
+        """The clean answer of ``completion``'s turn, or None to let the terminal fallback answer."""
+        return None
+
+    async def last_response(self) -> Response | None:
+        """The answer of the tile's latest finished turn, whenever that was (``baton status``,
+        ``baton preview``), or None when this adapter cannot tell (the screen is asked next)."""
+        return None
+
+    async def target_state(self) -> TargetState:
+        """Whether a prompt may be typed now: ``ready``; ``busy`` or ``draft`` (wait); ``absent`` (the
+        pane shows no such agent — never type there); ``gone`` (no pane)."""
+        raise NotImplementedError
+
+    async def snapshot(self) -> Any:
+        """Whatever :meth:`turn_started` needs to see that a submitted prompt started a turn."""
+        return None
+
+    async def turn_started(self, before: Any) -> bool:
+        """True once the agent shows it took the prompt submitted after ``snapshot()`` returned ``before``."""
+        return True
+
+    async def hook_completion(self, record: HookRecord) -> Completion | None:
+        """A record from this agent's own completion hook (see :mod:`pipeline.spool`), offered to every
+        tile of this agent kind: return the Completion if the record is this tile's, else None."""
+        return None
+
+    @classmethod
+    def extract_file(cls, path: Path) -> Response | None:
+        """``baton extract``: the last finished turn's answer from one of this agent's files, or None
+        if the file holds no finished turn. Adapters without files raise NotImplementedError."""
+        raise NotImplementedError(f"the {cls.name} adapter reads no files")
+
+    @classmethod
+    def install_hooks(cls, hook_command: list[str]) -> str:
+        """``baton hooks install``: add ``hook_command`` (it runs :mod:`pipeline.spool`) to the agent's own
+        settings without destroying what the user has there. Returns what was changed, for the user."""
+        raise NotImplementedError(f"the {cls.name} adapter has no hooks to install")
+
+    async def current_draft(self) -> str:
+        """Text waiting in the agent's input line (a person's draft, or a paste a crash left unsubmitted)."""
+        return ""
+
+    async def received(self, text: str) -> bool | None:
+        """After a crash mid-delivery: does the agent show it took ``text`` as a prompt? True, False, or
+        None when it cannot tell (then batonpass does not type it again: it never resends blindly)."""
+        return None
+
+    async def resolve(self) -> list[ResolveStep]:
+        """The chain from pane to answer, each step shown by ``baton resolve``."""
+        return await self.find_process_steps()
+
+    # ---- helpers for subclasses ------------------------------------------------------------------
+
+    async def live_pane(self) -> PaneInfo | None:
+        """The tile's pane while it exists and its program runs; None when it (or its server) is gone."""
+        try:
+            info = await self.ctx.pane()
+        except (PaneGone, ServerGone):
+            return None
+        return None if info.dead else info
+
+    async def agent_process(self) -> proc.Proc | None:
+        """This agent's process in the tile's pane, or None (the pane runs something else)."""
+        info = await self.ctx.pane()
+        return proc.find_agent(info.pid, self.process_names)
+
+    async def find_process_steps(self) -> list[ResolveStep]:
+        info = await self.ctx.pane()
+        steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                             {"pane_id": info.pane_id, "pid": info.pid})]
+        found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
+        if self.process_names:
+            names = ", ".join(sorted(self.process_names))
+            steps.append(ResolveStep("process", found is not None,
+                                     f"{found.comm} pid {found.pid}" if found else f"no process named {names} under pid {info.pid}",
+                                     found.pid if found else None))
+        return steps

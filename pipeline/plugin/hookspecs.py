@@ -1,0 +1,39 @@
+"""Every hook batonpass calls. Hooks are registration-shaped (after simonw/llm): a plugin is handed a
+``register`` callable and adds classes with it. Async work lives in the registered classes, never in the
+hooks themselves, because pluggy would hand back an un-awaited coroutine.
+
+Specs only grow by adding keyword arguments; pluggy calls hooks with keyword arguments only, so an
+implementation may accept fewer arguments than the spec offers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.plugin.markers import hookspec
+
+__all__ = ["register_agents", "register_transforms"]
+
+
+@hookspec
+def register_agents(register: Callable[[type[Any]], None]) -> None:
+    """Add agent adapter classes.
+
+    :param register: call ``register(AdapterClass)`` once per adapter. The class subclasses
+        :class:`pipeline.plugin.agents.AgentAdapter`; its ``name`` is what ``agent:`` in routes.yaml names and its
+        ``process_names`` are the process names (``/proc/PID/comm``) that identify the agent in a pane.
+        A later registration of the same name replaces an earlier one, so a third-party plugin can
+        override a built-in adapter.
+    """
+
+
+@hookspec
+def register_transforms(register: Callable[[type[Any]], None]) -> None:
+    """Add transform classes.
+
+    :param register: call ``register(TransformClass)`` once per transform. The class subclasses
+        :class:`pipeline.plugin.transforms.Transform`; its ``name`` is what ``transform:`` in routes.yaml names and
+        its ``Options`` pydantic model (``extra="forbid"``) validates the route's options when the config
+        loads, so a wrong option is reported before anything runs.
+    """

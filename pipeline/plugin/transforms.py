@@ -1,0 +1,83 @@
+"""What a transform is: a named class with an ``Options`` model and an async ``apply``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.plugin.events import Response
+
+__all__ = ["NoOptions", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TransformSkipped(Exception):
+    """Raised by a transform that decided this hand-off should not happen; the message says why."""
+
+
+@dataclass(frozen=True)
+class TransformResult:
+    """A prompt plus a note on how it was made, for transforms with something to report (an AI transform
+    that fell back to the raw answer says why). ``apply`` may return this or a plain ``str``."""
+
+    text: str
+    note: str = ""
+
+    @classmethod
+    def of(cls, value: str | TransformResult) -> TransformResult:
+        return value if isinstance(value, TransformResult) else cls(value)
+
+
+@dataclass(frozen=True)
+class TransformInput:
+    """Everything a transform may use. ``terminal_text`` is read only when the transform asks for it
+    (``needs_terminal``), since it costs a screen capture."""
+
+    response: Response
+    route: str
+    source: str
+    target: str
+    source_agent: str
+    target_agent: str
+    source_description: str
+    target_description: str
+    cwd: str | None
+    terminal_text: Callable[[], Awaitable[str]]
+
+
+class Transform:
+    """Base class. Instantiated once per route with its validated options."""
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    summary: ClassVar[str] = ""
+    #: the environment variable holding the key of the service this transform calls; ``baton check``
+    #: warns when a route uses the transform and the variable is unset
+    needs_api_key_env: ClassVar[str | None] = None
+
+    def __init__(self, options: BaseModel) -> None:
+        self.options = options
+
+    @classmethod
+    def from_config(cls, options: dict) -> Transform:
+        return cls(cls.Options.model_validate(options))
+
+    def configure(self, settings: Any) -> None:
+        """Called once after construction with the config's :class:`pipeline.engine.config.Settings`, for
+        transforms that take defaults from it (the LLM ones read ``settings.llm``). Default: nothing."""
+
+    def dry_run(self, data: TransformInput) -> str | None:
+        """What :meth:`apply` would send to an outside service, shown instead of sending it
+        (``baton preview --dry-run``). None for transforms that call nothing: those are simply applied."""
+        return None
+
+    async def apply(self, data: TransformInput) -> str | TransformResult:
+        """The prompt for the target (a ``str``, or a :class:`TransformResult` with a note). Raise
+        :class:`TransformSkipped` to drop this hand-off on purpose."""
+        raise NotImplementedError

@@ -1,0 +1,64 @@
+"""Claude Code's screen (SPEC §5), for when its files cannot be read: the input box and the last answer.
+
+The input box is a ``❯`` line between two ``─`` rules (``❯`` alone is also the cursor of dialogs, so the
+rule above it is what marks the box); an answer block starts with ``●``, continuation lines are indented
+by two spaces, and a finished turn ends with ``✻ <Verb>ed for 10s``. What the screen shows is rendered
+markdown, so an answer read from it is an approximation — the transcript is the exact source.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.system.text import strip_ansi
+
+__all__ = ["BUSY_MARKERS", "input_box", "screen_answer"]
+
+BUSY_MARKERS = ("esc to interrupt",)
+_RULE = re.compile(r"^\s*─{3,}")
+_DONE = re.compile(r"^[✻✽✶✢·*]\s+\S+ed for \d")
+_ANSWER = "● "
+_TOOL_CALL = re.compile(r"^● [A-Za-z][\w.-]*\(.*\)\s*$")
+
+
+def _is_rule(line: str) -> bool:
+    return bool(_RULE.match(line))
+
+
+def _box_top(lines: list[str]) -> int | None:
+    """Index of the rule above the input box, searching from the bottom."""
+    for i in range(len(lines) - 1, 0, -1):
+        if lines[i].startswith("❯") and _is_rule(lines[i - 1]):
+            return i - 1
+    return None
+
+
+def input_box(screen: str) -> str | None:
+    """The text in the input box (a draft the user left there), "" when empty, None when no box shows."""
+    lines = strip_ansi(screen).rstrip("\n").split("\n")
+    top = _box_top(lines)
+    if top is None:
+        return None
+    parts = [lines[top + 1][1:]]
+    for line in lines[top + 2:]:
+        if _is_rule(line):
+            break
+        parts.append(line)
+    return "\n".join(p.strip() for p in parts).strip()
+
+
+def screen_answer(captured: str) -> str:
+    """The last answer block on a captured screen: from the last ``●`` line that is not a tool call, to
+    the turn's done line or the input box; prefix and indentation removed."""
+    lines = strip_ansi(captured).rstrip("\n").split("\n")
+    top = _box_top(lines)
+    if top is not None:
+        lines = lines[:top]
+    while lines and (not lines[-1].strip() or _DONE.match(lines[-1].strip())):
+        lines.pop()
+    start = next((i for i in range(len(lines) - 1, -1, -1)
+                  if lines[i].startswith(_ANSWER) and not _TOOL_CALL.match(lines[i])), None)
+    if start is None:
+        return "\n".join(lines).strip("\n")
+    block = [lines[start][len(_ANSWER):]] + [ln[2:] if ln.startswith("  ") else ln for ln in lines[start + 1:]]
+    return "\n".join(ln.rstrip() for ln in block).strip("\n")

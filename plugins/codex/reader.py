@@ -1,0 +1,292 @@
+"""Codex rollout files, read incrementally and turned into turns.
+
+A rollout (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``) is one thread's journal:
+lines ``{"timestamp", "ordinal", "type", "payload"}``. :class:`JsonlTail` reads only the bytes appended
+since the last read and keeps a half-written last line until its newline arrives; :class:`RolloutState`
+folds the lines into turns. Both Codex shapes are understood (SPEC §6): 0.171's ``task_started`` /
+``item_completed`` / ``task_complete`` / ``turn_aborted``, and the older ``user_message`` /
+``agent_message`` / ``error`` events. Lines and events of any other type are skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.plugin.events import Outcome
+from pipeline.system.jsonl import AppendedLines
+
+__all__ = [
+    "ROLLOUT_NAME",
+    "JsonlTail",
+    "RolloutState",
+    "Turn",
+    "message_text",
+    "parse_timestamp",
+    "thread_id_of",
+    "uuid7_time",
+]
+
+ROLLOUT_NAME = re.compile(
+    r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-"
+    r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
+#: a single line larger than this is skipped (and counted), not held in memory without bound
+MAX_LINE_BYTES = 64 * 1024 * 1024
+#: how many finished turns a state remembers (for answers asked for late, and for ``baton resolve``)
+TURN_MEMORY = 256
+
+
+def thread_id_of(path: str | os.PathLike[str]) -> str | None:
+    """The thread id in a rollout's file name, or None if the name is not a rollout's."""
+    m = ROLLOUT_NAME.match(os.path.basename(path))
+    return m.group(2) if m else None
+
+
+def uuid7_time(uuid: str) -> float | None:
+    """The creation time (epoch seconds) a UUIDv7 carries in its first 48 bits; None for other UUIDs.
+
+    Codex thread ids are UUIDv7, so a rollout's file name tells when its thread started, in UTC,
+    whatever the local time zone of the name's own timestamp."""
+    digits = uuid.replace("-", "")
+    if len(digits) != 32 or digits[12] != "7":
+        return None
+    try:
+        return int(digits[:12], 16) / 1000.0
+    except ValueError:
+        return None
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """ISO 8601 (``2026-12-02T13:30:05.666Z``) → epoch seconds; None if absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def message_text(content: Any) -> str | None:
+    """The text of a message's content: a string, or the text parts of a list joined in order."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts = [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+             and c.get("type") in ("output_text", "input_text", "text", "Text", None)]
+    return "".join(parts) if parts else None
+
+
+class JsonlTail(AppendedLines):
+    """The rollout's lines appended since the last :meth:`read` (see :class:`pipeline.system.jsonl.AppendedLines`),
+    with a bound on one unfinished line."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path, max_line_bytes=MAX_LINE_BYTES)
+
+
+@dataclass
+class Turn:
+    """One turn of a thread, as its rollout tells it."""
+
+    turn_id: str
+    started_at: float | None = None
+    finished_at: float | None = None
+    #: None while the turn runs
+    outcome: Outcome | None = None
+    #: ``task_complete.last_agent_message`` (None when absent or null)
+    final_answer: str | None = None
+    #: the last assistant message seen during the turn (AgentMessage item, assistant response_item,
+    #: or the older agent_message event): the answer when ``final_answer`` is missing
+    last_message: str | None = None
+    error: str | None = None
+    prompt: str | None = None
+
+    @property
+    def answer(self) -> str | None:
+        return self.final_answer if self.final_answer is not None else self.last_message
+
+    @property
+    def answer_from(self) -> str:
+        if self.final_answer is not None:
+            return "task_complete.last_agent_message"
+        return "the turn's last assistant message" if self.last_message is not None else "nothing"
+
+
+@dataclass
+class RolloutState:
+    """What one rollout says so far: the thread, its turns, and whether a turn is running."""
+
+    thread_id: str | None = None
+    cwd: str | None = None
+    originator: str | None = None
+    source: str | None = None
+    started_at: float | None = None
+    turns: OrderedDict[str, Turn] = field(default_factory=OrderedDict)
+    #: the running turn's id, None when idle
+    open_turn: str | None = None
+    #: how many turns have started (a hand-off is confirmed by this growing)
+    turn_starts: int = 0
+    #: the timestamp of the newest line (for telling a stale "busy" from a live one)
+    last_activity: float | None = None
+    lines: int = 0
+    _pending: deque[Turn] = field(default_factory=lambda: deque(maxlen=TURN_MEMORY))
+
+    @property
+    def busy(self) -> bool:
+        return self.open_turn is not None
+
+    def turn(self, turn_id: str) -> Turn | None:
+        return self.turns.get(turn_id)
+
+    def last_finished(self) -> Turn | None:
+        return next((t for t in reversed(self.turns.values()) if t.outcome is not None), None)
+
+    def prompts(self) -> list[str]:
+        return [t.prompt for t in self.turns.values() if t.prompt]
+
+    def take_finished(self) -> list[Turn]:
+        """Turns finished since the last call, oldest first."""
+        out = list(self._pending)
+        self._pending.clear()
+        return out
+
+    def keep_recent_finished(self, count: int) -> None:
+        """Of the turns :meth:`take_finished` will return, keep the newest ``count``: a rollout read for
+        the first time is mostly history (the detector's journal decides what of the rest to catch up on)."""
+        keep = list(self._pending)[-count:] if count > 0 else []
+        self._pending.clear()
+        self._pending.extend(keep)
+
+    def received(self, prompt: str) -> bool:
+        """Whether ``prompt`` (whitespace aside) was typed into this thread."""
+        wanted = " ".join(prompt.split())
+        return any(" ".join(p.split()) == wanted for p in self.prompts())
+
+    # ---- folding lines in ----------------------------------------------------------------------------
+
+    def feed(self, record: dict[str, Any]) -> None:
+        self.lines += 1
+        payload = record.get("payload")
+        at = parse_timestamp(record.get("timestamp"))
+        if at is not None:
+            self.last_activity = at
+        kind = record.get("type")
+        if not isinstance(payload, dict):
+            return  # an older line shape, or something new: nothing a turn depends on
+        if kind == "session_meta":
+            self._meta(payload)
+        elif kind == "response_item":
+            self._response_item(payload)
+        elif kind == "event_msg":
+            self._event(payload, at, record.get("ordinal"))
+
+    def _meta(self, payload: dict[str, Any]) -> None:
+        self.thread_id = _str(payload.get("id")) or self.thread_id
+        self.cwd = _str(payload.get("cwd")) or self.cwd
+        self.originator = _str(payload.get("originator")) or self.originator
+        source = payload.get("source")
+        self.source = source if isinstance(source, str) else self.source
+        self.started_at = parse_timestamp(payload.get("timestamp")) or self.started_at
+
+    def _response_item(self, payload: dict[str, Any]) -> None:
+        if payload.get("type") != "message" or payload.get("role") != "assistant":
+            return
+        meta = payload.get("internal_chat_message_metadata_passthrough")
+        turn_id = _str(meta.get("turn_id")) if isinstance(meta, dict) else None
+        self._message(turn_id, message_text(payload.get("content")))
+
+    def _event(self, payload: dict[str, Any], at: float | None, ordinal: Any) -> None:
+        event = payload.get("type")
+        turn_id = _str(payload.get("turn_id"))
+        if event == "task_started":
+            self._start(turn_id or self._synthetic(ordinal), at)
+        elif event == "item_completed":
+            if turn_id is not None and self._finished(turn_id):
+                return  # e.g. a shell command that outlived its turn: not a new turn
+            item = payload.get("item") if isinstance(payload.get("item"), dict) else {}
+            if turn_id is not None and self.open_turn is None:
+                self._start(turn_id, at)
+            if item.get("type") == "AgentMessage":
+                self._message(turn_id, message_text(item.get("content")))
+            elif item.get("type") == "UserMessage":
+                self._prompt(turn_id, message_text(item.get("content")))
+        elif event == "user_message":  # older Codex: the prompt opens the turn
+            if self.open_turn is None:
+                self._start(turn_id or self._synthetic(ordinal), at)
+            self._prompt(turn_id, _str(payload.get("message")))
+        elif event == "agent_message":  # older Codex
+            if self.open_turn is None and turn_id is None:
+                return
+            self._message(turn_id, _str(payload.get("message")))
+        elif event == "task_complete":
+            error = payload.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            self._finish(turn_id, at, "failed" if error else "completed", answer=_str(payload.get("last_agent_message")),
+                         error=str(message) if error else None, ordinal=ordinal)
+        elif event == "turn_aborted":
+            self._finish(turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal)
+        elif event == "error" and self.open_turn is not None:  # older Codex: the turn ends in an error
+            self._finish(turn_id, at, "failed", error=str(payload.get("message") or "error"), ordinal=ordinal)
+
+    def _synthetic(self, ordinal: Any) -> str:
+        """A stable id for a turn whose line names none (older Codex): thread and line position."""
+        return f"{self.thread_id or 'rollout'}:{ordinal if isinstance(ordinal, int) else self.lines}"
+
+    def _finished(self, turn_id: str) -> bool:
+        turn = self.turns.get(turn_id)
+        return turn is not None and turn.outcome is not None
+
+    def _start(self, turn_id: str, at: float | None) -> None:
+        if turn_id in self.turns:
+            if self.turns[turn_id].outcome is None:
+                self.open_turn = turn_id
+            return
+        self.turns[turn_id] = Turn(turn_id=turn_id, started_at=at)
+        self.open_turn = turn_id
+        self.turn_starts += 1
+        while len(self.turns) > TURN_MEMORY:
+            self.turns.popitem(last=False)
+
+    def _current(self, turn_id: str | None) -> Turn | None:
+        turn = self.turns.get(turn_id) if turn_id else None
+        if turn is None and self.open_turn is not None:
+            turn = self.turns.get(self.open_turn)
+        return turn if turn is not None and turn.outcome is None else None
+
+    def _message(self, turn_id: str | None, text: str | None) -> None:
+        turn = self._current(turn_id)
+        if turn is not None and text is not None:
+            turn.last_message = text
+
+    def _prompt(self, turn_id: str | None, text: str | None) -> None:
+        turn = self._current(turn_id)
+        if turn is not None and text is not None:
+            turn.prompt = text
+
+    def _finish(self, turn_id: str | None, at: float | None, outcome: Outcome, *, answer: str | None = None,
+                error: str | None = None, ordinal: Any = None) -> None:
+        if turn_id is not None and self._finished(turn_id):
+            return  # the same turn reported twice (an error event, then its task_complete)
+        turn = self.turns.get(turn_id) if turn_id else None
+        if turn is None:
+            turn = self._current(None)  # the open turn, whose start named no id (or was not seen)
+            if turn is None:
+                turn = Turn(turn_id=turn_id or self._synthetic(ordinal))
+                self.turns[turn.turn_id] = turn
+            elif turn_id is not None and turn_id != turn.turn_id:
+                del self.turns[turn.turn_id]
+                turn.turn_id = turn_id  # the file's own id wins over one made up at the start
+                self.turns[turn_id] = turn
+        turn.outcome, turn.finished_at, turn.final_answer, turn.error = outcome, at, answer, error
+        if self.open_turn is not None and self.turns.get(self.open_turn) in (None, turn):
+            self.open_turn = None
+        self._pending.append(turn)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,368 @@
+"""Which rollout belongs to a pane: the Codex resolution chain (SPEC §6).
+
+The pane's process tree holds ``node → codex`` (the TUI). By default the TUI runs its turns in a shared
+daemon outside the pane, and only the daemon holds rollouts open, so the chain is:
+
+1. **open fd** — the pane's own ``codex`` (``--no-daemon``, ``codex exec``) holds its rollout open;
+2. **resume argument** — ``codex resume <thread id>`` names the thread;
+3. **last prompt** — the rollout of this cwd that received the prompt batonpass last typed into this
+   pane (since it typed it): decisive when two panes of one cwd started together, or when the TUI
+   started a new thread;
+4. **start time + cwd** — the thread whose start (its UUIDv7 id, in UTC) comes first after the TUI's
+   process start, in the TUI's cwd. Threads are known from ``state_5.sqlite`` (read-only, may be absent
+   or locked), the rollout files, and the per-thread lock files Codex makes at startup — those name a
+   thread before its rollout exists, so a pane with no prompt yet is not matched to a neighbour's file.
+
+No rollout yet is not an error: it appears at the first prompt. Every step is recorded for
+``baton resolve``. Everything here is blocking file and /proc work: callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipeline.plugin.agents import ResolveStep
+from pipeline.system import proc
+from plugins.codex.reader import ROLLOUT_NAME, message_text, parse_timestamp, thread_id_of, uuid7_time
+
+__all__ = ["CodexProcess", "Resolution", "ThreadInfo", "default_codex_home", "find_codex_process", "resolve_rollout"]
+
+#: the thread of a TUI starts this long after its process at most (the first start in a fresh
+#: CODEX_HOME copies a 315 MB binary first)
+MAX_STARTUP_S = 20.0
+#: a thread is created after its TUI's process started; this much earlier still counts (clock granularity)
+CLOCK_SLACK_S = 0.5
+#: two threads starting closer together than this cannot be told apart by start time alone
+AMBIGUOUS_S = 3.0
+#: ``baton resolve`` prints step names in a narrow column
+STEP_NAMES = {"open fd": "open fd", "resume argument": "resume", "last prompt": "last prompt",
+              "start time + cwd": "start time"}
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def default_codex_home() -> Path:
+    home = os.environ.get("CODEX_HOME")
+    return Path(home) if home else Path(os.path.expanduser("~")) / ".codex"
+
+
+@dataclass(frozen=True)
+class CodexProcess:
+    """The Codex process of a pane (the TUI, or ``codex exec``)."""
+
+    proc: proc.Proc
+    argv: tuple[str, ...]
+    cwd: str | None
+    codex_home: Path
+    home_from: str
+    started_at: float
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.proc.pid, self.proc.start_ticks
+
+    def alive(self) -> bool:
+        current = proc.read_proc(self.proc.pid)
+        return current is not None and current.start_ticks == self.proc.start_ticks
+
+
+def _is_daemon(argv: list[str]) -> bool:
+    return "app-server" in argv[1:3]
+
+
+def find_codex_process(pane_pid: int) -> CodexProcess | None:
+    """The pane's own ``codex`` (never the shared app-server daemon, which the first pane starts as its
+    child and which serves every pane of the same CODEX_HOME)."""
+    for p in proc.subtree(pane_pid):
+        if "codex" not in (p.comm, p.exe_name):
+            continue
+        argv = proc.cmdline(p.pid)
+        if _is_daemon(argv):
+            continue
+        env = proc.environ(p.pid)
+        if env.get("CODEX_HOME"):
+            home, home_from = Path(env["CODEX_HOME"]), "$CODEX_HOME of the process"
+        elif env.get("HOME"):
+            home, home_from = Path(env["HOME"]) / ".codex", "$HOME/.codex of the process"
+        else:
+            home, home_from = default_codex_home(), "batonpass's own $CODEX_HOME (the process environment is unreadable)"
+        cwd = proc.cwd(p.pid)
+        for flag in ("-C", "--cd"):  # codex -C DIR runs the session in DIR
+            if flag in argv[1:-1]:
+                cwd = os.path.join(cwd or "/", argv[argv.index(flag) + 1])
+        return CodexProcess(proc=p, argv=tuple(argv), cwd=os.path.realpath(cwd) if cwd else None,
+                            codex_home=home, home_from=home_from, started_at=proc.started_at(p))
+    return None
+
+
+@dataclass
+class ThreadInfo:
+    thread_id: str
+    started_at: float | None
+    rollout: Path | None = None
+    cwd: str | None = None
+    originator: str | None = None
+
+
+_meta_cache: dict[str, dict[str, Any] | None] = {}
+
+
+def session_meta(path: Path) -> dict[str, Any] | None:
+    """The ``session_meta`` payload (first line) of a rollout; cached, since it never changes."""
+    key = str(path)
+    if key in _meta_cache:
+        return _meta_cache[key]
+    meta = None
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(16 * 1024 * 1024)
+        if line.endswith(b"\n"):
+            record = orjson.loads(line)
+            if isinstance(record, dict) and record.get("type") == "session_meta" and isinstance(record.get("payload"), dict):
+                meta = record["payload"]
+    except (OSError, orjson.JSONDecodeError):
+        return None  # not written yet, or unreadable: ask again next time
+    if len(_meta_cache) > 4096:
+        _meta_cache.clear()
+    _meta_cache[key] = meta
+    return meta
+
+
+def _days(since: float) -> list[date]:
+    """The session folders' dates worth listing: the day of ``since`` (either side of UTC) up to today."""
+    first = datetime.fromtimestamp(since).date() - timedelta(days=1)
+    last = datetime.now().date() + timedelta(days=1)
+    days, day = [], max(first, last - timedelta(days=62))
+    while day <= last:
+        days.append(day)
+        day += timedelta(days=1)
+    return days
+
+
+def _threads_from_files(home: Path, since: float) -> dict[str, ThreadInfo]:
+    found: dict[str, ThreadInfo] = {}
+    sessions = home / "sessions"
+    for day in _days(since):
+        folder = sessions / f"{day.year:04d}" / f"{day.month:02d}" / f"{day.day:02d}"
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            m = ROLLOUT_NAME.match(name)
+            if not m:
+                continue
+            started = uuid7_time(m.group(2))
+            if started is not None and started < since:
+                continue
+            found[m.group(2)] = ThreadInfo(m.group(2), started, rollout=folder / name)
+    for sub in ("thread-writer-locks", "tui-thread-reference-capabilities"):
+        try:
+            names = os.listdir(home / sub)
+        except OSError:
+            continue
+        for name in names:
+            tid = name.removesuffix(".lock")
+            started = uuid7_time(tid) if UUID.match(tid) else None
+            if started is not None and started >= since and tid not in found:
+                found[tid] = ThreadInfo(tid, started)
+    return found
+
+
+def _threads_from_sqlite(home: Path, since: float) -> tuple[dict[str, ThreadInfo], str]:
+    """Threads from ``state_5.sqlite``, opened read-only in place (it is in WAL mode: never copy it)."""
+    db = home / "state_5.sqlite"
+    if not db.exists():
+        return {}, "state_5.sqlite absent"
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+    except sqlite3.Error as exc:
+        return {}, f"state_5.sqlite unreadable ({exc})"
+    found: dict[str, ThreadInfo] = {}
+    try:
+        conn.row_factory = sqlite3.Row
+        for row in conn.execute("SELECT * FROM threads WHERE created_at >= ?", (int(since) - 1,)):
+            r = dict(row)
+            tid = str(r.get("id") or "")
+            if not tid:
+                continue
+            ms = r.get("created_at_ms")
+            started = ms / 1000.0 if isinstance(ms, int) else uuid7_time(tid) or float(r["created_at"])
+            found[tid] = ThreadInfo(tid, started, rollout=Path(r["rollout_path"]) if r.get("rollout_path") else None,
+                                    cwd=r.get("cwd"), originator=r.get("originator") or r.get("source"))
+    except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:
+        return found, f"state_5.sqlite not usable ({type(exc).__name__}: {exc})"
+    finally:
+        conn.close()
+    return found, f"state_5.sqlite: {len(found)} threads"
+
+
+def known_threads(home: Path, since: float) -> tuple[list[ThreadInfo], str]:
+    """Every thread of ``home`` started at or after ``since``, oldest first, with cwd where known."""
+    threads, note = _threads_from_sqlite(home, since)
+    for tid, info in _threads_from_files(home, since).items():
+        known = threads.setdefault(tid, info)
+        known.rollout = known.rollout or info.rollout
+    for info in threads.values():
+        if info.rollout is not None and not info.rollout.exists():
+            info.rollout = None
+        if info.rollout is not None and (info.cwd is None or info.originator is None):
+            meta = session_meta(info.rollout) or {}
+            info.cwd = info.cwd or meta.get("cwd")
+            info.originator = info.originator or meta.get("originator")
+            info.started_at = info.started_at or parse_timestamp(meta.get("timestamp"))
+    ordered = sorted((t for t in threads.values() if t.started_at is not None), key=lambda t: t.started_at or 0.0)
+    return ordered, f"{note}; {len(ordered)} threads since the process started"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def user_prompts(path: Path) -> list[tuple[float, str]]:
+    """The prompts typed into a rollout's thread, with when each was written (UserMessage items, or the
+    older user_message events)."""
+    prompts = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if b'"UserMessage"' not in line and b'"user_message"' not in line:
+                    continue
+                try:
+                    record = orjson.loads(line)
+                    payload = record.get("payload") or {}
+                    at = parse_timestamp(record.get("timestamp")) or 0.0
+                except (orjson.JSONDecodeError, AttributeError):
+                    continue
+                if payload.get("type") == "user_message" and isinstance(payload.get("message"), str):
+                    prompts.append((at, payload["message"]))
+                item = payload.get("item")
+                if isinstance(item, dict) and item.get("type") == "UserMessage":
+                    prompts.append((at, message_text(item.get("content")) or ""))
+    except OSError:
+        pass
+    return prompts
+
+
+@dataclass
+class Resolution:
+    process: CodexProcess | None
+    rollout: Path | None = None
+    rule: str = ""
+    steps: list[ResolveStep] = field(default_factory=list)
+
+    @property
+    def thread_id(self) -> str | None:
+        return thread_id_of(self.rollout) if self.rollout else None
+
+
+def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_at: float = 0.0, *,
+                    process: CodexProcess | None = None) -> Resolution:
+    """Run the chain for the pane whose process is ``pane_pid``; see the module docstring.
+
+    ``last_prompt`` / ``prompt_sent_at``: what batonpass last typed into this pane, and when. A rollout
+    that received that prompt since then is this pane's, whatever the start times say (two panes that
+    started together; a new thread started inside the TUI)."""
+    process = process or find_codex_process(pane_pid)
+    res = Resolution(process)
+    if process is None:
+        res.steps.append(ResolveStep("process", False, f"no codex process under pid {pane_pid}"))
+        return res
+    started = datetime.fromtimestamp(process.started_at).strftime("%Y-%m-%d %H:%M:%S")
+    res.steps.append(ResolveStep("process", True, f"codex pid {process.pid} ({' '.join(process.argv[1:3]) or 'TUI'}), "
+                                 f"started {started}, cwd {process.cwd}", process.pid))
+    res.steps.append(ResolveStep("codex home", True, f"{process.codex_home} ({process.home_from})", str(process.codex_home)))
+
+    def decide(rule: str, path: Path, detail: str) -> Resolution:
+        res.rollout, res.rule = path, rule
+        res.steps.append(ResolveStep(STEP_NAMES[rule], True, f"decided: {detail}", str(path)))
+        res.steps.append(ResolveStep("rollout", True, f"{path} (rule: {rule})", str(path)))
+        return res
+
+    held = _held_rollouts(process)
+    if held:
+        return decide("open fd", held[-1], f"pid {process.pid} holds {held[-1].name} open")
+    daemon = "--no-daemon" not in process.argv and "exec" not in process.argv[1:2]
+    res.steps.append(ResolveStep("open fd", True, f"no: pid {process.pid} holds no rollout open"
+                                 + (" (daemon mode: the shared daemon holds it)" if daemon else "")))
+
+    thread = next((a for a in process.argv[process.argv.index("resume") + 1:] if UUID.match(a)), None) \
+        if "resume" in process.argv[1:] else None
+    if thread:
+        path = _rollout_of(process.codex_home, thread)
+        if path is not None:
+            return decide("resume argument", path, f"`codex resume {thread}`")
+    res.steps.append(ResolveStep("resume", True, "no: not started as `codex resume <thread id>`"
+                                 if not thread else f"no: thread {thread} has no rollout"))
+
+    threads, note = known_threads(process.codex_home, process.started_at - CLOCK_SLACK_S)
+    mine = [t for t in threads if (t.cwd is None or process.cwd is None or os.path.realpath(t.cwd) == process.cwd)
+            and t.originator != "codex_exec"]
+    window = [t for t in mine if (t.started_at or 0) <= process.started_at + MAX_STARTUP_S]
+    res.steps.append(ResolveStep("threads", True, f"{note}; {len(window)} in cwd {process.cwd} within "
+                                 f"{MAX_STARTUP_S:.0f}s of the start"))
+    ambiguous = len(window) > 1 and (window[1].started_at or 0) - (window[0].started_at or 0) < AMBIGUOUS_S
+
+    if last_prompt and last_prompt.strip():
+        wanted, since = _norm(last_prompt), prompt_sent_at - CLOCK_SLACK_S if prompt_sent_at else 0.0
+        floor = window[0].started_at or 0.0 if window and not ambiguous else 0.0
+        for info in mine:
+            if info.rollout is None or (info.started_at or 0.0) < floor:
+                continue
+            if any(at >= since and _norm(text) == wanted for at, text in user_prompts(info.rollout)):
+                return decide("last prompt", info.rollout, f"{info.rollout.name} holds the prompt batonpass last "
+                              "typed here")
+        res.steps.append(ResolveStep("last prompt", True, "no: no rollout of this cwd holds the last prompt"))
+
+    if window:
+        first = window[0]
+        delay = (first.started_at or 0) - process.started_at
+        if first.rollout is None:
+            res.rule = "none yet"
+            res.steps.append(ResolveStep("start time", True, f"thread {first.thread_id} started {delay:+.1f}s after "
+                                         "the process and has no rollout yet"))
+        elif not ambiguous:
+            return decide("start time + cwd", first.rollout, f"thread {first.thread_id} started {delay:+.1f}s after the "
+                          f"process, in its cwd")
+        else:
+            res.rule = "ambiguous"
+            res.steps.append(ResolveStep("start time", True, f"no: {len(window)} threads started within "
+                                         f"{AMBIGUOUS_S:.0f}s of each other; type a prompt through batonpass to tell them apart"))
+    res.steps.append(ResolveStep("rollout", True, "none yet: idle, no turn (a rollout appears at the first prompt)"))
+    return res
+
+
+def _held_rollouts(process: CodexProcess) -> list[Path]:
+    """Rollouts held open by the pane's codex or its children (never by the shared daemon)."""
+    held: list[str] = []
+    queue, seen = [process.pid], set()
+    while queue:
+        pid = queue.pop(0)
+        if pid in seen or (pid != process.pid and _is_daemon(proc.cmdline(pid))):
+            continue  # the daemon and whatever it started (which may inherit its files) serve every pane
+        seen.add(pid)
+        held += [t for t in proc.open_files(pid) if ROLLOUT_NAME.match(os.path.basename(t)) and t not in held]
+        queue += proc.children(pid)
+    return sorted((Path(t) for t in held), key=lambda p: uuid7_time(thread_id_of(p) or "") or 0.0)
+
+
+def _rollout_of(home: Path, thread_id: str) -> Path | None:
+    threads, _ = _threads_from_sqlite(home, 0)
+    if thread_id in threads and threads[thread_id].rollout and threads[thread_id].rollout.exists():
+        return threads[thread_id].rollout
+    started = uuid7_time(thread_id)
+    for info in _threads_from_files(home, (started or 0) - 86400).values():
+        if info.thread_id == thread_id and info.rollout is not None:
+            return info.rollout
+    return None

@@ -1,0 +1,58 @@
+"""Codex, seen from its screen: the input line (a draft, or the dim placeholder) and the furniture around
+an answer. The screen is the last resort for answers and the second opinion for busy (SPEC §6: nothing
+shows while the answer streams, so the rollout says busy first)."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.system.text import strip_ansi
+
+__all__ = ["composer_draft", "strip_furniture"]
+
+_SGR = re.compile(r"\x1b\[[0-9;:?]*m")
+
+
+def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:
+    """The text in Codex's input line (``› …``), "" when it shows only the placeholder, None when no
+    input line is on the bottom of the screen (Codex starting, or a dialog open).
+
+    ``screen`` may carry SGR escapes (``capture -e``): the placeholder is drawn dim, which tells it apart
+    from a draft whatever its wording (older versions pick a random example)."""
+    for raw in reversed(screen.rstrip("\n").split("\n")[-12:]):
+        plain = strip_ansi(raw).strip()
+        if not plain.startswith("›"):
+            continue
+        text = plain[1:].strip()
+        rest = raw.split("›", 1)[1]
+        for m in _SGR.finditer(rest):
+            if strip_ansi(rest[: m.start()]).strip():
+                break
+            if _dim(m.group()):
+                return ""
+        return "" if not text or any(text.startswith(p) for p in placeholders) else text
+    return None
+
+
+def _dim(sgr: str) -> bool:
+    """Whether an SGR sequence turns on dim (parameter 2, not part of a 38/48/58 colour)."""
+    params = [int(x) if x.isdigit() else 0 for x in re.split("[;:]", sgr[2:-1] or "0")]
+    i = 0
+    while i < len(params):
+        if params[i] in (38, 48, 58):
+            i += 3 if i + 1 < len(params) and params[i + 1] == 5 else 5
+            continue
+        if params[i] == 2:
+            return True
+        i += 1
+    return False
+
+
+def strip_furniture(text: str) -> str:
+    """Codex's screen around an answer: the ``•`` bullet it starts with, ``Worked for …`` after it."""
+    lines = text.split("\n")
+    while lines and re.match(r"^\s*(─ )?Worked for |^\s*$", lines[-1]):
+        lines.pop()
+    if lines and lines[0].startswith("• "):
+        lines[0] = lines[0][2:]
+    return "\n".join(lines)

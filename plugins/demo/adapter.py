@@ -1,0 +1,187 @@
+"""The adapter for the demo agent (``plugins.demo.agent``).
+
+Like the Claude Code adapter, it reads the agent's own transcript (``<transcript_dir>/<PID>.jsonl``, found
+from the pane's process tree) for completions, answers and confirmations, and falls back to the screen
+when there is none (``--no-transcript``). Turns have durable ids, so a restarted daemon catches up on the
+turns that finished while it was down.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pipeline.plugin.agents import Emit, ResolveStep, TargetState
+from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.markers import hookimpl
+from pipeline.system import proc
+from pipeline.system.jsonl import AppendedLines
+from pipeline.system.text import sanitize
+from pipeline.system.tmux import TmuxError
+from plugins.demo.agent import transcript_dir
+from plugins.terminal.adapter import TerminalAdapter
+
+__all__ = ["DemoAdapter"]
+
+class DemoAdapter(TerminalAdapter):
+    name = "demo"
+    summary = "the built-in demo agent (baton demo)"
+    process_names = frozenset({"baton-demo"})
+    busy_markers = ("esc to interrupt",)
+    input_line = re.compile(r"^demo❯\s?(.*)$")
+    submit_delay_s = 0.1
+    quiet_s = 0.5
+    tick_s = 0.1
+    #: how often the process tree is looked at again, in case the agent was restarted
+    recheck_s = 2.0
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._agent: proc.Proc | None = None
+        self._lines: AppendedLines | None = None
+        self._prompts: list[str] = []
+        self._answers_by_turn: dict[str, dict[str, Any]] = {}
+        self._open_turn: str | None = None
+        self._seen_agent = False
+        self._skip_history = False
+
+    def _transcript(self, agent: proc.Proc) -> Path:
+        return Path(transcript_dir()) / f"{agent.pid}.jsonl"
+
+    async def _find_agent(self) -> proc.Proc | None:
+        try:
+            agent = await self.agent_process()
+        except TmuxError:
+            return None
+        if agent is None:
+            self._agent = self._lines = None
+            return None
+        if self._agent is None or (agent.pid, agent.start_ticks) != (self._agent.pid, self._agent.start_ticks):
+            replaced = self._lines is not None or self._seen_agent
+            self._agent, self._lines = agent, AppendedLines(self._transcript(agent))
+            self._prompts, self._answers_by_turn, self._open_turn = [], {}, None
+            self._seen_agent = True
+            if replaced:
+                self._skip_history = True  # another agent now: its past turns are not this run's to hand off
+        return agent
+
+    def _read(self) -> list[dict[str, Any]]:
+        """New transcript records; keeps the prompts seen and the answers by turn."""
+        if self._lines is None:
+            return []
+        records = self._lines.read()
+        for r in records:
+            if r.get("type") == "prompt":
+                self._prompts.append(str(r.get("text", "")))
+                self._open_turn = str(r.get("turn_id"))
+            elif r.get("type") == "answer":
+                self._answers_by_turn[str(r.get("turn_id"))] = r
+                if self._open_turn == r.get("turn_id"):
+                    self._open_turn = None
+        return records
+
+    # ---- completion ------------------------------------------------------------------------------
+
+    async def follow(self, emit: Emit) -> None:
+        """Watch the agent's own transcript file; look at the process tree again only every
+        ``recheck_s`` (an agent restarted in the pane has a new transcript), never on every write."""
+        if self.ctx.watcher is None:
+            return await super().follow(emit)
+        first = True
+        while True:
+            agent = await self._find_agent()
+            if agent is None:
+                await anyio.sleep(self.recheck_s)
+                continue
+            if _keeps_no_transcript(agent):
+                return await super().follow(emit)
+            with self.ctx.watcher.subscribe(self._transcript(agent)) as sub:
+                until = time.monotonic() + self.recheck_s
+                while (left := until - time.monotonic()) > 0:
+                    answers = [r for r in self._read() if r.get("type") == "answer"]
+                    if self._skip_history:
+                        answers, self._skip_history = [], False
+                    if first:
+                        # on start: the turns recent enough to catch up on, and one older (recorded as skipped)
+                        since = time.time() - self.ctx.catch_up_s
+                        recent = [r for r in answers if float(r.get("at") or 0) >= since]
+                        answers, first = answers[-len(recent) - 1:] if answers else [], False
+                    for r in answers:
+                        await emit(Completion(tile=self.ctx.name, turn_id=f"demo:{r['turn_id']}",
+                                              signal="transcript", at=float(r.get("at") or time.time())))
+                    await sub.wait(left)
+
+    async def response(self, completion: Completion) -> Response | None:
+        if not completion.turn_id.startswith("demo:"):
+            return await super().response(completion)
+        record = self._answers_by_turn.get(completion.turn_id.removeprefix("demo:"))
+        if record is None:
+            return None
+        return Response(completion=completion, text=str(record.get("text", "")), source="transcript")
+
+    async def last_response(self) -> Response | None:
+        if await self._find_agent() is None:
+            return None
+        self._read()
+        if not self._answers_by_turn:
+            return None
+        turn_id, record = list(self._answers_by_turn.items())[-1]
+        completion = Completion(tile=self.ctx.name, turn_id=f"demo:{turn_id}", signal="transcript",
+                                at=float(record.get("at") or 0))
+        return Response(completion=completion, text=str(record.get("text", "")), source="transcript")
+
+    # ---- as a target -----------------------------------------------------------------------------
+
+    async def target_state(self) -> TargetState:
+        state = await super().target_state()
+        if state in ("ready", "draft") and await self._find_agent() is not None:
+            self._read()
+            if self._open_turn is not None:
+                return "busy"
+        return state
+
+    async def snapshot(self) -> Any:
+        if await self._find_agent() is None:
+            return await super().snapshot()
+        self._read()
+        return len(self._prompts)
+
+    async def turn_started(self, before: Any) -> bool:
+        if not isinstance(before, int):
+            return await super().turn_started(before)
+        self._read()
+        return len(self._prompts) > before
+
+    async def received(self, text: str) -> bool | None:
+        if await self._find_agent() is None:
+            return await super().received(text)
+        self._read()
+        return sanitize(text) in self._prompts
+
+    async def resolve(self) -> list[ResolveStep]:
+        steps = await self.find_process_steps()
+        if self._agent is None:
+            await self._find_agent()
+        if self._agent is not None:
+            path = self._transcript(self._agent)
+            steps.append(ResolveStep("transcript", path.exists(),
+                                     f"{path}" if path.exists() else f"{path} (not yet: no prompt so far)", str(path)))
+        return steps
+
+
+def _keeps_no_transcript(agent: proc.Proc) -> bool:
+    try:
+        with open(f"/proc/{agent.pid}/cmdline", "rb") as f:
+            return b"--no-transcript" in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+@hookimpl
+def register_agents(register) -> None:
+    register(DemoAdapter)
+

@@ -1,0 +1,173 @@
+"""A tiny stand-in agent for ``baton demo`` and the tests: takes a prompt, works for a moment, answers.
+
+It behaves like the real TUIs where it matters to batonpass: it runs in raw mode, turns on bracketed
+paste (so a multi-line paste is one message, submitted by Enter), shows a busy line with
+``esc to interrupt`` while it works, and names itself ``baton-demo`` in ``/proc/PID/comm`` so that the
+process tree tells it apart from a bare shell. Like Claude Code it keeps a transcript of its turns, one
+JSONL file per process (:func:`transcript_dir`), written when a prompt arrives and when the answer is done.
+``--log FILE`` appends every message it receives as JSON (for tests).
+
+Run: ``python -m plugins.demo.agent --name alice --role writer``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import sys
+import termios
+import time
+import tty
+import uuid
+
+PROMPT = "demo❯ "
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+
+def answer(role: str, name: str, turn: int, message: str) -> str:
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "(empty)")
+    words = len(message.split())
+    if role == "reviewer":
+        return (f"Review {turn} by {name}: I read {len(message.splitlines())} lines ({words} words).\n"
+                f"- The opening \"{first[:48]}\" is clear.\n"
+                f"- Next: tighten step {turn + 1} and add a test for it.")
+    return (f"Draft {turn} by {name}, answering \"{first[:48]}\":\n"
+            f"- step {turn}: write the change in src/app.py\n"
+            f"- step {turn + 1}: run the tests with `pytest -q`")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="baton-demo")
+    ap.add_argument("--name", default="demo")
+    ap.add_argument("--role", choices=["writer", "reviewer", "echo"], default="writer")
+    ap.add_argument("--work-s", type=float, default=1.0, help="how long each turn 'works'")
+    ap.add_argument("--log", help="append each received message to this JSONL file")
+    ap.add_argument("--no-transcript", action="store_true",
+                    help="keep no transcript (then batonpass reads this agent from its screen only)")
+    args = ap.parse_args(argv)
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write("baton-demo")
+    except OSError:
+        pass
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    out = sys.stdout
+    out.write("\x1b[?2004h")
+    out.write(f"{args.name} — a batonpass demo agent ({args.role}). Type a prompt, Enter to send.\r\n\r\n{PROMPT}")
+    out.flush()
+    turn, buf, pasting, pending = 0, [], False, b""
+    try:
+        while True:
+            data = os.read(fd, 65536)
+            if not data:
+                return 0
+            pending += data
+            while pending:
+                if pasting:
+                    end = pending.find(PASTE_END)
+                    if end < 0:
+                        keep = len(PASTE_END) - 1  # the terminator may be split across reads
+                        chunk, pending = pending[:-keep] if len(pending) > keep else b"", pending[-keep:]
+                        if not chunk:
+                            break
+                        _take(chunk, buf, out)
+                        continue
+                    _take(pending[:end], buf, out)
+                    pending, pasting = pending[end + len(PASTE_END):], False
+                    continue
+                if pending.startswith(PASTE_START):
+                    pending, pasting = pending[len(PASTE_START):], True
+                    continue
+                if PASTE_START.startswith(pending):
+                    break  # wait for the rest of a split start marker
+                byte, pending = pending[:1], pending[1:]
+                if byte in (b"\r", b"\n"):
+                    message = "".join(buf)
+                    buf.clear()
+                    out.write("\r\n")
+                    if message.strip():
+                        turn += 1
+                        pending += _work(args, turn, message, out, fd)
+                    out.write(PROMPT)
+                    out.flush()
+                elif byte in (b"\x03", b"\x04"):
+                    return 0
+                elif byte == b"\x7f":
+                    if buf:
+                        buf.pop()
+                        out.write("\b \b")
+                        out.flush()
+                elif byte == b"\x1b":
+                    pending = pending.lstrip(b"[O0123456789;ABCDHF~")  # drop arrow keys and the like
+                elif byte >= b" ":
+                    # printable, possibly part of a UTF-8 sequence: collect whole characters
+                    raw = byte
+                    while pending and 0x80 <= pending[0] < 0xC0:
+                        raw, pending = raw + pending[:1], pending[1:]
+                    text = raw.decode("utf-8", "replace")
+                    buf.append(text)
+                    out.write(text)
+                    out.flush()
+    finally:
+        out.write("\x1b[?2004l")
+        out.flush()
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _take(chunk: bytes, buf: list[str], out) -> None:
+    text = chunk.decode("utf-8", "replace")
+    buf.append(text)
+    out.write(text.replace("\r\n", "\n").replace("\n", "\r\n"))
+    out.flush()
+
+
+def _log(args: argparse.Namespace, **record: object) -> None:
+    if args.log:
+        with open(args.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"t": time.time(), **record}) + "\n")
+
+
+def _work(args: argparse.Namespace, turn: int, message: str, out, fd: int) -> bytes:
+    """Show the busy line for ``work_s`` seconds. Input typed meanwhile is kept for later and logged as
+    ``input-while-busy``: the tests use that to prove batonpass never types into a busy agent."""
+    _log(args, turn=turn, message=message)
+    turn_id = uuid.uuid4().hex
+    _transcript(args, type="prompt", turn_id=turn_id, text=message)
+    end, i, early = time.monotonic() + args.work_s, 0, b""
+    while time.monotonic() < end:
+        out.write(f"\r{SPINNER[i % len(SPINNER)]} {args.name} is working… (esc to interrupt)\x1b[K")
+        out.flush()
+        i += 1
+        if select.select([fd], [], [], 0.08)[0]:
+            chunk = os.read(fd, 65536)
+            early += chunk
+            _log(args, event="input-while-busy", turn=turn, data=chunk.decode("utf-8", "replace"))
+    out.write("\r\x1b[K")
+    reply = message if args.role == "echo" else answer(args.role, args.name, turn, message)
+    _transcript(args, type="answer", turn_id=turn_id, text=reply)
+    out.write(reply.replace("\n", "\r\n") + "\r\n\r\n")
+    return early
+
+
+def transcript_dir() -> str:
+    """Where demo agents keep their transcripts, one ``<pid>.jsonl`` each (like Claude Code's sessions)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.environ.get("BATON_DEMO_HOME") or os.path.join(base, "batonpass", "demo-agents")
+
+
+def _transcript(args: argparse.Namespace, **record: object) -> None:
+    if args.no_transcript:
+        return
+    folder = transcript_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps({"at": time.time(), **record}, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

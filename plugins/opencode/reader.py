@@ -1,0 +1,417 @@
+"""OpenCode's SQLite store, read safely: where it is, what a finished turn looks like, its answer.
+
+OpenCode (SPEC §7) keeps every session in ``$XDG_DATA_HOME/opencode/opencode.db`` (``OPENCODE_DB`` overrides
+it: an absolute path as is, a relative one under the data folder), in WAL mode with the WAL often not
+checkpointed. So the store is opened **read-only, in place** (``file:…?mode=ro``): a copy of the ``.db``
+without its ``-wal`` would miss the newest turns. Every read is one short transaction (a consistent snapshot
+of messages and parts, released at once so OpenCode's checkpoints are never held up); ``SQLITE_BUSY`` is
+waited out and retried; a schema this module does not know raises :class:`UnknownSchema` instead of
+guessing.
+
+A turn is a user message and the assistant messages whose ``parentID`` is it, one per step. The turn is
+done when its newest assistant message has ``time.completed`` and a ``finish`` other than ``tool-calls``
+or ``unknown`` (OpenCode's own loop-exit rule) with no tool still running, or an ``error`` (an abort or a
+provider failure: outcome ``failed``). The answer is that message's text parts, joined in order, as
+OpenCode joins them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pipeline.plugin.events import Outcome
+
+__all__ = [
+    "MessageRow",
+    "OpenCodeStore",
+    "SessionRow",
+    "StoreBusy",
+    "StoreError",
+    "StoreMissing",
+    "TurnEnd",
+    "UnknownSchema",
+    "is_final",
+    "newest_turn_open",
+    "store_path",
+    "turn_ends",
+]
+
+T = TypeVar("T")
+
+#: the tables and columns this module reads; anything else in the store is ignored
+REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
+    "session": frozenset({"id", "directory", "parent_id", "time_created", "time_updated"}),
+    "message": frozenset({"id", "session_id", "time_created", "data"}),
+    "part": frozenset({"id", "message_id", "data"}),
+}
+#: finishes after which OpenCode's loop goes on to another step (so the turn is not over)
+CONTINUING_FINISHES = frozenset({"tool-calls", "unknown"})
+#: how many of a session's newest messages one look reads: a turn that ended since the last look is in there
+RECENT_MESSAGES = 64
+
+
+class StoreError(OSError):
+    """The store cannot be read now; the message says why and what to do."""
+
+
+class StoreMissing(StoreError):
+    """No store file (yet): OpenCode creates it on its first start."""
+
+
+class StoreBusy(StoreError):
+    """The store stayed locked through every retry."""
+
+
+class UnknownSchema(StoreError):
+    """The store is not laid out as OpenCode 1.18 lays it out (or is not a database at all)."""
+
+
+def store_path(env: Mapping[str, str] | None = None) -> Path | None:
+    """Where OpenCode with environment ``env`` keeps its store; None for ``OPENCODE_DB=:memory:``.
+
+    Pass the environment of the OpenCode *process* (``/proc/PID/environ``): the daemon's own may differ.
+    """
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    xdg = env.get("XDG_DATA_HOME")
+    data = (Path(xdg) if xdg and os.path.isabs(xdg) else Path(home) / ".local" / "share") / "opencode"
+    override = env.get("OPENCODE_DB")
+    if override:
+        if override == ":memory:":
+            return None
+        return Path(override) if os.path.isabs(override) else data / override
+    default = data / "opencode.db"
+    if not default.exists():
+        # builds from another release channel name their store opencode-CHANNEL.db
+        channel = sorted(data.glob("opencode-*.db"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if channel:
+            return channel[0]
+    return default
+
+
+# ---- rows ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    directory: str
+    title: str
+    created_ms: int
+    updated_ms: int
+    #: the texts of its newest user messages, newest first (to tell panes apart by what was typed)
+    recent_prompts: tuple[str, ...] = ()
+    #: the id of its newest user message (a new one means a prompt was taken)
+    newest_user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    id: str
+    session_id: str
+    created_ms: int
+    role: str
+    parent_id: str | None
+    finish: str | None
+    completed_ms: int | None
+    error: str | None
+    cwd: str | None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> MessageRow:
+        mid, session_id, created, raw = row
+        try:
+            data = json.loads(raw)
+        except (TypeError, ValueError):
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        times = data.get("time") if isinstance(data.get("time"), dict) else {}
+        error = data.get("error")
+        if isinstance(error, dict):
+            detail = error.get("data", {}).get("message") if isinstance(error.get("data"), dict) else None
+            error = ": ".join(str(x) for x in (error.get("name") or "error", detail) if x)
+        path = data.get("path") if isinstance(data.get("path"), dict) else {}
+        return cls(id=mid, session_id=session_id, created_ms=int(created or 0), role=str(data.get("role") or ""),
+                   parent_id=data.get("parentID"), finish=data.get("finish"),
+                   completed_ms=times.get("completed"), error=str(error) if error else None, cwd=path.get("cwd"))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """One finished turn: ``turn_id`` is its final assistant message's id."""
+
+    turn_id: str
+    session_id: str
+    user_id: str
+    outcome: Outcome
+    text: str
+    completed_ms: int
+    cwd: str | None = None
+    detail: str = ""
+
+
+def is_final(message: MessageRow) -> bool:
+    """Whether ``message`` (the newest assistant message of its turn) ends the turn, judged from the message
+    alone; :meth:`OpenCodeStore.turn_end` also checks that no tool part is still running."""
+    if message.role != "assistant" or message.completed_ms is None:
+        return False
+    return message.error is not None or (message.finish is not None and message.finish not in CONTINUING_FINISHES)
+
+
+def turn_ends(messages: list[MessageRow]) -> list[MessageRow]:
+    """The final assistant messages of the finished turns among ``messages`` (oldest first)."""
+    newest: dict[str, MessageRow] = {}
+    for message in sorted(messages, key=lambda m: (m.created_ms, m.id)):
+        if message.role == "assistant" and message.parent_id:
+            newest[message.parent_id] = message
+    return sorted((m for m in newest.values() if is_final(m)), key=lambda m: (m.completed_ms or 0, m.id))
+
+
+def newest_turn_open(messages: list[MessageRow]) -> bool:
+    """Whether the session's newest user message still waits for its turn to end (the agent is busy)."""
+    users = [m for m in messages if m.role == "user"]
+    if not users:
+        return False
+    user = max(users, key=lambda m: (m.created_ms, m.id))
+    chain = sorted((m for m in messages if m.role == "assistant" and m.parent_id == user.id),
+                   key=lambda m: (m.created_ms, m.id))
+    return not chain or not is_final(chain[-1])
+
+
+def _part_text(rows: list[tuple[Any, ...]]) -> tuple[str, bool]:
+    """(the text parts joined in order, whether a tool part is still pending or running)."""
+    texts, running = [], False
+    for (raw,) in rows:
+        try:
+            part = json.loads(raw)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored"):
+            texts.append(str(part.get("text") or ""))
+        elif part.get("type") == "tool":
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            running = running or state.get("status") in ("pending", "running")
+    return "".join(texts), running
+
+
+# ---- the store -------------------------------------------------------------------------------------
+
+
+@dataclass
+class OpenCodeStore:
+    """One store file, opened read-only on first use. Thread-safe: calls are serialised on one connection,
+    each one a short read transaction. Call from worker threads (``anyio.to_thread.run_sync``)."""
+
+    path: Path
+    busy_timeout_s: float = 0.25
+    retries: int = 8
+    _conn: sqlite3.Connection | None = field(default=None, init=False, repr=False)
+    _inode: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _columns: dict[str, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def uri(self) -> str:
+        return "file:" + urllib.request.pathname2url(str(Path(self.path).absolute())) + "?mode=ro"
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._inode = None, None
+
+    def _connection(self) -> sqlite3.Connection:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._drop()
+            raise StoreMissing(f"{self.path} does not exist (OpenCode creates it when it first starts)") from None
+        if self._conn is not None and self._inode == (st.st_dev, st.st_ino):
+            return self._conn
+        self._drop()  # first use, or the file was replaced: the old handle would read a ghost
+        conn = sqlite3.connect(self.uri(), uri=True, timeout=self.busy_timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            self._check_schema(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._inode = conn, (st.st_dev, st.st_ino)
+        return conn
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        try:
+            columns = {table: frozenset(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+                       for table in REQUIRED_COLUMNS}
+        except sqlite3.DatabaseError as exc:
+            if _busy(exc):
+                raise
+            raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
+        missing = [f"{t}.{c}" for t, need in REQUIRED_COLUMNS.items() for c in sorted(need - columns[t])]
+        if missing:
+            raise UnknownSchema(f"{self.path} does not look like OpenCode 1.18's store: no {', '.join(missing)}")
+        self._columns = columns
+
+    def read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``query`` in one read transaction, retrying while the store is locked."""
+        delay = 0.02
+        with self._lock:
+            for attempt in range(self.retries + 1):
+                try:
+                    conn = self._connection()
+                    conn.execute("BEGIN")
+                    try:
+                        return query(conn)
+                    finally:
+                        if conn.in_transaction:  # a read transaction: nothing to keep, release at once
+                            conn.execute("ROLLBACK")
+                except sqlite3.OperationalError as exc:
+                    if _busy(exc) and attempt < self.retries:
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.5)
+                        continue
+                    if _busy(exc):
+                        raise StoreBusy(f"{self.path} stayed locked ({exc}) through {self.retries} retries") from None
+                    if "no such" in str(exc):
+                        self._drop()
+                        raise UnknownSchema(f"{self.path}: {exc} (a newer OpenCode?)") from None
+                    if "unable to open" in str(exc):
+                        self._drop()
+                        raise StoreMissing(f"{self.path} cannot be opened: {exc}") from None
+                    raise StoreError(f"{self.path}: {exc}") from None
+                except sqlite3.DatabaseError as exc:
+                    self._drop()
+                    raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
+        raise AssertionError("unreachable")
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    def sessions(self, directory: str | Sequence[str] | None = None, *, since_ms: int = 0, limit: int = 20,
+                 prompts: int = 3) -> list[SessionRow]:
+        """Top-level sessions (not sub-agents') updated since ``since_ms``, most recently updated first; in
+        ``directory`` (one path, or any of several spellings of it) if given."""
+        folders = (directory,) if isinstance(directory, str) else tuple(directory or ())
+
+        def query(conn: sqlite3.Connection) -> list[SessionRow]:
+            where, args = ["parent_id IS NULL", "time_updated >= ?"], [since_ms]
+            if "time_archived" in self._columns["session"]:
+                where.append("time_archived IS NULL")
+            if directory is not None:
+                where.append(f"directory IN ({', '.join('?' * len(folders)) or 'NULL'})")
+                args.extend(folders)
+            title = "title" if "title" in self._columns["session"] else "''"
+            rows = conn.execute(f"SELECT id, directory, {title}, time_created, time_updated FROM session "
+                                f"WHERE {' AND '.join(where)} ORDER BY time_updated DESC, id LIMIT ?",
+                                (*args, limit)).fetchall()
+            return [SessionRow(id=r[0], directory=r[1], title=r[2] or "", created_ms=int(r[3] or 0),
+                               updated_ms=int(r[4] or 0), **_prompts(conn, r[0], prompts)) for r in rows]
+
+        return self.read(query)
+
+    def session(self, session_id: str) -> SessionRow | None:
+        def query(conn: sqlite3.Connection) -> SessionRow | None:
+            r = conn.execute("SELECT id, directory, time_created, time_updated FROM session WHERE id = ?",
+                             (session_id,)).fetchone()
+            return None if r is None else SessionRow(id=r[0], directory=r[1], title="", created_ms=int(r[2] or 0),
+                                                     updated_ms=int(r[3] or 0))
+
+        return self.read(query)
+
+    def messages(self, session_id: str, limit: int = RECENT_MESSAGES) -> list[MessageRow]:
+        """The session's newest ``limit`` messages, oldest first."""
+        return self.read(lambda conn: _messages(conn, session_id, limit))
+
+    def turn_end(self, message_id: str) -> TurnEnd | None:
+        """The finished turn whose final message is ``message_id`` (None if it is not one, or not yet)."""
+
+        def query(conn: sqlite3.Connection) -> TurnEnd | None:
+            row = conn.execute("SELECT id, session_id, time_created, data FROM message WHERE id = ?",
+                               (message_id,)).fetchone()
+            if row is None:
+                return None
+            message = MessageRow.from_row(row)
+            later = conn.execute("SELECT id, session_id, time_created, data FROM message WHERE session_id = ? "
+                                 "AND time_created >= ? AND id != ?",
+                                 (message.session_id, message.created_ms, message.id)).fetchall()
+            if any(MessageRow.from_row(r).parent_id == message.parent_id for r in later) or not is_final(message):
+                return None  # a later step of the same turn exists: this one did not end it
+            return _turn_end(conn, message)
+
+        return self.read(query)
+
+    def finished_turns(self, session_id: str, *, since_ms: int = 0) -> list[TurnEnd]:
+        """Turns of the session that ended at or after ``since_ms``, oldest first, in one snapshot."""
+
+        def query(conn: sqlite3.Connection) -> list[TurnEnd]:
+            ends = [m for m in turn_ends(_messages(conn, session_id, RECENT_MESSAGES))
+                    if (m.completed_ms or 0) >= since_ms]
+            return [end for m in ends if (end := _turn_end(conn, m)) is not None]
+
+        return self.read(query)
+
+    def state(self, session_id: str) -> tuple[bool, str | None]:
+        """(is a turn still open, the newest user message's id) — for busy checks and start confirmation."""
+
+        def query(conn: sqlite3.Connection) -> tuple[bool, str | None]:
+            messages = _messages(conn, session_id, RECENT_MESSAGES)
+            users = [m for m in messages if m.role == "user"]
+            return newest_turn_open(messages), users[-1].id if users else None
+
+        return self.read(query)
+
+    def last_turn(self, session_id: str) -> TurnEnd | None:
+        """The newest finished turn of the session (``baton extract``)."""
+
+        def query(conn: sqlite3.Connection) -> TurnEnd | None:
+            for message in reversed(turn_ends(_messages(conn, session_id, 1000))):
+                end = _turn_end(conn, message)
+                if end is not None:
+                    return end
+            return None
+
+        return self.read(query)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _messages(conn: sqlite3.Connection, session_id: str, limit: int) -> list[MessageRow]:
+    rows = conn.execute("SELECT id, session_id, time_created, data FROM message WHERE session_id = ? "
+                        "ORDER BY time_created DESC, id DESC LIMIT ?", (session_id, limit)).fetchall()
+    return [MessageRow.from_row(r) for r in reversed(rows)]
+
+
+def _turn_end(conn: sqlite3.Connection, message: MessageRow) -> TurnEnd | None:
+    rows = conn.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id", (message.id,)).fetchall()
+    text, running = _part_text(rows)
+    if running and message.error is None:
+        return None
+    outcome: Outcome = "failed" if message.error is not None else "completed"
+    detail = message.error or ("" if message.finish == "stop" else f"finish {message.finish}")
+    return TurnEnd(turn_id=message.id, session_id=message.session_id, user_id=message.parent_id or "",
+                   outcome=outcome, text=text, completed_ms=message.completed_ms or 0, cwd=message.cwd,
+                   detail=detail)
+
+
+def _prompts(conn: sqlite3.Connection, session_id: str, count: int) -> dict[str, Any]:
+    users = [m for m in reversed(_messages(conn, session_id, RECENT_MESSAGES)) if m.role == "user"]
+    texts = []
+    for user in users[:count]:
+        rows = conn.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id", (user.id,)).fetchall()
+        texts.append(_part_text(rows)[0])
+    return {"recent_prompts": tuple(texts), "newest_user": users[0].id if users else None}

@@ -1,0 +1,1 @@
+"""The screen-reading adapters: the generic terminal fallback, ``shell`` tiles and ``amp``."""

@@ -1,0 +1,301 @@
+"""The terminal adapters: the fallback that works for any agent, the ``shell`` tile, and ``amp``.
+
+A generic agent completes a turn when its screen has been quiet for a while and shows no busy marker; a
+shell completes one when it has no foreground job again. The response is the ANSI-stripped text the turn
+printed, from the line where the turn began to the agent's input line, without the echoed prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, ClassVar
+
+import anyio
+
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
+from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.markers import hookimpl
+from pipeline.system import proc
+from pipeline.system.text import sanitize, strip_ansi
+from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+
+__all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
+
+
+def clean_turn_text(captured: str, prompt: str | None, input_line: re.Pattern[str] | None,
+                    *, drop_last: bool = False) -> str:
+    """The answer part of what a turn printed.
+
+    ``captured`` runs from the line where the turn began (the input line the prompt was typed on) to the
+    cursor. The echoed prompt is cut (up to its last line when batonpass typed it, else the first line),
+    and so are the trailing input line, the screen furniture around it and blank lines.
+    """
+    lines = strip_ansi(captured).rstrip("\n").split("\n")
+    cut = 1
+    if prompt:
+        tail = next((ln.strip() for ln in reversed(prompt.split("\n")) if ln.strip()), "")
+        window = prompt.count("\n") + 3
+        for i, line in enumerate(lines[: window + 1]):
+            if tail and line.rstrip().endswith(tail):
+                cut = i + 1
+                break
+    lines = lines[cut:]
+    if drop_last and lines:
+        lines = lines[:-1]
+    if input_line is not None:
+        for i in range(len(lines) - 1, max(len(lines) - 8, -1), -1):
+            if input_line.search(lines[i]):
+                lines = lines[:i]
+                break
+    while lines and (not lines[-1].strip() or _furniture(lines[-1])):
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _furniture(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and set(stripped) <= set("─━-═│╭╮╰╯ ")
+
+
+class TerminalAdapter(AgentAdapter):
+    """Any agent, read from its screen. Subclasses name their busy markers and input line."""
+
+    name = "terminal"
+    summary = "any program, from its screen: quiet and no busy marker = done"
+    reads_screen = True
+    #: text that shows only while the agent works
+    busy_markers: ClassVar[tuple[str, ...]] = ()
+    #: the agent's input line; group 1, when non-empty, is a draft the user is typing
+    input_line: ClassVar[re.Pattern[str] | None] = None
+    #: placeholder texts shown in an empty input line (not drafts)
+    placeholders: ClassVar[tuple[str, ...]] = ()
+    quiet_s: ClassVar[float] = 1.2
+    tick_s: ClassVar[float] = 0.2
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._mark: int | None = None
+        self._answers: dict[str, str] = {}
+        self._in_turn = False
+
+    # ---- completion ------------------------------------------------------------------------------
+
+    async def follow(self, emit: Emit) -> None:
+        last_screen, last_change, turn_began = "", time.monotonic(), 0.0
+        last_end = time.time()
+        while True:
+            await anyio.sleep(self.tick_s)
+            try:
+                info = await self.ctx.pane()
+                screen = await self.ctx.tmux.capture(info.pane_id)
+            except (PaneGone, ServerGone):
+                await anyio.sleep(1.0)
+                continue
+            now = time.monotonic()
+            if self._mark is None:
+                self._mark = info.cursor_line
+            if screen != last_screen:
+                last_screen, last_change = screen, now
+            busy = self.is_busy(screen)
+            if not self._in_turn:
+                prompted = self.ctx.prompt_sent_at > last_end
+                scrolled = info.cursor_line >= self._mark + 2 and now - last_change < self.quiet_s
+                if busy or prompted or scrolled:
+                    self._in_turn, turn_began = True, now
+                continue
+            if busy or now - last_change < self.quiet_s or now - turn_began < self.quiet_s:
+                continue
+            start, end = self._mark, info.cursor_line
+            text = await self._turn_text(start)
+            self._mark, self._in_turn, last_end = end, False, time.time()
+            turn_id = f"screen:{info.pane_id}:{start}-{end}:{int(last_end)}"
+            self._answers[turn_id] = text
+            await emit(Completion(tile=self.ctx.name, turn_id=turn_id, signal="screen"))
+
+    def is_busy(self, screen: str) -> bool:
+        tail = "\n".join(screen.rstrip("\n").split("\n")[-12:])
+        return any(marker in tail for marker in self.busy_markers)
+
+    async def _turn_text(self, start: int) -> str:
+        captured = await self.ctx.capture_from(start)
+        return clean_turn_text(captured, self.ctx.last_prompt, self.input_line)
+
+    async def response(self, completion: Completion) -> Response | None:
+        text = self._answers.pop(completion.turn_id, None)
+        if text is None:
+            # asked as the fallback for another adapter's completion: what the screen shows since last time
+            info = await self.ctx.pane()
+            start = self._mark if self._mark is not None else max(info.cursor_line - info.height, 0)
+            text = await self._turn_text(start)
+            self._mark = info.cursor_line
+        return Response(completion=completion, text=text, source="terminal")
+
+    # ---- as a target -----------------------------------------------------------------------------
+
+    async def target_state(self) -> TargetState:
+        try:
+            info = await self.ctx.pane()
+            if info.dead:
+                return "gone"
+            if self.process_names and proc.find_agent(info.pid, self.process_names) is None:
+                return "absent"
+            screen = await self.ctx.tmux.capture(info.pane_id)
+        except (PaneGone, ServerGone):
+            return "gone"
+        if self.is_busy(screen) or self._in_turn:
+            return "busy"
+        return "draft" if self.draft(screen) else "ready"
+
+    def draft(self, screen: str) -> str:
+        """The text in the agent's input line, if the user left some there."""
+        if self.input_line is None:
+            return ""
+        for line in reversed(screen.rstrip("\n").split("\n")[-12:]):
+            m = self.input_line.search(line)
+            if m:
+                text = (m.group(1) or "").strip()
+                return "" if any(text.startswith(p) for p in self.placeholders) else text
+        return ""
+
+    async def snapshot(self) -> Any:
+        return await self.ctx.capture()
+
+    async def current_draft(self) -> str:
+        try:
+            return self.draft(await self.ctx.capture())
+        except TmuxError:
+            return ""
+
+    async def received(self, text: str) -> bool | None:
+        """The prompt's last line on screen (or in recent scrollback) above the input line: typed and sent.
+        Only in the input line: pasted but not submitted — not received."""
+        tail = next((ln.strip() for ln in reversed(sanitize(text).split("\n")) if ln.strip()), "")
+        if not tail:
+            return None
+        try:
+            screen = strip_ansi(await self.ctx.capture(start=-500))
+        except TmuxError:
+            return None
+        lines = screen.rstrip("\n").split("\n")
+        draft_at = next((i for i in range(len(lines) - 1, max(len(lines) - 12, -1), -1)
+                         if self.input_line is not None and self.input_line.search(lines[i])), len(lines))
+        return any(ln.rstrip().endswith(tail) for ln in lines[:draft_at])
+
+    async def turn_started(self, before: Any) -> bool:
+        try:
+            screen = await self.ctx.capture()
+        except TmuxError:
+            return False
+        return self.is_busy(screen) or screen != before
+
+
+class ShellAdapter(TerminalAdapter):
+    """A shell: one command is one turn, done when the shell has no foreground job again."""
+
+    name = "shell"
+    summary = "a shell tile: a command is a turn, done when no foreground job is left"
+    submit_delay_s = 0.05
+    tick_s = 0.05
+    #: how often to look for a turn too short to be seen busy (its output moved the prompt down)
+    recheck_s: ClassVar[float] = 0.4
+
+    async def follow(self, emit: Emit) -> None:
+        """Every tick reads only /proc (the shell's foreground process group); tmux is asked for the
+        cursor only when a job just ended, or every ``recheck_s`` for a command too quick to be seen."""
+        was_busy, last_check, prompt_text, info = False, 0.0, None, None
+        while True:
+            await anyio.sleep(self.tick_s)
+            now = time.monotonic()
+            busy = proc.foreground_busy(info.pid) if info is not None else None
+            if busy:
+                was_busy = self._in_turn = True
+                continue
+            if info is not None and busy is not None and not was_busy and now - last_check < self.recheck_s:
+                continue
+            last_check = now
+            try:
+                info = await self.ctx.pane()
+            except (PaneGone, ServerGone):
+                info = None
+                await anyio.sleep(1.0)
+                continue
+            busy = proc.foreground_busy(info.pid)
+            if busy is None or busy:
+                continue
+            if self._mark is None or prompt_text is None:
+                self._mark, prompt_text = info.cursor_line, await self._prompt_text(info)
+                continue
+            if info.cursor_line == self._mark:
+                was_busy = self._in_turn = False
+                continue
+            current = await self._prompt_text(info)
+            if not was_busy and not (prompt_text and current.startswith(prompt_text)):
+                continue  # the line moved without a new prompt: a long draft wrapping, not a turn
+            start, end = self._mark, info.cursor_line
+            captured = await self.ctx.capture_from(start)
+            lines = strip_ansi(captured).split("\n")
+            command = lines[0][len(prompt_text):].strip() if lines else ""
+            text = clean_turn_text(captured, None, None, drop_last=True)
+            self._mark, self._in_turn, was_busy, prompt_text = end, False, False, current or prompt_text
+            if not command and not text:
+                continue  # Enter on an empty line
+            turn_id = f"shell:{info.pane_id}:{start}-{end}"
+            self._answers[turn_id] = text
+            await emit(Completion(tile=self.ctx.name, turn_id=turn_id, signal="process", detail=command))
+
+    async def _prompt_text(self, info: Any) -> str:
+        line = await self.ctx.tmux.capture(info.pane_id, start=info.cursor_y, end=info.cursor_y)
+        return strip_ansi(line).rstrip("\n")[: info.cursor_x]
+
+    async def target_state(self) -> TargetState:
+        info = await self.live_pane()
+        if info is None:
+            return "gone"
+        busy = proc.foreground_busy(info.pid)
+        return "gone" if busy is None else ("busy" if busy else "ready")
+
+    async def snapshot(self) -> Any:
+        return (await self.ctx.pane()).cursor_line
+
+    async def turn_started(self, before: Any) -> bool:
+        info = await self.ctx.pane()
+        return bool(proc.foreground_busy(info.pid)) or info.cursor_line != before
+
+
+class AmpAdapter(TerminalAdapter):
+    """amp (Sourcegraph): found by process name (``amp``), read from its screen.
+
+    While amp works, the bottom of its screen shows a spinner with ``Esc to cancel``; while it waits, its
+    input box with the ``>`` prompt as its last line (box borders aside). So a turn is busy while a busy
+    marker shows in the bottom lines, or — once the prompt has been seen at all — while the prompt is not
+    the last line (a screen redrawn mid-answer is not idle). Words like "Running" are not markers: an
+    answer may end with them.
+    """
+
+    name = "amp"
+    summary = "Sourcegraph amp, from its screen (busy: Esc to cancel; idle: its > prompt)"
+    process_names = frozenset({"amp"})
+    busy_markers = ("Esc to cancel", "esc to cancel", "Esc to interrupt", "esc to interrupt")
+    input_line = re.compile(r"^\s*[│┃]?\s*>\s?(.*?)\s*[│┃]?\s*$")
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._seen_prompt = False
+
+    def is_busy(self, screen: str) -> bool:
+        if super().is_busy(screen):
+            return True
+        lines = [ln for ln in strip_ansi(screen).split("\n") if ln.strip() and not _furniture(ln)]
+        prompt = bool(lines) and self.input_line is not None and bool(self.input_line.search(lines[-1]))
+        self._seen_prompt = self._seen_prompt or prompt
+        return self._seen_prompt and not prompt
+
+
+@hookimpl
+def register_agents(register) -> None:
+    register(TerminalAdapter)
+    register(ShellAdapter)
+    register(AmpAdapter)

@@ -1,0 +1,90 @@
+"""The built-in transforms that need no model: ``raw``, ``full-output`` and ``template``."""
+
+from __future__ import annotations
+
+import string
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.transforms import Transform, TransformInput, TransformSkipped
+
+__all__ = ["FullOutput", "Raw", "Template"]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Raw(Transform):
+    """The response as it is."""
+
+    name = "raw"
+    summary = "the response as is (option lines: keep the last N lines)"
+
+    class Options(_Options):
+        lines: int | None = Field(default=None, gt=0, description="keep only the last N lines")
+
+    async def apply(self, data: TransformInput) -> str:
+        text = data.response.text
+        if self.options.lines is not None:
+            text = "\n".join(text.rstrip("\n").split("\n")[-self.options.lines :])
+        if not text.strip():
+            raise TransformSkipped("the response is empty")
+        return text
+
+
+class FullOutput(Transform):
+    """Everything the turn printed in the source pane, ANSI-stripped."""
+
+    name = "full-output"
+    summary = "everything the turn printed in the source pane, ANSI-stripped (option max_chars)"
+    needs_terminal = True
+
+    class Options(_Options):
+        max_chars: int | None = Field(default=None, gt=0, description="keep only the last N characters")
+
+    async def apply(self, data: TransformInput) -> str:
+        text = (await data.terminal_text()).strip("\n")
+        if self.options.max_chars is not None and len(text) > self.options.max_chars:
+            text = text[-self.options.max_chars :]
+        if not text.strip():
+            raise TransformSkipped("the turn printed nothing")
+        return text
+
+
+TEMPLATE_FIELDS = ("response", "source", "target", "route", "cwd")
+
+
+class Template(Transform):
+    """A template with ``{response}``, ``{source}``, ``{target}``, ``{route}``, ``{cwd}``."""
+
+    name = "template"
+    summary = "a template with {response} {source} {target} {route} {cwd}"
+
+    class Options(_Options):
+        template: str
+
+        @field_validator("template")
+        @classmethod
+        def _known_fields(cls, value: str) -> str:
+            try:
+                parsed = list(string.Formatter().parse(value))
+            except ValueError as exc:
+                raise ValueError(f"bad template ({exc}); write a literal brace as {{{{ or }}}}") from None
+            for _, field, _, _ in parsed:
+                if field is not None and field not in TEMPLATE_FIELDS:
+                    raise ValueError(f"unknown placeholder {{{field}}}; use {', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
+                                     " (a literal brace is {{ or }})")
+            return value
+
+    async def apply(self, data: TransformInput) -> str:
+        return self.options.template.format(response=data.response.text, source=data.source,
+                                            target=data.target, route=data.route, cwd=data.cwd or "")
+
+
+@hookimpl
+def register_transforms(register) -> None:
+    register(Raw)
+    register(FullOutput)
+    register(Template)

@@ -1,0 +1,271 @@
+"""The transforms that ask a model: ``summary`` and ``ai-routing``, on the Anthropic Messages API.
+
+Both read the source's clean answer and send it, with a system prompt shipped as readable text in
+``plugins/prompts/``, to ``anthropic.AsyncAnthropic`` (which reads ``ANTHROPIC_API_KEY`` and
+``ANTHROPIC_BASE_URL`` itself). Model, ``max_tokens`` and ``timeout_s`` come from ``settings.llm`` and can be
+overridden per route.
+
+A failed call never loses the hand-off: with no key, a timeout, an API error or an empty answer the
+transform hands on the raw answer (``on_error: raw``, the default) or skips the hand-off (``on_error: skip``),
+logs why, and returns the reason as the :class:`TransformResult` note (the router copies it to
+``Prompt.note`` for the journal).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from importlib import resources
+from typing import Any, ClassVar, Literal
+
+import anyio
+from anyio.lowlevel import RunVar
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.engine.config import LLMSettings
+from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+
+__all__ = [
+    "API_KEY_ENV",
+    "CHARS_PER_TOKEN",
+    "DEFAULT_MAX_INPUT_CHARS",
+    "MAX_CONCURRENT_CALLS",
+    "AIRouting",
+    "LLMTransform",
+    "Summary",
+    "call_limiter",
+    "cut_middle",
+    "system_prompt",
+]
+
+log = logging.getLogger("batonpass")
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+#: A deliberately low estimate of characters per token: English prose averages about 4, code and
+#: non-Latin scripts fewer. Estimating low cuts a little early rather than overflowing the window.
+CHARS_PER_TOKEN = 3
+#: The share of Claude's 200k-token context an answer may take; the rest is for the system prompt, the
+#: route's instructions and the reply.
+DEFAULT_INPUT_TOKENS = 100_000
+DEFAULT_MAX_INPUT_CHARS = DEFAULT_INPUT_TOKENS * CHARS_PER_TOKEN
+#: At most this many model calls at once in one process, whatever the number of routes.
+MAX_CONCURRENT_CALLS = 4
+#: The SDK retries 408/409/429/5xx and dropped connections itself, with backoff, within ``timeout_s``.
+MAX_RETRIES = 2
+
+_limiter: RunVar[anyio.CapacityLimiter] = RunVar("batonpass_llm_limiter")
+
+
+def call_limiter() -> anyio.CapacityLimiter:
+    """The limiter shared by every LLM transform of this process. One per event loop, because anyio
+    primitives belong to the loop that made them (``baton preview`` and tests each run their own)."""
+    try:
+        return _limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+        _limiter.set(limiter)
+        return limiter
+
+
+def system_prompt(name: str) -> str:
+    """The system prompt shipped as ``plugins/prompts/NAME.md``."""
+    return resources.files("plugins.transforms.prompts").joinpath(f"{name}.md").read_text(encoding="utf-8")
+
+
+def cut_middle(text: str, max_chars: int) -> tuple[str, int]:
+    """``text`` with its middle replaced by a visible marker when it is longer than ``max_chars``.
+
+    The first and last halves of the budget are kept: an agent's answer usually states its task at the
+    top and its outcome at the bottom. Returns the text and how many characters were cut.
+    """
+    if len(text) <= max_chars:
+        return text, 0
+    cut = len(text) - max_chars
+    head = max_chars // 2
+    tail = max_chars - head
+    return f"{text[:head]}\n\n[… {cut} characters cut by batonpass …]\n\n{text[len(text) - tail:]}", cut
+
+
+class LLMOptions(BaseModel):
+    """Options every LLM transform takes; ``model``, ``max_tokens`` and ``timeout_s`` default to
+    ``settings.llm``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instructions: str = Field(default="", description="what this hand-off is for, in your words")
+    model: str | None = Field(default=None, description="overrides settings.llm.model")
+    max_tokens: int | None = Field(default=None, gt=0, description="overrides settings.llm.max_tokens")
+    timeout_s: float | None = Field(default=None, gt=0, description="overrides settings.llm.timeout_s")
+    on_error: Literal["raw", "skip"] = Field(
+        default="raw", description="when the model cannot answer: hand on the raw answer, or skip the hand-off")
+    max_input_chars: int = Field(
+        default=DEFAULT_MAX_INPUT_CHARS, gt=0,
+        description=f"longer answers are cut in the middle, with a marker (default ≈ {DEFAULT_INPUT_TOKENS} "
+                    f"tokens at {CHARS_PER_TOKEN} characters per token)")
+
+
+class LLMTransform(Transform):
+    """Base of the transforms that ask a model. Subclasses name their prompt file and build the user
+    message; the call, the limits and the fallbacks are here."""
+
+    needs_api_key_env = API_KEY_ENV
+    Options: ClassVar[type[BaseModel]] = LLMOptions
+    #: the system prompt file under ``plugins/prompts/``, without ``.md``
+    prompt_name: ClassVar[str] = ""
+
+    def __init__(self, options: BaseModel) -> None:
+        super().__init__(options)
+        self.llm = LLMSettings()
+        self.system = system_prompt(self.prompt_name)
+
+    def configure(self, settings: Any) -> None:
+        self.llm = settings.llm
+
+    @property
+    def model(self) -> str:
+        return self.options.model or self.llm.model
+
+    @property
+    def max_tokens(self) -> int:
+        return self.options.max_tokens or self.llm.max_tokens
+
+    @property
+    def timeout_s(self) -> float:
+        return self.options.timeout_s or self.llm.timeout_s
+
+    def user_message(self, data: TransformInput, answer: str) -> str:
+        raise NotImplementedError
+
+    def request(self, data: TransformInput) -> tuple[dict[str, Any], int]:
+        """The Messages API request for ``data`` (keyword arguments of ``messages.create``), and how many
+        characters of the answer were cut to fit ``max_input_chars``."""
+        answer, cut = cut_middle(data.response.text.strip("\n"), self.options.max_input_chars)
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            # the system prompt is the same for every call of this transform: cache it
+            "system": [{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": self.user_message(data, answer)}],
+        }, cut
+
+    def dry_run(self, data: TransformInput) -> str:
+        request, _ = self.request(data)
+        return (f"model: {request['model']}\nmax_tokens: {request['max_tokens']}\ntimeout_s: {self.timeout_s}\n"
+                f"--- system (cache_control: ephemeral) ---\n{request['system'][0]['text'].rstrip()}\n"
+                f"--- user ---\n{request['messages'][0]['content']}\n")
+
+    async def apply(self, data: TransformInput) -> TransformResult:
+        if not data.response.text.strip():
+            raise TransformSkipped("the response is empty")
+        where = f"route {data.route}: {self.name} on turn {data.response.completion.turn_id}"
+        request, cut = self.request(data)
+        notes = []
+        if cut:
+            notes.append(f"{cut} characters cut from the middle of the answer (max_input_chars="
+                         f"{self.options.max_input_chars})")
+            log.warning("%s: the answer has %d characters; %s", where, len(data.response.text), notes[-1])
+        if not os.environ.get(API_KEY_ENV):
+            return self._fall_back(data, where, f"{API_KEY_ENV} is not set", notes)
+        import anthropic  # here, not at the top: it costs ~1 s of start-up to every `baton` command
+
+        try:
+            text, stop_reason = await self._ask(request)
+        except TimeoutError:
+            return self._fall_back(data, where, f"no answer from {self.model} within timeout_s={self.timeout_s:g}",
+                                   notes)
+        except anthropic.APIStatusError as exc:
+            return self._fall_back(data, where, f"the API answered HTTP {exc.status_code}: {_api_message(exc)}",
+                                   notes)
+        except anthropic.APIConnectionError as exc:
+            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+            return self._fall_back(data, where, f"cannot reach the API at {base}: {exc}", notes)
+        except anthropic.AnthropicError as exc:
+            return self._fall_back(data, where, f"{type(exc).__name__}: {exc}", notes)
+        if not text:
+            return self._fall_back(data, where, f"{self.model} returned no text (stop_reason: {stop_reason})",
+                                   notes)
+        if stop_reason == "max_tokens":
+            notes.append(f"the model's text stopped at max_tokens={self.max_tokens}")
+            log.warning("%s: %s", where, notes[-1])
+        log.info("%s: %d chars from %s", where, len(text), self.model)
+        return TransformResult(text, note="; ".join(notes))
+
+    async def _ask(self, request: dict[str, Any]) -> tuple[str, str | None]:
+        """One call, bounded by the shared limiter (waiting for a slot does not count against the
+        timeout) and by ``timeout_s`` (retries included). A client per call: hand-offs are seconds apart,
+        and a client outlives no event loop it was not made in."""
+        import anthropic
+
+        async with call_limiter():
+            with anyio.fail_after(self.timeout_s):
+                async with anthropic.AsyncAnthropic(timeout=self.timeout_s, max_retries=MAX_RETRIES) as client:
+                    message = await client.messages.create(**request)
+        text = "".join(block.text for block in message.content if block.type == "text").strip()
+        return text, message.stop_reason
+
+    def _fall_back(self, data: TransformInput, where: str, reason: str, notes: list[str]) -> TransformResult:
+        if self.options.on_error == "skip":
+            raise TransformSkipped(f"{self.name} could not run: {reason} (on_error: skip)")
+        log.warning("%s: %s; handing on the raw answer instead (on_error: raw)", where, reason)
+        note = f"{self.name} fell back to the raw answer: {reason}"
+        return TransformResult(data.response.text, note="; ".join([note, *notes]))
+
+
+def _api_message(exc: Any) -> str:
+    """The message of an ``anthropic.APIStatusError``'s error body."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict) and body["error"].get("message"):
+        return f"{body['error'].get('type', 'error')}: {body['error']['message']}"
+    return exc.message
+
+
+def _tile_line(role: str, tile: str, agent: str, description: str) -> str:
+    return f"{role}: tile {tile!r}, agent {agent}" + (f" — {description}" if description else "")
+
+
+class AIRouting(LLMTransform):
+    """The model reads the source's answer and writes the target's next prompt, ready to paste."""
+
+    name = "ai-routing"
+    summary = "an LLM-written prompt for the target agent (options instructions, model, on_error)"
+    prompt_name = "ai-routing"
+
+    def user_message(self, data: TransformInput, answer: str) -> str:
+        handoff = [
+            _tile_line("source", data.source, data.source_agent, data.source_description),
+            _tile_line("target", data.target, data.target_agent, data.target_description),
+            f"the source's turn: {data.response.completion.outcome}",
+        ]
+        if data.cwd:
+            handoff.append(f"the source's working directory: {data.cwd}")
+        instructions = self.options.instructions.strip() or "(none: write the natural next step for the target)"
+        return (f"<handoff route=\"{data.route}\">\n" + "\n".join(handoff) + "\n</handoff>\n\n"
+                f"<instructions>\n{instructions}\n</instructions>\n\n"
+                f"<answer>\n{answer}\n</answer>\n\n"
+                f"Write the prompt for the target, {data.target!r}, now.")
+
+
+class SummaryOptions(LLMOptions):
+    max_words: int = Field(default=150, gt=0, description="the summary's length limit")
+
+
+class Summary(LLMTransform):
+    """A faithful summary of the source's answer within ``max_words``."""
+
+    name = "summary"
+    summary = "an LLM summary of the response (options max_words, instructions, model, on_error)"
+    prompt_name = "summary"
+    Options = SummaryOptions
+
+    def user_message(self, data: TransformInput, answer: str) -> str:
+        text = f"<answer from=\"{data.source}\" agent=\"{data.source_agent}\">\n{answer}\n</answer>\n\n"
+        if self.options.instructions.strip():
+            text += f"<instructions>\n{self.options.instructions.strip()}\n</instructions>\n\n"
+        return text + f"Summarise the answer in at most {self.options.max_words} words."
+
+
+@hookimpl
+def register_transforms(register) -> None:
+    register(Summary)
+    register(AIRouting)
