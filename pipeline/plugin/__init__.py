@@ -7,13 +7,14 @@ the plugin side of the engine and import nothing from :mod:`pipeline.engine` at 
 
 from __future__ import annotations
 
-from pipeline.plugin.agents import AgentAdapter, Emit, ResolveStep, TargetState, TileContext
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd
 
 __all__ = [
     "AgentAdapter", "Completion", "Delivery", "Emit", "NoOptions", "Outcome", "Prompt", "ResolveStep", "Response",
-    "ResponseSource", "TargetState", "TileContext", "Transform", "TransformInput", "TransformResult",
-    "TransformSkipped", "hookimpl",
+    "ResponseSource", "Resolution", "TargetState", "TileContext", "Transform", "TransformInput",
+    "TransformResult", "TransformSkipped", "TurnEnd", "hookimpl",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.turns import ResolveStep, TurnEnd
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
 
@@ -32,16 +33,6 @@ TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
 
 
 @dataclass
-class ResolveStep:
-    """One step of a resolution chain, for ``baton resolve``: what was looked at and what was found."""
-
-    step: str
-    ok: bool
-    detail: str
-    value: Any = None
-
-
-@dataclass
 class TileContext:
     """The engine's services for one tile. Shared by the tile's adapter and the stages."""
 
@@ -57,8 +48,16 @@ class TileContext:
     #: settings.catch_up_s: an adapter that can read past turns reports, on start, those finished this
     #: recently (and the detector hands them off unless the journal has them)
     catch_up_s: float = 300.0
+    #: set by the engine: what follows an adapter's report of a new session (the catch-up)
+    on_resolved: Callable[[], Awaitable[None]] | None = None
     _pane_id: str | None = None
     _server_pid: int | None = None
+
+    async def resolved(self) -> None:
+        """Adapters await this when they start following a new session of their agent (a new process,
+        ``/clear``, a new rollout): the engine asks :meth:`AgentAdapter.finished_turns` again."""
+        if self.on_resolved is not None:
+            await self.on_resolved()
 
     async def pane(self) -> PaneInfo:
         """The tile's pane, resolved once to its ``%N`` id and addressed by id afterwards.
@@ -132,6 +131,18 @@ class AgentAdapter:
     async def response(self, completion: Completion) -> Response | None:
         """The clean answer of ``completion``'s turn, or None to let the terminal fallback answer."""
         return None
+
+    async def finished_turns(self, since: float) -> list[TurnEnd] | None:
+        """Catch-up: the turns of this tile's current session that ended at or after ``since`` (epoch
+        seconds), oldest first, read from the agent's files. The engine asks when it starts following the
+        tile and again whenever the adapter reports a new session (:meth:`TileContext.resolved`); the journal
+        decides which were handed off already. None: this adapter cannot read past turns (screen adapters)."""
+        return None
+
+    def prompt_submitted(self, text: str, at: float) -> None:
+        """Called by the dispatcher right after it submitted ``text`` (already sanitized) at ``at`` (epoch
+        seconds). Adapters that tell panes apart by the last prompt, or treat a submit as a turn start,
+        keep what they need here; the engine keeps no such field for them."""
 
     async def last_response(self) -> Response | None:
         """The answer of the tile's latest finished turn, whenever that was (``baton status``,

@@ -1,0 +1,59 @@
+"""The shapes every agent adapter shares: a finished turn read from the agent's files, and the chain that
+found those files. Each adapter reads its own formats; these are what it hands the engine and ``baton``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.plugin.events import Completion, Outcome
+
+__all__ = ["Resolution", "ResolveStep", "TurnEnd"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """A turn that ended, as the agent's own files record it.
+
+    ``turn_id`` is stable (the same from every signal of that agent), ``ended_at`` is when the turn's last
+    record was written (epoch seconds), ``text`` is its clean answer ("" when it failed before answering) and
+    ``detail`` says how it ended or why it failed, in words for ``baton history``."""
+
+    turn_id: str
+    outcome: Outcome
+    text: str
+    ended_at: float
+    session_id: str | None = None
+    cwd: str | None = None
+    detail: str = ""
+
+    def completion(self, tile: str, signal: str) -> Completion:
+        """The detector's record of this turn for ``tile``, seen through ``signal``."""
+        return Completion(tile=tile, turn_id=self.turn_id, outcome=self.outcome, signal=signal,
+                          at=self.ended_at, text=self.text, detail=self.detail)
+
+
+@dataclass
+class ResolveStep:
+    """One step of a resolution chain, for ``baton resolve``: what was looked at and what was found."""
+
+    step: str
+    ok: bool
+    detail: str
+    value: object = None
+
+
+@dataclass
+class Resolution:
+    """Where an adapter's chain from pane to files got to. Adapters subclass it with what they found
+    (a session file, a transcript, a rollout); ``rule`` says which rule decided."""
+
+    steps: list[ResolveStep] = field(default_factory=list)
+    rule: str = ""
+
+    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
+        self.steps.append(ResolveStep(step, ok, detail, value))
+
+    @property
+    def stopped_at(self) -> str | None:
+        """The first step that failed, if any."""
+        return next((s.step for s in self.steps if not s.ok), None)
