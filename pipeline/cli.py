@@ -46,6 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     except (TmuxError, UnknownName) as exc:
         print(f"baton {args.command}: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:  # from a task group (run): the same errors, one line each
+        user_errors, rest = group.split((TmuxError, UnknownName))
+        if rest is not None or user_errors is None:
+            raise
+        for exc in dict.fromkeys(str(e) for e in _leaves(user_errors)):
+            print(f"baton {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [leaf for exc in group.exceptions
+            for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])]
 
 
 def _version() -> str:

@@ -24,6 +24,7 @@ DEFAULT_SESSION = "batonpass"
 PLACEHOLDER = "cat"
 #: how long a command may take to fail for ``up`` to report it (a missing command fails in milliseconds)
 SETTLE_S = 0.5
+STATUS_WAIT_S = 0.5
 
 
 @dataclass
@@ -72,15 +73,26 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
 async def _exited(tmux: Tmux, pane_id: str) -> str:
     """"exited at once (N)" (the dead pane removed) or "" when the command still runs; from then on the pane
     closes as tmux panes do when their command ends."""
-    await tmux.run("set-option", "-p", "-u", "-t", pane_id, "remain-on-exit", check=False)
-    try:
-        info = await tmux.pane(pane_id)
-    except (PaneGone, ServerGone):
-        return "exited at once"
-    if not info.dead:
-        return ""
-    await tmux.run("kill-pane", "-t", pane_id, check=False)
-    return f"exited at once ({info.dead_status if info.dead_status is not None else '?'})"
+    for _ in range(2):  # again after remain-on-exit is off: a command that died in between is not left shown
+        try:
+            info = await tmux.pane(pane_id)
+        except (PaneGone, ServerGone):
+            return "exited at once"
+        if not info.dead:
+            await tmux.run("set-option", "-p", "-u", "-t", pane_id, "remain-on-exit", check=False)
+            continue
+        # tmux 3.3 sometimes marks the pane dead without ever recording the status (the pty closed
+        # first); what the command printed is then the clue, and often the better one anyway
+        with anyio.move_on_after(STATUS_WAIT_S):
+            while info.dead_status is None:
+                await anyio.sleep(0.02)
+                info = await tmux.pane(pane_id)
+        said = [ln.strip() for ln in (await tmux.capture(pane_id)).splitlines()
+                if ln.strip() and not ln.startswith("Pane is dead")]
+        await tmux.run("kill-pane", "-t", pane_id, check=False)
+        return ("exited at once" + (f" ({info.dead_status})" if info.dead_status is not None else "")
+                + (f": {said[-1][:200]}" if said else ""))
+    return ""
 
 
 async def _create(tmux: Tmux, target: str, command: str, cwd: str | None):
