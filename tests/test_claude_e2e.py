@@ -13,13 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
+from pipeline.engine.config import Tile
+from pipeline.plugin.agents import TileContext
+from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 from tests.e2e_claude import make_claude_home
@@ -150,3 +155,160 @@ async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServ
     assert "rule: session-file" in steps["answer"]["detail"]
     extracted = baton("extract", str(transcript))
     assert extracted.returncode == 0 and extracted.stdout == answer
+
+
+LAUNCHED = "I launched an agent to survey the project."
+FINAL = "FINAL: the survey found one file, app.py, which prints hello ✓"
+
+
+def agent_blocks(request) -> list[dict] | None:
+    """The Agent scenario of the 2.1.332 recording: the parent calls Agent; the subagent answers; the parent
+    says it launched it; the ``<task-notification>`` turn gives the real result."""
+    last = request.last_user_message
+    if "task-notification" in last:
+        return [{"type": "text", "text": FINAL}]
+    if "tool_result" in last:
+        return [{"type": "text", "text": LAUNCHED}]
+    if "SUBAGENT:" in last:
+        return [{"type": "text", "text": "Subagent report: app.py prints hello."}]
+    if "AGENTTEST" in last:
+        return [{"type": "text", "text": "I will delegate this to a subagent."},
+                {"type": "tool_use", "id": "toolu_e2e_agent_0001", "name": "Agent", "input": {
+                    "description": "Survey the project", "prompt": "SUBAGENT: summarize the project files",
+                    "subagent_type": "general-purpose"}}]
+    return None
+
+
+def turn_ends(transcript: Path) -> list[dict]:
+    lines = []
+    for raw in transcript.read_text().splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if obj.get("type") == "system" and obj.get("subtype") == "turn_duration":
+            lines.append(obj)
+    return lines
+
+
+async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_answer(
+        tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """#18 on the real CLI: an Agent call in auto mode (its dialog accepted with Enter, the approval with Yes;
+    No is preselected). 2.1.332 ends the parent turn while the subagent runs in the background; a route with
+    ``on: any`` from that tile hands on exactly one prompt: the answer of the turn the agent's notification
+    started — never "I launched an agent"."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    with ClaudeAPI(answer=answer_for, chunk_delay_s=0.01, blocks=agent_blocks) as api:
+        home = make_claude_home(tmp_path, api_url=api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1],
+                                extra_env={"XDG_STATE_HOME": str(state)})
+        result = baton("hooks", "install", "--claude", env={"CLAUDE_CONFIG_DIR": str(home.config)})
+        assert result.returncode == 0, result.stderr
+        pane = tmux_server.new_pane(home.shell_command(), cwd=home.project, width=120, height=40)
+        tmux_server.type(pane, "claude")
+        log = tmp_path / "target.jsonl"
+        target = tmux_server.new_pane(demo_agent_command(log=log))
+        wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
+                 what="Claude Code's input box and session file")
+        wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent's prompt")
+        config = make_config({"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+                             [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}])
+        caplog.set_level(logging.DEBUG, logger="batonpass")
+        async with running(config, tmux_server):
+            await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
+            sent = await anyio.to_thread.run_sync(lambda: baton("send", pane, "-L", tmux_server.socket,
+                                                                "AGENTTEST: survey the project"))
+            assert sent.returncode == 0, sent.stdout + sent.stderr
+            answered: set[str] = set()
+            pressed = {"at": 0.0}
+
+            def step() -> bool:
+                """Accept the auto-mode dialog (Enter) and the approval (Down to Yes, Enter); a key that came
+                before the dialog took input is pressed again after a while."""
+                screen = tmux_server.capture(pane)
+                if time.monotonic() - pressed["at"] < 2.0:
+                    return bool(messages(log))
+                if "Enter to stay in auto mode" in screen:
+                    answered.add("dialog")
+                    pressed["at"] = time.monotonic()
+                    tmux_server.run("send-keys", "-t", pane, "Enter")
+                elif "Do you want to proceed?" in screen:
+                    answered.add("approval")
+                    pressed["at"] = time.monotonic()
+                    if re.search(r"❯\s*No", screen):
+                        tmux_server.run("send-keys", "-t", pane, "Down")
+                        time.sleep(0.3)
+                    tmux_server.run("send-keys", "-t", pane, "Enter")
+                return bool(messages(log))
+
+            try:
+                await until(step, 90, "the hand-off of the agent's work")
+            except AssertionError:
+                transcript = home.transcripts()[0] if home.transcripts() else None
+                kinds = [(o.get("type"), o.get("subtype"), str((o.get("message") or {}).get("content"))[:80])
+                         for o in map(json.loads, transcript.read_text().splitlines())] if transcript else []
+                raise AssertionError(f"screen:\n{tmux_server.capture(pane)}\nanswered {answered}\nlines {kinds}\n"
+                                     f"requests: {[r.last_user_message[:120] for r in api.turns]}") from None
+            await until(lambda: len(turn_ends(home.transcripts()[0])) >= 2, 20, "both turns' end lines")
+            await anyio.sleep(2.0)  # a second hand-off (the held turn's) would have been typed by now
+        ends = turn_ends(home.transcripts()[0])
+        pending = [e.get("pendingBackgroundAgentCount", 0) for e in ends]
+        print(f"\nClaude Code {CLAUDE_CODE[1]} Agent turn: dialogs answered {sorted(answered)}; "
+              f"turn_duration pendingBackgroundAgentCount per turn: {pending}")
+    assert messages(log) == [FINAL]
+    if CLAUDE_CODE[1] == "2.1.332":  # the recorded behaviour: the parent turn ended while the agent ran
+        assert pending[0] == 1 and pending[-1] == 0
+    accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
+    assert len(accepted) == 1 and accepted[0].args[4] == 0  # one completion, hop 0
+
+
+PASTES = {  # name -> text typed as one bracketed paste, the way the dispatcher types a hand-off
+    "1 line": "PASTE-A: one short line",
+    "3 lines": "PASTE-B: line one\nline two\nline three",
+    "4 lines": "PASTE-C: line one\nline two\nline three\nline four",
+    "800 chars": "PASTE-D: " + "x" * 791,
+    "801 chars": "PASTE-E: " + "x" * 792,
+}
+
+
+def user_contents(transcript: Path) -> list[str]:
+    out = []
+    for raw in transcript.read_text().splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        content = (obj.get("message") or {}).get("content") if obj.get("type") == "user" else None
+        if isinstance(content, str):
+            out.append(content)
+    return out
+
+
+async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees_through_it(
+        tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path, claude_api: ClaudeAPI) -> None:
+    """When does 2.1.332 wrap a paste in ``<pasted_content>``? Found here: when it has 4 lines or more, or more
+    than 800 characters (so a typical hand-off is wrapped; a one-line template instruction is wrapped with the
+    answer it frames, inside the same paste). Whatever a version does,
+    ``received()`` finds every pasted prompt in the transcript (the wrapper removed)."""
+    home = make_claude_home(tmp_path, api_url=claude_api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1])
+    pane = tmux_server.new_pane(home.shell_command(), cwd=home.project, width=120, height=40)
+    tmux_server.type(pane, "claude")
+    wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
+             what="Claude Code's input box and session file")
+    adapter = ClaudeCodeAdapter(TileContext(name="coder", tile=Tile(pane=pane, agent="claude"), tmux=tmux_server.tmux))
+    wrapped = {}
+    for name, text in PASTES.items():
+        sent = await anyio.to_thread.run_sync(lambda t=text: baton("send", pane, "-L", tmux_server.socket, t))
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        marker = text.split(":")[0]
+        await until(lambda m=marker: any(m in c for c in user_contents(home.transcripts()[0])), 30, f"{name} on disk")
+        [content] = [c for c in user_contents(home.transcripts()[0]) if marker in c]
+        wrapped[name] = "<pasted_content" in content
+        assert await adapter.received(text) is True, (name, content[:200])
+        await until(lambda: input_box(tmux_server.capture(pane)) == "" and
+                    json.loads(home.session_files()[0].read_text()).get("status") == "idle", 30, "idle again")
+    print(f"\nClaude Code {CLAUDE_CODE[1]} wraps a paste: {wrapped}")
+    if CLAUDE_CODE[1] == "2.1.332":
+        assert wrapped == {"1 line": False, "3 lines": False, "4 lines": True, "800 chars": False, "801 chars": True}
+    assert await adapter.received("PASTE-Z: never typed") is False

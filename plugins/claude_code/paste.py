@@ -1,6 +1,7 @@
 """Claude Code's wrapper around pasted text, removed from prompts read back from its transcript.
 
-Seen on the real 2.1.332 (SPEC §5.1): a bracketed paste reaches the transcript — and the model — as
+Seen on the real 2.1.332 (SPEC §5.1): a bracketed paste of 4 lines or more, or of more than 800
+characters (tests/test_claude_e2e.py finds these limits on the real CLI), reaches the transcript — and the model — as
 ``\\n\\n<pasted_content id="00d6">\\n<the text>\\n</pasted_content id="00d6">\\n``, the text inside intact.
 Anything that looks for a hand-off's prompt in the target's transcript (``received()`` after a crash
 mid-delivery, "was this prompt already typed?") compares the unwrapped text, or a delivered prompt would be

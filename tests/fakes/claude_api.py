@@ -8,6 +8,10 @@ see what Claude Code asked.
 
     with ClaudeAPI(answers=["Hello."]) as api:
         env["ANTHROPIC_BASE_URL"] = api.url
+
+``blocks`` scripts a turn's whole reply instead — text and ``tool_use`` blocks (an ``Agent`` call, say), streamed
+as the real API streams them (``input_json_delta`` for a tool's input; ``stop_reason`` ``tool_use``) — as a
+function of the request; it returns None to leave a request to ``answers``/``answer``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ class RecordedRequest:
         return bool(self.body and self.body.get("tools"))
 
     @property
+    def last_user_message(self) -> str:
+        """The last user message as JSON text (tool results, notifications and reminders included)."""
+        for message in reversed((self.body or {}).get("messages") or []):
+            if message.get("role") == "user":
+                return json.dumps(message.get("content"), ensure_ascii=False)
+        return ""
+
+    @property
     def last_user_text(self) -> str:
         """What the user typed last: the last user message's text, without Claude Code's
         ``<system-reminder>`` blocks."""
@@ -56,10 +68,12 @@ class ClaudeAPI(LoopbackServer[RecordedRequest]):
     function of the prompt text, to make some turns slow enough to interrupt)."""
 
     def __init__(self, answers: list[str] | None = None, *, answer: Callable[[str], str] | None = None,
-                 chunk_delay_s: float | Callable[[str], float] = 0.02, chunk_chars: int = 16) -> None:
+                 chunk_delay_s: float | Callable[[str], float] = 0.02, chunk_chars: int = 16,
+                 blocks: Callable[[RecordedRequest], list[dict[str, Any]] | None] | None = None) -> None:
         super().__init__(_handler(self), name="fake-claude-api")
         self.answers = list(answers or ["Done."])
         self.answer = answer
+        self.blocks = blocks
         self.chunk_delay_s, self.chunk_chars = chunk_delay_s, chunk_chars
         #: wall-clock time the last byte of each turn's stream was sent, in order
         self.turn_finished_at: list[float] = []
@@ -99,37 +113,53 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                 return self.send_json(200, {"input_tokens": input_tokens})
             if self.route != "/v1/messages" or not isinstance(body, dict):
                 return self.send_json(200, {})
-            if request.is_turn:
-                text = api._next_answer(request.last_user_text)
+            scripted = api.blocks(request) if api.blocks is not None and request.is_turn else None
+            if scripted is not None:
+                blocks = scripted
+            elif request.is_turn:
+                blocks = [{"type": "text", "text": api._next_answer(request.last_user_text)}]
             else:
                 wants_json = "json" in json.dumps(body.get("system", "")).lower()
-                text = '{"title": "Fake session", "isNewTopic": true}' if wants_json else "Fake session"
+                blocks = [{"type": "text", "text": '{"title": "Fake session", "isNewTopic": true}' if wants_json
+                           else "Fake session"}]
+            stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
             message = {"id": f"msg_fake_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
                        "model": body.get("model", "claude-fake"), "content": [], "stop_reason": None,
                        "stop_sequence": None, "usage": {"input_tokens": input_tokens, "output_tokens": 1,
                                                         "cache_creation_input_tokens": 0,
                                                         "cache_read_input_tokens": 0}}
             if not body.get("stream"):
-                message.update(content=[{"type": "text", "text": text}], stop_reason="end_turn")
+                message.update(content=blocks, stop_reason=stop)
                 return self.send_json(200, message)
             delay = api.chunk_delay_s
             if callable(delay):
                 delay = delay(request.last_user_text)
-            self._stream(message, text, delay if request.is_turn else 0.0, request.is_turn)
+            self._stream(message, blocks, stop, delay if request.is_turn else 0.0, request.is_turn)
 
-        def _stream(self, message: dict[str, Any], text: str, delay: float, is_turn: bool) -> None:
+        def _stream(self, message: dict[str, Any], blocks: list[dict[str, Any]], stop: str, delay: float,
+                    is_turn: bool) -> None:
             self.start_events()
+            n = api.chunk_chars
             try:
                 self.event("message_start", {"type": "message_start", "message": message})
-                self.event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                   "content_block": {"type": "text", "text": ""}})
-                for i in range(0, len(text), api.chunk_chars):
-                    time.sleep(delay)
-                    self.event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
-                        "type": "text_delta", "text": text[i:i + api.chunk_chars]}})
-                self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                for index, block in enumerate(blocks):
+                    if block.get("type") == "tool_use":
+                        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+                        raw = json.dumps(block.get("input", {}))
+                        deltas = [{"type": "input_json_delta", "partial_json": raw[i:i + n]} for i in range(0, len(raw), n)]
+                    else:
+                        start, text = {"type": "text", "text": ""}, block.get("text", "")
+                        deltas = [{"type": "text_delta", "text": text[i:i + n]} for i in range(0, len(text), n)]
+                    self.event("content_block_start", {"type": "content_block_start", "index": index,
+                                                       "content_block": start})
+                    for delta in deltas:
+                        time.sleep(delay)
+                        self.event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                           "delta": delta})
+                    self.event("content_block_stop", {"type": "content_block_stop", "index": index})
+                chars = sum(len(json.dumps(b)) for b in blocks)
                 self.event("message_delta", {"type": "message_delta", "delta": {
-                    "stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": len(text) // 4}})
+                    "stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": chars // 4}})
                 self.event("message_stop", {"type": "message_stop"})
                 self.end_events()
                 if is_turn:
