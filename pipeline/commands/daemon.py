@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.engine.config import Config, ConfigError, load_config
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.manager import Registries
@@ -30,8 +30,8 @@ log = logging.getLogger("batonpass")
 
 async def run_daemon(config: Config, path: Path, registries: Registries, *, socket: str | None = None,
                      dry_run: bool = False) -> None:
-    journal = None if dry_run else Journal()
-    if journal is not None and (pruned := journal.prune()):
+    journal = Journal(MEMORY) if dry_run else Journal()
+    if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
     watcher = FileWatcher()
     async with anyio.create_task_group() as outer:
