@@ -31,6 +31,7 @@ from pipeline.spool import spool_dir
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
+from tests.agent_versions import resolve
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
@@ -38,7 +39,7 @@ from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
 #: the release SPEC §6 was recorded from
-CODEX = ("@openai/codex", "0.171.0")
+CODEX = resolve("codex")  # pinned, or npm latest with BATON_AGENTS=latest
 NOTIFY_LOGGER = """import json, os, sys, time
 with open(os.environ["BATON_TEST_NOTIFY_LOG"], "a") as f:
     f.write(json.dumps({"t": time.time(), "payload": json.loads(sys.argv[-1])}) + "\\n")

@@ -219,4 +219,4 @@ def test_baton_extract_says_why_when_there_is_no_answer(tmp_path: Path, capsys: 
     assert baton(["extract", "--agent", "codex", str(empty)]) == 1
     assert "holds no finished turn" in capsys.readouterr().err
     assert baton(["extract", "--agent", "codex", str(tmp_path / "missing.jsonl")]) == 1
-    assert "No such file" in capsys.readouterr().err
+    assert "no such file" in capsys.readouterr().err

@@ -61,7 +61,7 @@ routes.yaml:22:7: error: routes[2].transform.template: transform 'template' need
 routes.yaml:23:7: error: routes[2].transform.templat: unknown option 'templat' for transform 'template'
 routes.yaml:26:23: error: routes[3].transform.type: unknown transform type 'summarize'; known: {transforms}
 routes.yaml:30:35: error: routes[4].transform.lines: Input should be greater than 0
-routes.yaml:32:13: error: settings.max_hops: Input should be a valid integer, unable to parse string as an integer
+routes.yaml:32:13: error: settings.max_hops: Input should be a valid integer
 routes.yaml: 13 errors
 """
 

@@ -29,12 +29,13 @@ from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
+from tests.agent_versions import resolve
 from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 
 #: the release SPEC §7 was recorded from
-OPENCODE = ("opencode-ai", "1.18.33")
+OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
 PROMPT = "Write the greeting helper and show it to me (e2e)"
 ANSWER = ("Here is the helper:\n\n```python\ndef greet(name: str) -> str:\n    return f\"hello {name}\"\n```\n\n"
           "- it takes a name\n- it returns the greeting\n\nE2E_ANSWER_END")

@@ -12,10 +12,13 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 
+from pipeline.commands.presence import watch_presence
+from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
@@ -28,8 +31,10 @@ __all__ = ["run_daemon"]
 log = logging.getLogger("batonpass")
 
 
-async def run_daemon(config: Config, path: Path, registries: Registries, *, socket: str | None = None,
+async def run_daemon(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux], *,
                      dry_run: bool = False) -> None:
+    """Route until a signal. ``server`` picks the tmux server for a config (the command line's ``-L``/``-S``
+    win over the file's ``tmux.socket_name``). Raises TmuxError when tmux cannot run at all."""
     journal = Journal(MEMORY) if dry_run else Journal()
     if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
@@ -39,8 +44,9 @@ async def run_daemon(config: Config, path: Path, registries: Registries, *, sock
         outer.start_soon(_stop_on_signal, outer.cancel_scope)
         with watcher.subscribe(path.resolve()) as sub:
             while True:
-                tmux = Tmux(socket_name=socket or config.tmux.socket_name)
+                tmux = server(config)
                 async with anyio.create_task_group() as tg:
+                    await tg.start(watch_presence, config, registries, tmux)
                     tg.start_soon(Pipeline(config, registries, tmux, dry_run=dry_run, journal=journal,
                                            watcher=watcher).run)
                     config = await _next_valid_config(sub, path, registries, config)
@@ -50,12 +56,22 @@ async def run_daemon(config: Config, path: Path, registries: Registries, *, sock
 
 async def _next_valid_config(sub, path: Path, registries: Registries, current: Config) -> Config:
     last = path.read_bytes() if path.exists() else b""
+    missing = False
     while True:
         await sub.wait()
         try:
             data = path.read_bytes()
-        except OSError:
-            continue  # an editor replacing the file: wait for it to reappear
+        except OSError as exc:
+            # an editor replacing the file makes it vanish for a moment; say so only if it stays away
+            await anyio.sleep(0.3)
+            if not missing and not path.exists():
+                missing = True
+                log.warning("%s: %s; the running config stays until the file is back",
+                            path, "deleted" if isinstance(exc, FileNotFoundError) else f"unreadable ({exc})")
+            continue
+        if missing:
+            missing = False
+            log.info("%s is back", path)
         if data == last:
             continue
         last = data
@@ -64,7 +80,7 @@ async def _next_valid_config(sub, path: Path, registries: Registries, current: C
         except ConfigError as exc:
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
-            log.error("%s is invalid (%d problems); the running config stays", path, len(exc.problems))
+            log.error("%s is invalid (%s); the running config stays", path, count(len(exc.problems), "problem"))
             continue
         for problem in warnings:
             print(problem, file=sys.stderr)

@@ -7,6 +7,7 @@ it started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -23,7 +24,7 @@ from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
-from pipeline.system.tmux import Tmux
+from pipeline.system.tmux import Tmux, TmuxError
 
 __all__ = ["run_demo"]
 
@@ -44,7 +45,8 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
         bob = await tmux.split(alice.pane_id, f"{agent} --name bob --role reviewer", env=env)
         await tmux.set_title(alice.pane_id, "alice")
         await tmux.set_title(bob.pane_id, "bob")
-        out(f"demo: two agents on a private tmux server; watch them with:  tmux -L {socket} attach")
+        out(f"demo: two agents on a private tmux server; watch them with:  tmux -L {socket} attach"
+            + ("" if keep else "  (it stops when the demo ends; --keep leaves it running)"))
         await _wait_for_agents(tmux, [alice.pane_id, bob.pane_id])
         config = Config(
             version=1,
@@ -92,8 +94,9 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
         if keep:
             out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
         else:
-            await tmux.kill_server()
             shutil.rmtree(home, ignore_errors=True)
+            with contextlib.suppress(TmuxError):  # tmux not installed: the error that got here says so
+                await tmux.kill_server()
 
 
 async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0) -> None:

@@ -6,8 +6,13 @@ The route's transform is built exactly as the daemon builds it (the router's own
 - for transforms that call nothing (raw, template, ...): the prompt they make;
 - for AI transforms with their key set: the model's prompt — the API is called, so instructions can be
   tuned against real output; if the call fails the fallback is shown and the reason printed;
-- for AI transforms with ``--dry-run`` or no key: the exact request that would be sent (model,
-  max_tokens, system prompt, user message), and no call is made.
+- for AI transforms without their key: what ``run`` would hand on then — the raw answer (or nothing, with
+  ``on_error: skip``), and the reason;
+- for AI transforms with ``--dry-run``: the exact request that would be sent (model, max_tokens, system
+  prompt, user message), and no call is made.
+
+The text shown is what ``run`` would type: sanitized the same way. A route whose ``on:`` or ``match:``
+does not accept the answer is reported as not firing (exit status 1), as ``run`` would skip it.
 
 Without an answer given, the source tile's last answer is read from its adapter (its transcript), else
 from its screen, as ``baton status`` reaches tiles.
@@ -15,15 +20,15 @@ from its screen, as ``baton status`` reaches tiles.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from pipeline.engine.config import Config, Route
+from pipeline.engine.config import KNOWN_SHOWN, Config, Route
 from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.manager import Registries
 from pipeline.plugin.transforms import TransformResult, TransformSkipped
+from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, TmuxError
 
 __all__ = ["PreviewError", "PreviewResult", "find_route", "last_response", "preview_route"]
@@ -46,12 +51,21 @@ class PreviewResult:
 
 
 def find_route(config: Config, name: str) -> Route:
-    """The route labelled ``name`` (its ``name:``, or ``from->to``)."""
+    """The route labelled ``name`` (its ``name:``), or the one route from ``A`` to ``B`` for ``A->B``."""
     for route in config.routes:
         if route.label == name:
             return route
-    known = ", ".join(r.label for r in config.routes) or "(none)"
-    raise PreviewError(f"no route {name!r} in {config.path}; routes: {known}")
+    src, arrow, dst = name.partition("->")
+    between = [r for r in config.routes if arrow and (r.from_, r.to) == (src.strip(), dst.strip())]
+    if len(between) == 1:
+        return between[0]
+    if between:
+        names = ", ".join(r.label for r in between)
+        raise PreviewError(f"{len(between)} routes go from {src.strip()} to {dst.strip()} ({names}); name one")
+    shown = [r.label for r in config.routes[:KNOWN_SHOWN]]
+    known = ", ".join(shown) + (f", … ({len(config.routes) - len(shown)} more)" if len(config.routes) > len(shown)
+                                else "")
+    raise PreviewError(f"no route {name!r} in {config.path}; routes: {known or '(none)'}")
 
 
 async def last_response(runtime: TileRuntime) -> Response:
@@ -91,15 +105,15 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
     else:
         response = Response(completion=Completion(tile=route.from_, turn_id=PREVIEW_TURN, signal="preview"),
                             text=answer, source="input", cwd=config.tiles[route.from_].cwd)
+    why_not = router.why_not(route, response)
+    if why_not:
+        return PreviewResult("", notes, skipped=why_not)
     transform = router.transform_for(route)
     data = router.input_for(route, response)
-    key_env = transform.needs_api_key_env
-    no_key = bool(key_env) and not os.environ.get(key_env or "")
-    if dry_run or no_key:
+    if dry_run:
         request = transform.dry_run(data)
         if request is not None:
-            why = "--dry-run" if dry_run else f"{key_env} is not set"
-            notes.append(f"{why}: this is the request {route.transform_type} would send; the model was not called")
+            notes.append(f"--dry-run: this is the request {route.transform_type} would send; the model was not called")
             return PreviewResult(request, notes)
     try:
         result = TransformResult.of(await transform.apply(data))
@@ -107,4 +121,9 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
         return PreviewResult("", notes, skipped=str(exc))
     if result.note:
         notes.append(result.note)
-    return PreviewResult(result.text, notes)
+    typed = sanitize(result.text)
+    if not typed.strip():
+        return PreviewResult("", notes, skipped="nothing printable is left to type")
+    if typed != result.text:
+        notes.append(f"{len(result.text) - len(typed)} control characters removed, as run removes them")
+    return PreviewResult(typed, notes)

@@ -11,13 +11,20 @@ import os
 import re
 from dataclasses import dataclass
 
+import anyio
+
 from pipeline.engine.config import Config
-from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
+from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, Tmux, TmuxError
 
 __all__ = ["UpResult", "bring_up"]
 
 _ADDRESS = re.compile(r"^(?P<session>[^:]+):(?P<window>[^.]+)(?:\.(?P<pane>\d+))?$")
 DEFAULT_SESSION = "batonpass"
+#: what a new pane runs until its tile's command replaces it (it reads nothing and types nothing)
+PLACEHOLDER = "cat"
+#: how long a command may take to fail for ``up`` to report it (a missing command fails in milliseconds)
+SETTLE_S = 0.5
+STATUS_WAIT_S = 0.5
 
 
 @dataclass
@@ -28,26 +35,64 @@ class UpResult:
 
 
 async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
-    results = []
+    """Create each missing pane and start its command in it. A command that exits at once (not installed,
+    a typo) is reported with its exit status and its pane removed, instead of a pane that vanishes."""
+    results: dict[str, UpResult] = {}
+    started: dict[str, PaneInfo] = {}
     for name, tile in config.tiles.items():
         if not tile.command:
-            results.append(UpResult(name, "no command", "nothing to start (no `command:`)"))
+            results[name] = UpResult(name, "no command", "nothing to start (no `command:`)")
             continue
         try:
             info = await tmux.resolve(tile.pane)
-            results.append(UpResult(name, "exists", f"{tile.pane} is {info.pane_id}; left as it is"))
+            results[name] = UpResult(name, "exists", f"{tile.pane} is {info.pane_id}; left as it is")
             continue
         except (PaneGone, ServerGone):
             pass
         cwd = os.path.expanduser(tile.cwd) if tile.cwd else None
         try:
-            info = await _create(tmux, tile.pane, tile.command, cwd)
+            # a placeholder first, so the pane can keep its command's exit status before the command runs
+            info = await _create(tmux, tile.pane, PLACEHOLDER, cwd)
+            await tmux.run("set-option", "-p", "-t", info.pane_id, "remain-on-exit", "on")
+            await tmux.run("respawn-pane", "-k", "-t", info.pane_id, *(["-c", cwd] if cwd else []), tile.command)
+            await tmux.set_title(info.pane_id, tile.pane.removeprefix("title:") if tile.pane.startswith("title:")
+                                 else name)
         except (TmuxError, ValueError) as exc:
-            results.append(UpResult(name, "error", str(exc)))
+            results[name] = UpResult(name, "error", str(exc))
             continue
-        await tmux.set_title(info.pane_id, tile.pane.removeprefix("title:") if tile.pane.startswith("title:") else name)
-        results.append(UpResult(name, "created", f"{info.pane_id} ({info.address}) running {tile.command}"))
-    return results
+        started[name] = info
+        results[name] = UpResult(name, "created", f"{info.pane_id} ({info.address}) running {tile.command}")
+    if started:
+        await anyio.sleep(SETTLE_S)
+    for name, info in started.items():
+        if failed := await _exited(tmux, info.pane_id):
+            results[name] = UpResult(name, "error", f"command {config.tiles[name].command!r} {failed}")
+    return [results[name] for name in config.tiles]
+
+
+async def _exited(tmux: Tmux, pane_id: str) -> str:
+    """"exited at once (N)" (the dead pane removed) or "" when the command still runs; from then on the pane
+    closes as tmux panes do when their command ends."""
+    for _ in range(2):  # again after remain-on-exit is off: a command that died in between is not left shown
+        try:
+            info = await tmux.pane(pane_id)
+        except (PaneGone, ServerGone):
+            return "exited at once"
+        if not info.dead:
+            await tmux.run("set-option", "-p", "-u", "-t", pane_id, "remain-on-exit", check=False)
+            continue
+        # tmux 3.3 sometimes marks the pane dead without ever recording the status (the pty closed
+        # first); what the command printed is then the clue, and often the better one anyway
+        with anyio.move_on_after(STATUS_WAIT_S):
+            while info.dead_status is None:
+                await anyio.sleep(0.02)
+                info = await tmux.pane(pane_id)
+        said = [ln.strip() for ln in (await tmux.capture(pane_id)).splitlines()
+                if ln.strip() and not ln.startswith("Pane is dead")]
+        await tmux.run("kill-pane", "-t", pane_id, check=False)
+        return ("exited at once" + (f" ({info.dead_status})" if info.dead_status is not None else "")
+                + (f": {said[-1][:200]}" if said else ""))
+    return ""
 
 
 async def _create(tmux: Tmux, target: str, command: str, cwd: str | None):

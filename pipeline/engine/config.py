@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.plugin.registry import UnknownName
 
@@ -51,6 +51,16 @@ class Tile(Strict):
     cwd: str | None = None
     description: str = ""
 
+    @field_validator("pane")
+    @classmethod
+    def _named_pane(cls, pane: str) -> str:
+        # tmux reads an empty target as "the current pane": prompts would be typed into a pane nobody named
+        if not pane.strip() or not pane.removeprefix("title:").strip():
+            raise ValueError("the pane is empty; name it %N, session:window.pane or title:NAME")
+        if pane != pane.strip():
+            raise ValueError(f"the pane {pane!r} has spaces around it")
+        return pane
+
 
 class Route(Strict):
     name: str | None = None
@@ -73,17 +83,18 @@ class Route(Strict):
         return {} if isinstance(self.transform, str) else {k: v for k, v in self.transform.items() if k != "type"}
 
 
+# numbers are strict: `true` or "600" is a mistake in routes.yaml, not the number 1 or 600
 class LLMSettings(Strict):
     model: str = "claude-sonnet-4-5"
-    max_tokens: int = Field(default=1024, gt=0)
-    timeout_s: float = Field(default=60, gt=0)
+    max_tokens: int = Field(default=1024, gt=0, strict=True)
+    timeout_s: float = Field(default=60, gt=0, allow_inf_nan=False, strict=True)
 
 
 class Settings(Strict):
-    max_hops: int | None = Field(default=None, ge=0)
-    catch_up_s: float = Field(default=300, ge=0)
+    max_hops: int | None = Field(default=None, ge=0, strict=True)
+    catch_up_s: float = Field(default=300, ge=0, allow_inf_nan=False, strict=True)
     #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
-    give_up_s: float = Field(default=600, gt=0)
+    give_up_s: float = Field(default=600, gt=0, allow_inf_nan=False, strict=True)
     llm: LLMSettings = LLMSettings()
 
     @property
@@ -309,8 +320,14 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
     return problems
 
 
+KNOWN_SHOWN = 10
+
+
 def _unknown_tile(tile: str, i: int, key: str, tiles: dict[str, Any]) -> str:
-    known = ", ".join(sorted(tiles)) or "(none)"
+    names = sorted(str(t) for t in tiles)
+    known = ", ".join(names[:KNOWN_SHOWN]) or "(none)"
+    if len(names) > KNOWN_SHOWN:
+        known += f", … ({len(names) - KNOWN_SHOWN} more)"
     return f"route {key} tile {tile!r} is not defined under tiles; known tiles: {known}"
 
 

@@ -70,8 +70,9 @@ class Pipeline:
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
             tg.start_soon(self.dispatcher.run, prompts_out)
-            log.info("running: %d tiles, %d routes on %s", len(self.tiles), len(self.config.routes),
-                     self.tmux.describe())
+            tiles, routes = len(self.tiles), len(self.config.routes)
+            log.info("running: %d tile%s, %d route%s on %s", tiles, "s" * (tiles != 1), routes,
+                     "s" * (routes != 1), self.tmux.describe())
             tg.start_soon(self._recover)
             task_status.started(self)
 

@@ -18,7 +18,7 @@ __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
 
 _FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
            "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
-           "pane_in_mode", "alternate_on", "pid", "window_name")
+           "pane_in_mode", "alternate_on", "pid", "window_name", "pane_dead_status")
 _FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
 _buffer_ids = itertools.count()
 
@@ -53,6 +53,8 @@ class PaneInfo:
     #: the tmux server's PID: pane ids start again at %0 on a new server, so an id means nothing without it
     server_pid: int
     window_name: str = ""
+    #: the exit status of a dead pane's command (only seen while ``remain-on-exit`` keeps the pane)
+    dead_status: int | None = None
 
     def matches_address(self, target: str) -> bool:
         """Whether this pane is what ``session:window.pane`` names (tmux itself falls back to the active
@@ -81,6 +83,7 @@ def _parse(line: str) -> PaneInfo:
         address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}", in_mode=v["pane_in_mode"] == "1",
         alternate_on=v.get("alternate_on") == "1", server_pid=int(v.get("pid") or 0),
         window_name=v.get("window_name", ""),
+        dead_status=int(v["pane_dead_status"]) if v.get("pane_dead_status", "").lstrip("-").isdigit() else None,
     )
 
 
@@ -113,6 +116,7 @@ class Tmux:
         return "the default tmux server"
 
     async def run(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
+        _refuse_blank_target(args)
         try:
             result = await anyio.run_process([*self.base, *args], input=input, check=False)
         except FileNotFoundError:
@@ -123,7 +127,11 @@ class Tmux:
 
     def run_sync(self, *args: str, check: bool = True) -> str:
         """For the few places outside the event loop (test fixtures, the demo's teardown)."""
-        result = subprocess.run([*self.base, *args], capture_output=True, check=False)
+        _refuse_blank_target(args)
+        try:
+            result = subprocess.run([*self.base, *args], capture_output=True, check=False)
+        except FileNotFoundError:
+            raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
         if check and result.returncode != 0:
             raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
         return result.stdout.decode("utf-8", "replace")
@@ -206,6 +214,14 @@ class Tmux:
 
     async def kill_server(self) -> None:
         await self.run("kill-server", check=False)
+
+
+def _refuse_blank_target(args: tuple[str, ...]) -> None:
+    """tmux reads an empty ``-t`` as "the current pane": a pane nobody named. Refused before tmux runs,
+    whichever caller built the target (a config, the command line, a plugin)."""
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag == "-t" and not value.strip():
+            raise PaneGone(f"refusing an empty pane target {value!r}: tmux would take it as the current pane")
 
 
 def _env_args(env: dict[str, str] | None) -> list[str]:

@@ -22,6 +22,9 @@ from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
+#: how many lines above the cursor a shell tile's last command is looked for
+SHELL_LOOKBACK = 500
+
 
 def clean_turn_text(captured: str, prompt: str | None, input_line: re.Pattern[str] | None,
                     *, drop_last: bool = False) -> str:
@@ -253,6 +256,27 @@ class ShellAdapter(TerminalAdapter):
             turn_id = f"shell:{info.pane_id}:{start}-{end}"
             self._answers[turn_id] = text
             await emit(Completion(tile=self.ctx.name, turn_id=turn_id, signal="process", detail=command))
+
+    async def last_response(self) -> Response | None:
+        """The output of the last command on screen, cut as :meth:`follow` cuts a turn (``baton status``
+        and ``baton preview`` then show what ``run`` handed on, not the screen's tail). None when the
+        shell is running something or no earlier prompt line is in reach."""
+        info = await self.ctx.pane()
+        if proc.foreground_busy(info.pid):
+            return None
+        prompt = (await self._prompt_text(info)).rstrip()
+        if not prompt:
+            return None
+        lines = strip_ansi(await self.ctx.capture_from(info.cursor_line - SHELL_LOOKBACK)).rstrip("\n").split("\n")
+        for i in range(len(lines) - 2, -1, -1):
+            if not lines[i].startswith(prompt):
+                continue
+            text = clean_turn_text("\n".join(lines[i:]), None, None, drop_last=True)
+            if text or lines[i][len(prompt):].strip():
+                completion = Completion(tile=self.ctx.name, turn_id=f"shell:{info.pane_id}:last", signal="screen",
+                                        detail=lines[i][len(prompt):].strip())
+                return Response(completion=completion, text=text, source="terminal")
+        return None
 
     async def _prompt_text(self, info: Any) -> str:
         line = await self.ctx.tmux.capture(info.pane_id, start=info.cursor_y, end=info.cursor_y)

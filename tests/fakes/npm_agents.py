@@ -2,7 +2,7 @@
 
 ``install(package, version)`` returns the path of the package's command (``node_modules/.bin/NAME``) in
 ``${BATON_TEST_CACHE:-~/.cache/batonpass-tests}/npm/<name>@<version>``, installing it only when missing.
-Versions are pinned: the facts in SPEC.md were recorded from exactly these versions.
+Which version: :mod:`tests.agent_versions` (the pins, or npm's ``latest`` with ``BATON_AGENTS=latest``).
 
 The install runs into a temporary folder next to the cache entry and is renamed into place when the
 command answers ``--version``, so an interrupted install never leaves a half-built entry that later runs
@@ -21,10 +21,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.agent_versions import AGENTS, resolve
+
 __all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "install"]
 
-#: the Claude Code release SPEC §5 was recorded from
-CLAUDE_CODE = ("@anthropic-ai/claude-code", "2.1.197")
+#: the Claude Code this run tests (pinned 2.1.332, or npm's latest): see tests/agent_versions.py
+CLAUDE_CODE = resolve("claude")
 
 INSTALL_TIMEOUT_S = 600
 
@@ -120,8 +122,9 @@ def _run_postinstall(package_dir: Path) -> None:
 
 
 def main() -> int:
-    """``python -m tests.fakes.npm_agents``: install Claude Code into the cache (for warming CI)."""
-    print(install(*CLAUDE_CODE))
+    """``python -m tests.fakes.npm_agents``: install this run's agent CLIs into the cache (for warming CI)."""
+    for agent in AGENTS:
+        print(install(*resolve(agent)))
     return 0
 
 

@@ -68,7 +68,7 @@ class PromptRouter:
                 log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, reason)
                 return RouteDecision(route.label, route.to, None, "skipped", reason)
 
-            why_not = self._why_not(route, response)
+            why_not = self.why_not(route, response)
             if why_not:
                 decisions.append(skip(why_not))
                 continue
@@ -94,8 +94,8 @@ class PromptRouter:
             decisions.append(RouteDecision(route.label, route.to, prompt, "transformed", result.note))
         return decisions
 
-    def _why_not(self, route: Route, response: Response) -> str:
-        """Why ``route`` does not fire for ``response`` ("" if it does)."""
+    def why_not(self, route: Route, response: Response) -> str:
+        """Why ``route`` does not fire for ``response`` ("" if it does); ``baton preview`` asks too."""
         outcome = response.completion.outcome
         if route.on != "any" and route.on != outcome:
             return f"the turn {outcome}; the route is for {route.on} turns"

@@ -1,0 +1,85 @@
+"""Which tiles ``baton run`` can reach, said out loud: at start, and again whenever a tile comes or goes.
+
+A tile is *present* when its pane exists and runs its agent, *absent* when the pane runs something else
+(a bare shell after the agent exited: nothing is typed there), and *gone* when there is no such pane or no
+tmux server. The daemon keeps running in every case — a pane may be created later — but a person
+watching it must not have to guess why nothing is handed over.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import TaskStatus
+
+from pipeline.engine.config import Config
+from pipeline.engine.tiles import TileRuntime, build_tiles
+from pipeline.plugin.manager import Registries
+from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
+
+__all__ = ["TilePresence", "presence", "watch_presence"]
+
+log = logging.getLogger("batonpass")
+CHECK_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class TilePresence:
+    tile: str
+    pane: str
+    agent: str
+    #: "present" | "absent" | "gone"
+    state: str
+
+    def describe(self) -> str:
+        if self.state == "gone":
+            return f"tile {self.tile}: pane {self.pane} is gone (no such pane); nothing is handed to or from it"
+        if self.state == "absent":
+            return (f"tile {self.tile}: pane {self.pane} runs no {self.agent} agent; "
+                    "hand-offs to it wait until the agent runs there again")
+        return f"tile {self.tile}: pane {self.pane} is back ({self.agent})"
+
+
+async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
+    """Every tile's presence. A :class:`~pipeline.system.tmux.TmuxError` other than "no pane"/"no server"
+    (tmux not installed, say) is raised: nothing can work, and the caller says so."""
+    out = []
+    for name, runtime in tiles.items():
+        try:
+            await runtime.ctx.pane()
+            state = await runtime.adapter.target_state()
+        except (PaneGone, ServerGone):
+            state = "gone"
+        out.append(TilePresence(name, runtime.ctx.tile.pane, runtime.adapter.name,
+                                state if state in ("gone", "absent") else "present"))
+    return out
+
+
+async def watch_presence(config: Config, registries: Registries, tmux: Tmux, *,
+                         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    """Log each tile that is not present, then each change, until cancelled. Started with
+    ``tg.start``: the first check raises TmuxError when tmux itself cannot run (not installed)."""
+    tiles = await build_tiles(config, registries.agents, tmux)
+    known: dict[str, str] = {}
+    _report(await presence(tiles), known)
+    task_status.started()
+    while True:
+        await anyio.sleep(CHECK_EVERY_S)
+        _report(await _presence_or_gone(tiles), known)
+
+
+async def _presence_or_gone(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
+    try:
+        return await presence(tiles)
+    except TmuxError:
+        return [TilePresence(name, r.ctx.tile.pane, r.adapter.name, "gone") for name, r in tiles.items()]
+
+
+def _report(current: list[TilePresence], known: dict[str, str]) -> None:
+    for p in current:
+        before = known.get(p.tile)
+        if before != p.state and (before is not None or p.state != "present"):
+            (log.info if p.state == "present" else log.warning)("%s", p.describe())
+        known[p.tile] = p.state

@@ -1,0 +1,54 @@
+"""Which routes.yaml and which tmux server a command talks to — decided one way for every command.
+
+The tmux server: ``-L NAME`` or ``-S PATH`` on the command line, else routes.yaml's ``tmux.socket_name``,
+else the server of ``$TMUX`` (when run inside tmux), else tmux's default server. Commands that do not need
+routes.yaml (``send``, ``resolve``) still read it when there is one, for its socket name — so inside a
+folder whose routes.yaml names a server, ``baton resolve %0`` looks at that server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline.engine.config import Config, ConfigError, Problem, default_config_path, load_config
+from pipeline.plugin.manager import Registries
+from pipeline.system.tmux import Tmux
+
+__all__ = ["config_path", "load", "load_optional", "tmux_for"]
+
+
+def config_path(args: argparse.Namespace) -> Path:
+    return Path(args.config) if args.config else default_config_path()
+
+
+def load(args: argparse.Namespace, registries: Registries) -> tuple[Config | None, list[Problem]]:
+    """The config, its warnings printed; None (every problem printed, with a count) when it is invalid."""
+    path = config_path(args)
+    try:
+        config, warnings = load_config(path, registries)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        errors = sum(p.severity == "error" for p in exc.problems)
+        print(f"{path}: {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        return None, exc.problems
+    for problem in warnings:
+        print(problem, file=sys.stderr)
+    return config, warnings
+
+
+def load_optional(args: argparse.Namespace, registries: Registries) -> tuple[Config | None, bool]:
+    """For commands that can run without routes.yaml: (config or None, ok). Not ok when a file was named
+    with ``-c`` or found and it is invalid: a server named in a broken file must not be silently skipped."""
+    path = config_path(args)
+    if args.config is None and not path.exists():
+        return None, True
+    config, _ = load(args, registries)
+    return config, config is not None
+
+
+def tmux_for(args: argparse.Namespace, config: Config | None) -> Tmux:
+    socket = args.socket or (None if args.socket_path else (config.tmux.socket_name if config else None))
+    return Tmux(socket_name=socket, socket_path=args.socket_path)

@@ -1,0 +1,26 @@
+"""Text output shared by the commands: counted nouns and tables with a header row.
+
+A table's columns are as wide as their widest cell (header included), so a long pane name or route name
+shifts the columns instead of running into the next one; the last column is never padded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["count", "table"]
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 route``, ``2 routes``, ``0 problems``."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(c) for c in header]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for row in cells:
+        padded = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The one place that says which agent CLI versions the real-agent tests run.
+
+The pins are the releases SPEC.md's facts were recorded from (or re-checked against). ``BATON_AGENTS=latest``
+switches every agent to whatever npm calls ``latest`` today, resolved once per test process with
+``npm view PACKAGE version`` — the canary step of ``.ci/run`` runs the real-CLI tests that way, so a new release
+that breaks batonpass fails CI instead of a user's day. ``BATON_AGENTS=pinned`` (or unset) keeps the pins.
+The npm cache (:mod:`tests.fakes.npm_agents`) is keyed by the resolved version, never by the word ``latest``.
+
+``python -m tests.agent_versions`` prints the versions a run would use (``.ci/run`` prints them first).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+
+__all__ = ["AGENTS", "PINNED", "AgentVersionError", "mode", "resolve", "version"]
+
+#: package and pinned version per agent (SPEC §5 and §5.1: Claude Code 2.1.332, §6: Codex, §7: OpenCode)
+PINNED: dict[str, tuple[str, str]] = {
+    "claude": ("@anthropic-ai/claude-code", "2.1.332"),
+    "codex": ("@openai/codex", "0.171.0"),
+    "opencode": ("opencode-ai", "1.18.33"),
+}
+AGENTS = tuple(PINNED)
+#: the older Claude Code release the first recordings (tests/fixtures/claude-code) came from; still tested
+CLAUDE_CODE_PREVIOUS = ("@anthropic-ai/claude-code", "2.1.197")
+
+VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
+
+
+class AgentVersionError(RuntimeError):
+    """``latest`` could not be resolved (npm missing or failing): the message says what npm said."""
+
+
+def mode() -> str:
+    """``pinned`` or ``latest``, from ``BATON_AGENTS``; anything else is an error worth stopping for."""
+    value = (os.environ.get("BATON_AGENTS") or "pinned").strip().lower()
+    if value not in ("pinned", "latest"):
+        raise AgentVersionError(f"BATON_AGENTS={value!r}: use 'pinned' (the default) or 'latest'")
+    return value
+
+
+@functools.cache
+def _npm_latest(package: str) -> str:
+    if shutil.which("npm") is None:
+        raise AgentVersionError(f"BATON_AGENTS=latest needs npm to resolve {package}'s latest version")
+    try:
+        result = subprocess.run(["npm", "view", package, "version"], capture_output=True, text=True, timeout=120,
+                                stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise AgentVersionError(f"npm view {package} version took over 120s") from None
+    found = result.stdout.strip().splitlines()[-1:] if result.returncode == 0 else []
+    if not found or not VERSION.match(found[0].strip()):
+        raise AgentVersionError(f"npm view {package} version gave no version ({result.returncode}): "
+                                f"{(result.stderr or result.stdout)[-800:]}")
+    return found[0].strip()
+
+
+def resolve(agent: str) -> tuple[str, str]:
+    """``(package, version)`` the tests use for ``agent`` (``claude``, ``codex``, ``opencode``) in this run."""
+    try:
+        package, pinned = PINNED[agent]
+    except KeyError:
+        raise KeyError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}") from None
+    return (package, _npm_latest(package) if mode() == "latest" else pinned)
+
+
+def version(agent: str) -> str:
+    """Just the version of :func:`resolve`."""
+    return resolve(agent)[1]
+
+
+def main() -> int:
+    print(f"agent versions ({mode()}):")
+    for agent in AGENTS:
+        package, ver = resolve(agent)
+        pinned = PINNED[agent][1]
+        print(f"  {agent:9} {package}@{ver}" + ("" if ver == pinned else f"   (pinned: {pinned})"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

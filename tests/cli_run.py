@@ -1,0 +1,60 @@
+"""Running the real ``baton`` command in a subprocess, as a person would, for the CLI tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BATON", "Result", "baton", "start_baton"]
+
+_SCRIPT = Path(sys.executable).with_name("baton")
+#: the installed console script when there is one (what a person runs), else the module
+BATON = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pipeline.cli"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Result:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+    def one_line_error(self, status: int, *needles: str) -> str:
+        """Assert: this exit status, exactly one line on standard error holding every needle, no traceback."""
+        assert self.status == status, (self.status, self.out, self.err)
+        assert "Traceback" not in self.err, self.err
+        assert len(self.error_lines) == 1, self.err
+        for needle in needles:
+            assert needle in self.err, (needle, self.err)
+        return self.error_lines[0]
+
+
+def _env(env: dict[str, str] | None) -> dict[str, str]:
+    merged = dict(os.environ)
+    merged.pop("TMUX", None)  # tests name their server; a developer's own tmux must not leak in
+    merged["PYTHONPATH"] = str(REPO) + os.pathsep + merged.get("PYTHONPATH", "")
+    merged.update(env or {})
+    return merged
+
+
+def baton(*args: str, cwd: str | Path | None = None, input: bytes | str | None = None,
+          env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    data = input.encode() if isinstance(input, str) else input
+    done = subprocess.run([*BATON, *args], cwd=cwd, input=data, capture_output=True, env=_env(env),
+                          timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
+    return Result(done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+
+
+def start_baton(*args: str, stderr: Path, cwd: str | Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A long-running ``baton`` (``run``) writing its standard error to ``stderr``."""
+    with stderr.open("wb") as err:
+        return subprocess.Popen([*BATON, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, env=_env(env))
