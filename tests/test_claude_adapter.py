@@ -276,3 +276,83 @@ def test_the_hook_returns_at_once_and_never_fails_the_turn(tmp_path: Path) -> No
         assert result.returncode == 0
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "state" / "batonpass" / "spool").glob("*.json")]
     assert record["pane"] == "%7" and record["payload"]["prompt_id"] == "p"
+
+
+# ---- 2.1.332: background agents (SPEC §5.1; the sequence of tests/fixtures/claude-code-2.1.332 lines 44–62) ----
+
+
+def agent_turn(scene: Scene, prompt: str) -> str:
+    """The parent turn as 2.1.332 writes it: an Agent call whose result is "Async agent launched", the
+    answer "I launched…", end lines with ``pendingBackgroundAgentCount: 1`` — and the session stays busy."""
+    tx = scene.transcript()
+    scene.status("busy")
+    key = tx.prompt(prompt)
+    tx.assistant("msg_p1", text("I will delegate this to a subagent."),
+                 {"type": "tool_use", "id": "toolu_a", "name": "Agent", "input": {"prompt": "survey"}}, stop="tool_use")
+    tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_a", "content": [text("Async agent launched successfully.")]}]}}))
+    tx.assistant("msg_p2", text("I launched an agent to survey the project."))
+    tx.write(tx.line({"type": "system", "subtype": "stop_hook_summary"}),
+             tx.line({"type": "system", "subtype": "turn_duration", "durationMs": 900, "pendingBackgroundAgentCount": 1}))
+    return key
+
+
+async def test_a_turn_with_a_background_agent_running_is_held_until_the_notification_turn_ends(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    async with following(scene) as emitted:
+        parent = agent_turn(scene, "AGENTTEST: survey the project")
+        running = scene.hook(parent, "I launched an agent to survey the project.")
+        running.payload["background_tasks"] = [{"id": "a1", "type": "subagent", "status": "running"}]
+        assert await scene.adapter.hook_completion(running) is None
+        steps = {s.step: s for s in await scene.adapter.resolve()}
+        assert steps["activity"].detail == "working: 1 background agent"
+        assert await scene.adapter.target_state() == "busy"
+        await anyio.sleep(2.0)
+        assert emitted == []  # the held turn: no completion, so no route (not even on: any) and no hop
+        tx = scene.transcript()
+        notified = str(uuid.uuid4())
+        tx.write(tx.line({"type": "user", "promptId": notified, "turnOrigin": "task_notification",
+                          "message": {"role": "user", "content": "<task-notification>\n<task-id>a1</task-id>\n"}}))
+        tx.assistant("msg_n", text("The survey is done: 3 modules, 12 tests."))
+        tx.end()
+        scene.status("idle")
+        await until(lambda: emitted, 10, "the completion of the work")
+        await anyio.sleep(1.0)
+    assert [(c.turn_id, c.outcome) for c in emitted] == [(f"claude:{scene.session_id}:{notified}", "completed")]
+    assert (await scene.adapter.response(emitted[0])).text == "The survey is done: 3 modules, 12 tests."
+
+
+async def test_a_held_turn_with_no_turn_after_it_completes_once_the_session_is_idle(tmux_server: TmuxServer,
+                                                                                    tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.adapter.held_grace_s = 0.5
+    scene.status("idle")
+    async with following(scene) as emitted:
+        parent = agent_turn(scene, "AGENTTEST: quick")
+        await anyio.sleep(1.0)
+        assert emitted == []
+        scene.status("idle")  # the agents finished and no notification turn came
+        await until(lambda: emitted, 10, "the held turn as the completion")
+    assert [(c.turn_id, c.detail) for c in emitted] == [(f"claude:{scene.session_id}:{parent}", "background agents finished")]
+    assert (await scene.adapter.response(emitted[0])).text == "I launched an agent to survey the project."
+
+
+async def test_waiting_for_a_person_comes_from_the_session_file(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("waiting", waitingFor="dialog open")
+    assert {s.step: s.detail for s in await scene.adapter.resolve()}["activity"] == "waiting (dialog open)"
+    scene.status("idle")
+    assert "activity" not in {s.step for s in await scene.adapter.resolve()}
+
+
+async def test_received_finds_a_pasted_prompt_inside_its_wrapper(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    prompt = "The reviewer says:\n\nline 2\nline 3\nline 4\n\nFix what it asks for."
+    assert await scene.adapter.received(prompt) is None  # no transcript yet: cannot tell
+    scene.transcript().turn("something else", "ok")
+    assert await scene.adapter.received(prompt) is False
+    scene.transcript().prompt(f'\n\n<pasted_content id="00d6">\n{prompt}\n</pasted_content id="00d6">\n')
+    assert await scene.adapter.received(prompt) is True

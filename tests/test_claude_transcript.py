@@ -54,7 +54,9 @@ def test_extract_gives_the_exact_last_answer_of_every_recorded_transcript(name: 
 @pytest.mark.parametrize("path", [PROJECT / "69a8991c-ee49-4414-a7b1-ecde10f87e7f.jsonl",
                                   *PROJECT.glob("*/subagents/agent-*.jsonl")], ids=lambda p: p.name)
 def test_no_finished_turn_in_an_unused_session_or_a_subagent_file(path: Path) -> None:
-    assert ClaudeCodeAdapter.extract_file(path) is None
+    why = "no main-chain turn: only subagent" if path.name.startswith("agent-") else "no prompt was written"
+    with pytest.raises(LookupError, match=why):
+        ClaudeCodeAdapter.extract_file(path)
 
 
 def test_every_recorded_stop_hook_names_a_turn_whose_transcript_answer_is_its_text() -> None:
@@ -89,7 +91,7 @@ def test_baton_extract_prints_it_exactly_and_fails_clearly(tmp_path: Path, capsy
     as_json = json.loads(capsys.readouterr().out)
     assert as_json["text"] == SCRIPTED and as_json["outcome"] == "completed"
     assert cli.main(["extract", str(PROJECT / "69a8991c-ee49-4414-a7b1-ecde10f87e7f.jsonl")]) == 1
-    assert "holds no finished turn" in capsys.readouterr().err
+    assert "holds no turn: no prompt was written to it" in capsys.readouterr().err
     assert cli.main(["extract", str(tmp_path / "nope.jsonl")]) == 1
     assert "nope.jsonl" in capsys.readouterr().err
 

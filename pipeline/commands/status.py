@@ -29,6 +29,8 @@ async def tile_status(config: Config, registries: Registries, tmux: Tmux, previe
             row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
                        state=await runtime.adapter.target_state())
             for step in await runtime.adapter.resolve():
+                if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
+                    row["state"] = step.detail
                 for column, names in FILE_STEPS.items():
                     if step.step in names and step.ok and row[column] is None:
                         row[column] = str(step.value) if step.value is not None else step.detail

@@ -1,0 +1,249 @@
+"""Following one Claude Code tile's files: the session file's status and the transcript's end-of-turn lines.
+
+The watcher's change events are hints; what ended is read from the files (:mod:`plugins.claude_code.reader`).
+When the process shows no session file and no transcript, the screen is followed instead until they appear.
+Rules that need time rather than a line — the session idle with no end on disk, the transcript quiet after a
+final-looking answer (versions without a session file), a held turn whose background agents finished with no
+turn after them — are the deadlines of :meth:`FileFollowing._on_status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+
+from pipeline.engine.watch import Subscription
+from pipeline.plugin.agents import Emit
+from pipeline.plugin.events import Completion
+from pipeline.system import proc
+from pipeline.system.tmux import PaneGone, ServerGone
+from plugins.claude_code.reader import TranscriptTail
+from plugins.claude_code.resolve import Resolution, project_folder_name, read_session_file, resolve_process
+from plugins.claude_code.turns import TurnEnd
+from plugins.terminal.adapter import TerminalAdapter
+
+__all__ = ["FileFollowing", "wait_any"]
+
+log = logging.getLogger("batonpass")
+
+
+async def wait_any(subs: list[Subscription], timeout: float) -> set[Path]:
+    """Wait for a hint on any of ``subs`` (or ``timeout``); the paths changed on all of them."""
+    changed: set[Path] = set()
+    async with anyio.create_task_group() as tg:
+
+        async def one(sub: Subscription) -> None:
+            changed.update(await sub.wait(timeout))
+            tg.cancel_scope.cancel()
+
+        for sub in subs:
+            tg.start_soon(one, sub)
+    for sub in subs:
+        changed |= sub.changed
+        sub.changed = set()
+    return changed
+
+
+
+class FileFollowing(TerminalAdapter):
+    """The completion side of the Claude Code adapter (``follow``); the adapter supplies ``_resolve``."""
+
+    #: how long the session file may be missing after start before the screen is followed instead
+    startup_grace_s: ClassVar[float] = 10.0
+    #: after the session turns idle, how long the transcript may take to show how the turn ended (usually
+    #: ~0.2 s; generous because calling a turn that did end "failed" would lose its hand-off, while a turn
+    #: Esc'd before any text — the only one that never shows an end — has nothing to hand off anyway)
+    idle_grace_s: ClassVar[float] = 5.0
+    #: with no session file (versions before it), how long the transcript must stay quiet after a final-
+    #: looking answer before the turn counts as ended (1.0.x wrote ``stop_reason: null`` on final messages)
+    quiet_s: ClassVar[float] = 5.0
+    #: after the background agents' work, how long an idle session may show no turn before the held turn is
+    #: reported as the completion itself (normally a ``<task-notification>`` turn follows within ~1 s)
+    held_grace_s: ClassVar[float] = 3.0
+    #: how often a follower checks that its process still lives (processes send no file events)
+    liveness_s: ClassVar[float] = 2.0
+    #: when the chain changes (a new session, a new process), turns that ended this long before are news
+    replay_s: ClassVar[float] = 10.0
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._ends: OrderedDict[str, TurnEnd] = OrderedDict()
+        self._resolution: Resolution | None = None
+
+    async def _resolve(self) -> Resolution:
+        raise NotImplementedError
+
+    # ---- completion ------------------------------------------------------------------------------
+
+    async def follow(self, emit: Emit) -> None:
+        watcher = self.ctx.watcher
+        if watcher is None:  # outside the daemon: nothing shared to watch files with
+            await super().follow(emit)
+            return
+        said = ""
+        since: float | None = None  # after the first chain, turns that ended since then are news
+        while True:
+            try:
+                res = await self._resolve()
+            except (PaneGone, ServerGone):
+                await anyio.sleep(1.0)
+                continue
+            why = self._why_not_files(res)
+            if why != said and why:
+                log.info("%s: %s", self.ctx.name, why)
+            said = why
+            if res.process is None:  # a process starting sends no file event: look again in a while
+                await anyio.sleep(self.liveness_s)
+                continue
+            if why.startswith("waiting") and res.config is not None:
+                with watcher.subscribe(res.config / "sessions") as sub:
+                    await sub.wait(self.liveness_s)
+                continue
+            if why:
+                await self._follow_screen_until_files(emit)
+                continue
+            await self._follow_files(emit, res, since)
+            since = time.time() - self.replay_s
+
+    def _why_not_files(self, res: Resolution) -> str:
+        if res.process is None:
+            return "no Claude Code process in the pane; waiting for one"
+        if res.session is not None or res.transcript is not None:
+            return ""
+        age = time.time() - res.started_at
+        if age < self.startup_grace_s:
+            return f"waiting for Claude Code's session file (pid {res.process.pid} started {age:.1f}s ago)"
+        return (f"following the screen: the chain stopped at {res.stopped_at} "
+                f"({next((s.detail for s in res.steps if not s.ok), '')})")
+
+    async def _follow_screen_until_files(self, emit: Emit) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(super().follow, emit)
+            while True:
+                await anyio.sleep(self.liveness_s)
+                res = await self._resolve()
+                if res.process is None or res.session is not None or res.transcript is not None:
+                    log.info("%s: Claude Code's files are readable again; leaving the screen", self.ctx.name)
+                    tg.cancel_scope.cancel()
+                    return
+
+    async def _follow_files(self, emit: Emit, res: Resolution, since: float | None) -> None:
+        """Follow one process's session file and transcript; return when the chain must be run again.
+        Turns that ended in the transcript after ``since`` (a new session after /clear, a new process in
+        the pane) are reported too; the first time, what is on disk is history."""
+        assert self.ctx.watcher is not None and res.process is not None and res.config is not None
+        pid, start_ticks = res.process.pid, res.process.start_ticks
+        session_path = res.config / "sessions" / f"{pid}.json"
+        folder = res.project_dir or res.config / "projects" / project_folder_name(res.cwd or "/")
+        tail = self._tail_for(res.transcript, existed=True)
+        for end in tail.history if tail and since is not None else []:
+            if end.ended_at >= since:
+                await self._emit_end(emit, end, "transcript")
+        session_id = res.session.session_id if res.session else None
+        idle_deadline: float | None = None
+        # a turn left open while the session is idle already is history, not news
+        handled: set[str | None] = {None, tail.tracker.key if tail and tail.tracker.open else None}
+        log.info("%s: following %s (rule %s) and %s", self.ctx.name, res.transcript or f"{folder}/ (no transcript yet)",
+                 res.rule or "-", session_path.name)
+        with self.ctx.watcher.subscribe(session_path.parent) as s1, self.ctx.watcher.subscribe(folder) as s2:
+            while True:
+                timeout = self.liveness_s if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
+                changed = await wait_any([s1, s2], timeout)
+                live = proc.read_proc(pid)
+                if live is None or live.start_ticks != start_ticks:
+                    log.info("%s: Claude Code pid %d exited", self.ctx.name, pid)
+                    return
+                try:
+                    session = read_session_file(session_path)
+                except (OSError, ValueError):
+                    session = None
+                if session is not None and session.session_id != session_id:
+                    return  # a new session (or the file appeared): run the chain again
+                if tail is None or any(p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed):
+                    fresh = resolve_process(live)
+                    if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
+                        log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule)
+                        tail = self._tail_for(fresh.transcript, existed=False)
+                        self._resolution = fresh
+                for end in tail.read_new() if tail else []:
+                    await self._emit_end(emit, end, "transcript")
+                status = session.status if session else None
+                if status is None and tail is not None and tail.tracker.answered:
+                    status = "quiet" if changed else "quiet?"
+                idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
+
+    def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
+        """A reader for ``path``: from its current end if it was there when following began, else from its
+        first line (it appeared while following, so every line of it is news)."""
+        if path is None:
+            return None
+        tail = TranscriptTail(path, from_start=not existed)
+        if existed:
+            tail.prime()
+        return tail
+
+    async def _on_status(self, emit: Emit, tail: TranscriptTail | None, status: str | None,
+                         deadline: float | None, handled: set[str | None]) -> float | None:
+        """The session is idle while the transcript shows a turn still open: report it (once) when its
+        final answer is on disk without the ``turn_duration`` line, or as failed if nothing ends it within
+        the grace (Esc before the first streamed text writes nothing). Returns the deadline to wake at.
+
+        Only the state is used, not a ``busy → idle`` transition: the watcher may coalesce a short busy.
+        With no session file, ``quiet`` (the transcript just grew) and ``quiet?`` (it did not) stand in for
+        it: an answered turn ends after :attr:`quiet_s` without a write. A held turn (background agents)
+        whose session is idle is reported after :attr:`held_grace_s` unless a turn starts first."""
+        if tail is None:
+            return None
+        if status in ("quiet", "quiet?"):
+            if status == "quiet" or deadline is None:
+                return time.monotonic() + self.quiet_s
+            if time.monotonic() < deadline:
+                return deadline
+            end = tail.tracker.close_answered("quiet")
+            if end is not None:
+                await self._emit_end(emit, end, "transcript")
+            return None
+        if status == "idle" and not tail.tracker.open and tail.tracker.held is not None:
+            if deadline is None:
+                return time.monotonic() + self.held_grace_s
+            if time.monotonic() < deadline:
+                return deadline
+            held = tail.tracker.release_held()
+            if held is not None:
+                log.info("%s: idle and no turn after the background agents of %s: that turn completes", self.ctx.name,
+                         held.key)
+                await self._emit_end(emit, held, "status")
+            return None
+        if status != "idle" or not tail.tracker.open or tail.tracker.key in handled:
+            return None
+        key = tail.tracker.key
+        end = tail.tracker.pending_end()
+        if end is not None:
+            handled.add(key)
+            await self._emit_end(emit, end, "status")
+            return None
+        if deadline is None:
+            return time.monotonic() + self.idle_grace_s
+        if time.monotonic() < deadline:
+            return deadline
+        handled.add(key)
+        silent = tail.tracker.close_silent()
+        if silent is None:
+            log.info("%s: idle after %s, which was not a prompt to the model; no turn to report", self.ctx.name, key)
+            return None
+        log.info("%s: idle, but the transcript shows no end of turn %s (interrupted before any text?): failed",
+                 self.ctx.name, key)
+        await self._emit_end(emit, silent, "status")
+        return None
+
+    async def _emit_end(self, emit: Emit, end: TurnEnd, signal: str) -> None:
+        self._ends[end.turn_id] = end
+        while len(self._ends) > 32:
+            self._ends.popitem(last=False)
+        await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal=signal,
+                              detail=end.reason))
