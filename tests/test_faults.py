@@ -63,6 +63,12 @@ class Daemon:
         return "".join((self.tmp / f"daemon-{i}.err").read_text() for i in range(1, self.starts + 1))
 
 
+def wait_followed(daemon: Daemon, tile: str) -> None:
+    """Until the daemon's first look at ``tile`` is in the journal (before that, its turns are history)."""
+    daemon.wait_running()
+    wait_for(lambda: Journal(default_journal_path()).followed_until(tile) is not None, what=f"{tile} followed")
+
+
 def write_config(path: Path, socket: str, tiles: dict[str, dict], routes: list[dict], **settings) -> Path:
     doc = {"version": 1, "tmux": {"socket_name": socket}, "tiles": tiles, "routes": routes,
            "settings": {"catch_up_s": 120, **settings}}
@@ -139,6 +145,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
                           [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}])
     daemon = daemon_factory(config)
     daemon.start()
+    wait_followed(daemon, "a")  # the first run: what a did before is history, what it does next is news
     next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     for i in range(turns):
         # a person types the next task once a has answered the last one
@@ -170,25 +177,33 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
 
 def test_turns_finished_while_down_are_caught_up_or_skipped_by_age(tmux_server: TmuxServer, tmp_path: Path,
                                                                   daemon_factory) -> None:
+    """The first run ever records what is on disk as history (skipped); a later run hands off a turn that
+    ended while it was down if it is younger than catch_up_s, and records an older one as skipped."""
     alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a, b = start_agent(tmux_server, alog, "a", work_s=0.1), start_agent(tmux_server, blog, "b", work_s=0.1)
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
                           {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
                           [{"from": "a", "to": "b"}], catch_up_s=4)
-    tmux_server.type(a, "old turn")  # finishes long before the daemon starts
+    tmux_server.type(a, "before any run")  # on disk when batonpass first follows the tile
+    wait_for(lambda: tmux_server.capture(a).count("before any run") >= 2)
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_for(lambda: [h.state for h in Journal(default_journal_path()).history()] == ["skipped"],
+             what="the first run's history recorded")
+    assert daemon.stop() == 0
+    tmux_server.type(a, "old turn")  # finishes long before the daemon starts again
     wait_for(lambda: "old turn" in tmux_server.capture(a).split("demo❯ old turn", 1)[-1])
     time.sleep(5)
     tmux_server.type(a, "recent turn")
     wait_for(lambda: tmux_server.capture(a).count("recent turn") >= 2)
-    daemon = daemon_factory(config)
     daemon.start()
     wait_for(lambda: messages(blog), timeout=20, what="the catch-up hand-off")
     time.sleep(1.0)
     assert daemon.stop() == 0
     assert messages(blog) == ["recent turn"]
-    states = {h.turn_id: (h.state, h.note) for h in Journal(default_journal_path()).history()}
-    assert sorted(s for s, _ in states.values()) == ["delivered", "skipped"]
-    assert any("catch_up_s=4" in note for _, note in states.values())
+    notes = [(h.state, h.note) for h in Journal(default_journal_path()).history()]
+    assert [s for s, _ in notes] == ["skipped", "skipped", "delivered"]
+    assert notes[0][1].startswith("history:") and "catch_up_s=4" in notes[1][1]
 
 
 def test_invalid_reload_keeps_running_config_and_valid_reload_applies(tmux_server: TmuxServer, tmp_path: Path,

@@ -142,7 +142,7 @@ async def test_busy_from_the_store_and_start_confirmed_by_the_new_user_message(
     w.finish(session, final, texts=("done",))
     assert await adapter.target_state() == "ready"
     before = await adapter.snapshot()
-    adapter.ctx.last_prompt = "the prompt batonpass typed"
+    adapter.prompt_submitted("the prompt batonpass typed", time.time())
     w.user(session, "something a person typed meanwhile")
     assert not await adapter.turn_started(before)
     w.user(session, "the prompt batonpass typed")
@@ -165,7 +165,7 @@ async def test_two_panes_in_one_folder_get_their_own_turns(tmux_server: TmuxServ
     a, b = scene.adapter(pane_a, "a"), scene.adapter(pane_b, "b")
     async with following(scene, a, b) as got:
         await anyio.sleep(0.5)
-        b.ctx.last_prompt = "review the parser"  # as the dispatcher records it
+        b.prompt_submitted("review the parser", time.time())  # as the dispatcher tells it
         session_b = w.session(scene.project)
         turn_b = w.turn(session_b, "review the parser", "looks fine")
         await until(lambda: got["b"], what="b's turn")

@@ -20,7 +20,7 @@ import anyio
 from pipeline.commands.presence import watch_presence
 from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.manager import Registries
@@ -35,8 +35,8 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
                      dry_run: bool = False) -> None:
     """Route until a signal. ``server`` picks the tmux server for a config (the command line's ``-L``/``-S``
     win over the file's ``tmux.socket_name``). Raises TmuxError when tmux cannot run at all."""
-    journal = None if dry_run else Journal()
-    if journal is not None and (pruned := journal.prune()):
+    journal = Journal(MEMORY) if dry_run else Journal()
+    if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
     watcher = FileWatcher()
     async with anyio.create_task_group() as outer:

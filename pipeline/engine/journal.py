@@ -27,7 +27,7 @@ from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
-__all__ = ["HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
+__all__ = ["MEMORY", "HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
 
 HandoffState = Literal["pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped"]
 FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped")
@@ -47,7 +47,10 @@ CREATE TABLE IF NOT EXISTS handoffs (
 CREATE INDEX IF NOT EXISTS handoffs_state ON handoffs (state);
 CREATE TABLE IF NOT EXISTS hops (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tile TEXT NOT NULL, hop INTEGER NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tiles (tile TEXT PRIMARY KEY, followed_until REAL NOT NULL);
 """
+#: ``Journal(MEMORY)``: a journal that lives as long as the process (``--dry-run``, the unit tests)
+MEMORY = ":memory:"
 
 
 def default_journal_path() -> Path:
@@ -82,15 +85,22 @@ def digest(text: str) -> str:
 
 
 class Journal:
+    """The journal at ``path`` (default: the user's state folder), or one in memory for ``MEMORY``:
+    the same code either way, so the stages never ask whether there is a journal."""
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.memory = path == MEMORY
         self.path = Path(path) if path is not None else default_journal_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fresh = not self.path.exists()
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
-        if fresh:
-            os.chmod(self.path, 0o600)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        if self.memory:
+            self.db = sqlite3.connect(MEMORY, isolation_level=None, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fresh = not self.path.exists()
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
+            if fresh:
+                os.chmod(self.path, 0o600)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
@@ -104,10 +114,6 @@ class Journal:
         row = self.db.execute("SELECT hop, routed FROM completions WHERE tile=? AND turn_id=?",
                               (tile, turn_id)).fetchone()
         return None if row is None else (int(row[0]), bool(row[1]))
-
-    def completion_routed(self, tile: str, turn_id: str) -> bool:
-        seen = self.seen_completion(tile, turn_id)
-        return seen is not None and seen[1]
 
     def record_completion(self, c: Completion) -> None:
         self.db.execute(
@@ -176,9 +182,6 @@ class Journal:
                                (limit,)).fetchall()
         return [HandoffRecord(*r) for r in reversed(rows)]
 
-    def counts(self) -> dict[str, int]:
-        return dict(self.db.execute("SELECT state, COUNT(*) FROM handoffs GROUP BY state").fetchall())
-
     def prune(self, older_than_s: float = KEEP_S) -> int:
         """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
         left running for months must not grow without end). Returns how many hand-offs went."""
@@ -189,6 +192,21 @@ class Journal:
             self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
             self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
         return gone
+
+    # ---- how far each tile was followed (catch-up after a restart) ----------------------------------------
+
+    def followed_until(self, tile: str) -> float | None:
+        """Up to when (epoch seconds) a run of batonpass followed ``tile``: every turn that ended before
+        was seen. None: no run ever followed it (what its agent did before is history, not news)."""
+        row = self.db.execute("SELECT followed_until FROM tiles WHERE tile=?", (tile,)).fetchone()
+        return None if row is None else float(row[0])
+
+    def mark_followed(self, tiles: list[str], until: float) -> None:
+        """``tiles`` were followed up to ``until`` (never moves a tile's mark back)."""
+        with self._tx():
+            for tile in tiles:
+                self.db.execute("INSERT INTO tiles (tile, followed_until) VALUES (?,?) ON CONFLICT (tile) DO UPDATE"
+                                " SET followed_until=max(followed_until, excluded.followed_until)", (tile, until))
 
     # ---- hops (so a loop's count survives a restart) -------------------------------------------------------
 

@@ -17,7 +17,7 @@ from anyio.abc import TaskStatus
 
 from pipeline.engine.config import Config
 from pipeline.engine.hops import HopLedger
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.stages.detect import CompletionDetector
 from pipeline.engine.stages.dispatch import PromptDispatcher
 from pipeline.engine.stages.extract import ResponseExtractor
@@ -43,8 +43,10 @@ class Pipeline:
         self.config, self.registries, self.tmux = config, registries, tmux
         #: the shared file watcher; a pipeline given none runs its own
         self.watcher = watcher
-        self.dry_run, self.report, self.journal = dry_run, report, journal
-        self.hops = HopLedger(journal)
+        self.dry_run, self.report = dry_run, report
+        #: the hand-off journal; an in-memory one when none is given (nothing survives the run)
+        self.journal = journal if journal is not None else Journal(MEMORY)
+        self.hops = HopLedger(self.journal)
         self.tiles: dict[str, TileRuntime] = {}
         self.dispatcher: PromptDispatcher | None = None
 
@@ -76,7 +78,7 @@ class Pipeline:
 
     async def _recover(self) -> None:
         """Queue the hand-offs a previous run left unfinished, before anything new (the queues are FIFO)."""
-        if self.journal is None or self.dispatcher is None:
+        if self.dispatcher is None:
             return
         stale = time.time() - self.config.settings.catch_up_s
         for record in self.journal.unfinished():

@@ -1,14 +1,13 @@
-"""A tile at run time: its context, its adapter, its terminal fallback and its cached last answer."""
+"""A tile at run time: its context, its adapter and its terminal fallback."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pipeline.engine.config import Config
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.agents import AgentAdapter, TileContext
-from pipeline.plugin.events import Response
 from pipeline.plugin.registry import AgentRegistry
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
@@ -24,15 +23,10 @@ class TileRuntime:
     adapter: AgentAdapter
     #: the terminal adapter that answers when ``adapter`` cannot (may be ``adapter`` itself)
     fallback: AgentAdapter
-    last_response: Response | None = field(default=None)
 
     @property
     def name(self) -> str:
         return self.ctx.name
-
-    def invalidate(self) -> None:
-        """A new completion was seen: the cached answer is stale."""
-        self.last_response = None
 
 
 def identify_agent(pane_pid: int, agents: AgentRegistry) -> str:
@@ -51,7 +45,7 @@ async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
                       watcher: FileWatcher | None = None) -> dict[str, TileRuntime]:
     tiles: dict[str, TileRuntime] = {}
     for name, tile in config.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher, catch_up_s=config.settings.catch_up_s)
+        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher)
         kind = tile.agent
         if kind == "auto":
             try:

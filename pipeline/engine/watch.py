@@ -69,7 +69,6 @@ class FileWatcher:
         self._subs: list[Subscription] = []
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
-        self._stop: threading.Event | None = None
 
     def subscribe(self, path: str | os.PathLike[str]) -> Subscription:
         """Hints for ``path``. It need not exist yet: its nearest existing ancestor is watched until it does."""
@@ -109,7 +108,7 @@ class FileWatcher:
             if not self._roots:
                 await self._changed.wait()
                 continue
-            stop = self._stop = threading.Event()
+            stop = threading.Event()
             async with anyio.create_task_group() as tg:
 
                 async def restart_on_change(stop: threading.Event = stop) -> None:

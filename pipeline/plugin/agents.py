@@ -41,13 +41,6 @@ class TileContext:
     tmux: Tmux
     watcher: FileWatcher | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("batonpass"))
-    #: the last prompt batonpass typed into this tile (an adapter may use it to tell panes apart)
-    last_prompt: str | None = None
-    #: set by the dispatcher when it has typed a prompt; the terminal adapter treats it as a turn start
-    prompt_sent_at: float = 0.0
-    #: settings.catch_up_s: an adapter that can read past turns reports, on start, those finished this
-    #: recently (and the detector hands them off unless the journal has them)
-    catch_up_s: float = 300.0
     #: set by the engine: what follows an adapter's report of a new session (the catch-up)
     on_resolved: Callable[[], Awaitable[None]] | None = None
     _pane_id: str | None = None

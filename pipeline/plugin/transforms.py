@@ -36,8 +36,8 @@ class TransformResult:
 
 @dataclass(frozen=True)
 class TransformInput:
-    """Everything a transform may use. ``terminal_text`` is read only when the transform asks for it
-    (``needs_terminal``), since it costs a screen capture."""
+    """Everything a transform may use. ``terminal_text`` is a coroutine function: the screen is captured
+    only by a transform that awaits it."""
 
     response: Response
     route: str

@@ -119,8 +119,8 @@ class CodexAdapter(TerminalAdapter):
             if process is None:
                 return None
             new_files = {p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout} - self._foreign
-            unconfirmed = (self.ctx.last_prompt is not None and self.ctx.prompt_sent_at > self._resolved_wall
-                           and self._state is not None and not self._state.received(self.ctx.last_prompt))
+            unconfirmed = (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
+                           and self._state is not None and not self._state.received(self.last_prompt))
             due = force or now - self._resolved_at > RESOLVE_MIN_INTERVAL_S
             if due and (self._tail is None or (new_files and unconfirmed)):
                 await self._resolve(process)
@@ -133,7 +133,7 @@ class CodexAdapter(TerminalAdapter):
     async def _resolve(self, process: CodexProcess) -> None:
         info = await self.ctx.pane()
         resolution = await anyio.to_thread.run_sync(
-            lambda: resolve_rollout(info.pid, self.ctx.last_prompt, self.ctx.prompt_sent_at, process=process))
+            lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at, process=process))
         self._resolved_at, self._resolved_wall = time.monotonic(), time.time()
         if resolution.rollout is not None and resolution.rollout != self.rollout:
             log.info("%s: codex rollout %s (rule: %s)", self.ctx.name, resolution.rollout, resolution.rule)
@@ -351,7 +351,7 @@ class CodexAdapter(TerminalAdapter):
         steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
                              {"pane_id": info.pane_id, "pid": info.pid})]
         resolution = await anyio.to_thread.run_sync(
-            lambda: resolve_rollout(info.pid, self.ctx.last_prompt, self.ctx.prompt_sent_at))
+            lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps
         if resolution.rollout is not None:
             state = RolloutState(thread_id=resolution.thread_id)

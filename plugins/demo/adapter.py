@@ -2,12 +2,13 @@
 
 Like the Claude Code adapter, it reads the agent's own transcript (``<transcript_dir>/<PID>.jsonl``, found
 from the pane's process tree) for completions, answers and confirmations, and falls back to the screen
-when there is none (``--no-transcript``). Turns have durable ids, so a restarted daemon catches up on the
-turns that finished while it was down.
+when there is none (``--no-transcript``). Turns have durable ids and end times, so the engine can ask
+(:meth:`DemoAdapter.finished_turns`) for the turns that finished while it was down.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ import anyio
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.turns import TurnEnd
 from pipeline.system import proc
 from pipeline.system.jsonl import AppendedLines
 from pipeline.system.text import sanitize
@@ -46,8 +48,6 @@ class DemoAdapter(TerminalAdapter):
         self._prompts: list[str] = []
         self._answers_by_turn: dict[str, dict[str, Any]] = {}
         self._open_turn: str | None = None
-        self._seen_agent = False
-        self._skip_history = False
 
     def _transcript(self, agent: proc.Proc) -> Path:
         return Path(transcript_dir()) / f"{agent.pid}.jsonl"
@@ -61,12 +61,8 @@ class DemoAdapter(TerminalAdapter):
             self._agent = self._lines = None
             return None
         if self._agent is None or (agent.pid, agent.start_ticks) != (self._agent.pid, self._agent.start_ticks):
-            replaced = self._lines is not None or self._seen_agent
             self._agent, self._lines = agent, AppendedLines(self._transcript(agent))
             self._prompts, self._answers_by_turn, self._open_turn = [], {}, None
-            self._seen_agent = True
-            if replaced:
-                self._skip_history = True  # another agent now: its past turns are not this run's to hand off
         return agent
 
     def _read(self) -> list[dict[str, Any]]:
@@ -88,10 +84,11 @@ class DemoAdapter(TerminalAdapter):
 
     async def follow(self, emit: Emit) -> None:
         """Watch the agent's own transcript file; look at the process tree again only every
-        ``recheck_s`` (an agent restarted in the pane has a new transcript), never on every write."""
+        ``recheck_s`` (an agent restarted in the pane has a new transcript), never on every write.
+        What a transcript holds when it is first seen is the engine's to catch up on (finished_turns)."""
         if self.ctx.watcher is None:
             return await super().follow(emit)
-        first = True
+        primed: tuple[int, int] | None = None  # the agent whose transcript was read up to its end
         while True:
             agent = await self._find_agent()
             if agent is None:
@@ -100,20 +97,41 @@ class DemoAdapter(TerminalAdapter):
             if _keeps_no_transcript(agent):
                 return await super().follow(emit)
             with self.ctx.watcher.subscribe(self._transcript(agent)) as sub:
+                if primed != (agent.pid, agent.start_ticks):
+                    primed = (agent.pid, agent.start_ticks)
+                    self._read()  # on disk already: history or catch-up, the engine asks for it next
+                    await self.ctx.resolved()
                 until = time.monotonic() + self.recheck_s
                 while (left := until - time.monotonic()) > 0:
-                    answers = [r for r in self._read() if r.get("type") == "answer"]
-                    if self._skip_history:
-                        answers, self._skip_history = [], False
-                    if first:
-                        # on start: the turns recent enough to catch up on, and one older (recorded as skipped)
-                        since = time.time() - self.ctx.catch_up_s
-                        recent = [r for r in answers if float(r.get("at") or 0) >= since]
-                        answers, first = answers[-len(recent) - 1:] if answers else [], False
-                    for r in answers:
-                        await emit(Completion(tile=self.ctx.name, turn_id=f"demo:{r['turn_id']}",
-                                              signal="transcript", at=float(r.get("at") or time.time())))
+                    for r in self._read():
+                        if r.get("type") == "answer":
+                            await emit(self._end(r).completion(self.ctx.name, "transcript"))
                     await sub.wait(left)
+
+    async def finished_turns(self, since: float) -> list[TurnEnd] | None:
+        """The answers in the agent's transcript written at or after ``since``."""
+        if await self._find_agent() is None:
+            return []
+        path = self._transcript(self._agent) if self._agent else None
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines() if path else []
+        except FileNotFoundError:
+            return []
+        ends = []
+        for line in lines:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # the last line, half written
+            if isinstance(r, dict) and r.get("type") == "answer" and float(r.get("at") or 0) >= since:
+                self._answers_by_turn.setdefault(str(r.get("turn_id")), r)
+                ends.append(self._end(r))
+        return ends
+
+    @staticmethod
+    def _end(r: dict[str, Any]) -> TurnEnd:
+        return TurnEnd(turn_id=f"demo:{r['turn_id']}", outcome="completed", text=str(r.get("text", "")),
+                       ended_at=float(r.get("at") or time.time()))
 
     async def response(self, completion: Completion) -> Response | None:
         if not completion.turn_id.startswith("demo:"):

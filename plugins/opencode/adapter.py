@@ -124,7 +124,7 @@ class OpenCodeAdapter(TerminalAdapter):
                 screen = strip_ansi(await self.ctx.capture())
             except TmuxError:
                 pass
-        match = choose_session(sessions, me=p, peers=peers, last_prompt=self.ctx.last_prompt, screen=screen,
+        match = choose_session(sessions, me=p, peers=peers, last_prompt=self.last_prompt, screen=screen,
                                previous=self._session)
         if match.session is not None and match.session.id != self._session:
             log.info("%s: OpenCode session %s (rule %s: %s)", self.ctx.name, match.session.id, match.rule,
@@ -382,7 +382,7 @@ class OpenCodeAdapter(TerminalAdapter):
                 except StoreError:
                     sessions = None
                 if sessions is not None:
-                    typed = self.ctx.last_prompt
+                    typed = self.last_prompt
                     return any(s.newest_user is not None and s.newest_user != before["users"].get(s.id)
                                and (typed is None or not s.recent_prompts or same_prompt(s.recent_prompts[0], typed))
                                for s in sessions)

@@ -83,6 +83,14 @@ class TerminalAdapter(AgentAdapter):
         self._mark: int | None = None
         self._answers: dict[str, str] = {}
         self._in_turn = False
+        #: the last prompt batonpass submitted here, and when (told by the engine: prompt_submitted)
+        self.last_prompt: str | None = None
+        self.prompt_sent_at = 0.0
+
+    def prompt_submitted(self, text: str, at: float) -> None:
+        """The screen shows the prompt above the answer (cut from the turn's text), and a submit starts a
+        turn even before the screen changes."""
+        self.last_prompt, self.prompt_sent_at = text, at
 
     # ---- completion ------------------------------------------------------------------------------
 
@@ -104,7 +112,7 @@ class TerminalAdapter(AgentAdapter):
                 last_screen, last_change = screen, now
             busy = self.is_busy(screen)
             if not self._in_turn:
-                prompted = self.ctx.prompt_sent_at > last_end
+                prompted = self.prompt_sent_at > last_end
                 scrolled = info.cursor_line >= self._mark + 2 and now - last_change < self.quiet_s
                 if busy or prompted or scrolled:
                     self._in_turn, turn_began = True, now
@@ -124,7 +132,7 @@ class TerminalAdapter(AgentAdapter):
 
     async def _turn_text(self, start: int) -> str:
         captured = await self.ctx.capture_from(start)
-        return clean_turn_text(captured, self.ctx.last_prompt, self.input_line)
+        return clean_turn_text(captured, self.last_prompt, self.input_line)
 
     async def response(self, completion: Completion) -> Response | None:
         text = self._answers.pop(completion.turn_id, None)

@@ -39,7 +39,6 @@ class FullOutput(Transform):
 
     name = "full-output"
     summary = "everything the turn printed in the source pane, ANSI-stripped (option max_chars)"
-    needs_terminal = True
 
     class Options(_Options):
         max_chars: int | None = Field(default=None, gt=0, description="keep only the last N characters")

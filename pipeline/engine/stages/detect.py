@@ -3,6 +3,11 @@
 Each adapter may report a turn through several signals (a file, a hook, the screen); the detector keeps
 the first report of each ``(tile, turn_id)`` and drops the rest, so one turn is one completion whichever
 signal comes first. An adapter that crashes is logged and restarted: one broken tile never stops the rest.
+
+Catch-up is the detector's, not the adapters': when it starts following a tile, and whenever the adapter
+says it follows a new session (:meth:`TileContext.resolved`), it asks the adapter for the turns that ended
+since the journal's mark for that tile (``followed_until``) and hands off those the journal has not seen.
+A tile no run has followed before has history, not news: its recent turns are recorded as ``skipped``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from anyio.abc import ObjectSendStream
 
 from pipeline.engine.config import Config, Settings
 from pipeline.engine.hops import HopLedger
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.tiles import TileRuntime
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.events import Completion
@@ -27,8 +32,13 @@ from pipeline.spool import ensure_spool_dir, read_records
 __all__ = ["CompletionDetector"]
 
 log = logging.getLogger("batonpass")
-#: a completion stamped this much before the run started was not seen by this run
+#: a turn's end time comes from the agent's files: look this much before the mark (clock granularity)
 CLOCK_SLACK_S = 1.0
+#: how often the journal's ``followed_until`` marks move while tiles are followed
+MARK_EVERY_S = 10.0
+#: how far behind the present a mark stays: a turn that ended may take this long to be reported
+#: (answer waits, a full stream); asking again for turns the journal has is harmless
+MARK_LAG_S = 60.0
 
 
 class CompletionDetector:
@@ -37,50 +47,95 @@ class CompletionDetector:
                  config: Config | None = None) -> None:
         self.tiles, self.hops, self.memory = tiles, hops, memory
         self.report = report or (lambda completion: None)
-        self.journal, self.config = journal, config
+        self.journal = journal if journal is not None else Journal(MEMORY)
+        self.config = config
         self.catch_up_s = (config.settings if config is not None else Settings()).catch_up_s
         self.started = time.time()
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._send: ObjectSendStream[Completion] | None = None
+        #: tiles whose catch-up ran in this run: only their marks move
+        self._followed: set[str] = set()
 
     async def run(self, send: ObjectSendStream[Completion], watcher: FileWatcher | None = None) -> None:
         self._send = send
         async with send, anyio.create_task_group() as tg:
             for runtime in self.tiles.values():
+                runtime.ctx.on_resolved = lambda runtime=runtime: self.catch_up(runtime)
                 tg.start_soon(self._follow, runtime)
             if watcher is not None:
                 tg.start_soon(self._hooks, watcher)
+            tg.start_soon(self._mark)
+
+    # ---- catch-up ---------------------------------------------------------------------------------------
+
+    async def catch_up(self, runtime: TileRuntime) -> None:
+        """Ask the tile's adapter for the turns that ended while no run followed the tile (or, after a new
+        session, since the last look) and take them like live ones; the journal drops those handled."""
+        now = time.time()
+        mark = self.journal.followed_until(runtime.name)
+        first = mark is None
+        since = now - self.catch_up_s if mark is None else min(mark, now) - CLOCK_SLACK_S
+        try:
+            ends = await runtime.adapter.finished_turns(since)
+        except Exception as exc:  # a tile whose files cannot be read now is followed live all the same
+            log.error("%s: the %s adapter could not list finished turns (%s: %s); no catch-up this time",
+                      runtime.name, runtime.adapter.name, type(exc).__name__, exc)
+            ends = None
+        for end in ends or []:
+            completion = end.completion(runtime.name, "catch-up")
+            if first:
+                self._history(completion)
+            else:
+                await self.accept(completion)
+        if ends is not None and ends:
+            log.info("%s: %d turns ended since %s (%s)", runtime.name, len(ends), time.strftime("%H:%M:%S",
+                     time.localtime(since)), "history, not handed off" if first else "the journal decides")
+        self.journal.mark_followed([runtime.name], now)
+        self._followed.add(runtime.name)
+
+    def _history(self, completion: Completion) -> None:
+        """A turn that ended before any run followed its tile: recorded as skipped, never handed off."""
+        if not self.is_new(completion) or self.journal.seen_completion(completion.tile, completion.turn_id):
+            return
+        self._skip(completion, "history: it ended before batonpass first followed this tile")
+
+    def _skip(self, completion: Completion, why: str) -> None:
+        self.journal.record_completion(completion)
+        routes = self.config.routes_from(completion.tile) if self.config is not None else []
+        self.journal.record_routing(completion, [(None, r.label, r.to, "skipped", why) for r in routes])
+        log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
+
+    async def _mark(self) -> None:
+        """Move the journal's marks of the tiles being followed (see :data:`MARK_LAG_S`)."""
+        while True:
+            await anyio.sleep(MARK_EVERY_S)
+            if self._followed:
+                self.journal.mark_followed(sorted(self._followed), time.time() - MARK_LAG_S)
+
+    # ---- completions ---------------------------------------------------------------------------------------
 
     async def accept(self, completion: Completion) -> None:
-        """Pass ``completion`` on unless its turn was already seen (through another signal)."""
+        """Pass ``completion`` on unless its turn was already seen (through another signal, or by a run
+        before a restart)."""
         if not self.is_new(completion):
             log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
             return
-        seen = self.journal.seen_completion(completion.tile, completion.turn_id) if self.journal else None
+        seen = self.journal.seen_completion(completion.tile, completion.turn_id)
         if seen is not None and seen[1]:
             log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
             return
         age = self.started - completion.at
-        if self.journal is None and age > CLOCK_SLACK_S:
-            # reported from before this run, with no journal to tell whether a previous run handed it off
-            log.debug("%s: turn %s finished before this run; no journal, not caught up", completion.tile,
-                      completion.turn_id)
-            return
-        if self.journal is not None and age > self.catch_up_s:
-            # finished while batonpass was down, too long ago to act on now: recorded, not handed off
-            self.journal.record_completion(completion)
-            why = f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})"
-            self.journal.record_routing(completion, [
-                (None, r.label, r.to, "skipped", why) for r in (self.config.routes_from(completion.tile) if self.config else [])])
-            log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
+        if age > self.catch_up_s:
+            # ended while batonpass was down, too long ago to act on now: recorded, not handed off
+            self._skip(completion, f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})")
             return
         hop = self.hops.take(completion.tile) if seen is None else seen[0]
         completion = replace(completion, hop=hop)
-        if self.journal is not None:
-            self.journal.record_completion(completion)
-        self.tiles[completion.tile].invalidate()
+        self.journal.record_completion(completion)
         log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
                  completion.outcome, completion.signal, completion.hop)
         self.report(completion)
+        assert self._send is not None, "accept() before run()"
         await self._send.send(completion)
 
     async def _hooks(self, watcher: FileWatcher) -> None:
@@ -111,6 +166,7 @@ class CompletionDetector:
         return True
 
     async def _follow(self, runtime: TileRuntime) -> None:
+        await self.catch_up(runtime)
         delay = 1.0
         while True:
             try:

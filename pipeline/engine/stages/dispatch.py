@@ -17,18 +17,34 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.hops import HopLedger
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter
+from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.plugin.events import Delivery, Prompt
+from pipeline.system import proc
 from pipeline.system.text import sanitize
-from pipeline.system.tmux import TmuxError
+from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
-__all__ = ["PromptDispatcher", "type_prompt"]
+__all__ = ["PromptDispatcher", "target_state", "type_prompt"]
 
 log = logging.getLogger("batonpass")
 
 WAIT_TICK_S = 0.2
+
+
+async def target_state(adapter: AgentAdapter) -> TargetState:
+    """SPEC §8, held by the engine for every adapter: ``gone`` when the pane (or its program) is gone,
+    ``absent`` when the pane's process tree does not hold the tile's agent (a bare shell left by an agent
+    that exited: a prompt typed there would run as commands); only then the adapter's own answer."""
+    try:
+        info = await adapter.ctx.pane()
+    except (PaneGone, ServerGone):
+        return "gone"
+    if info.dead:
+        return "gone"
+    if adapter.process_names and proc.find_agent(info.pid, adapter.process_names) is None:
+        return "absent"
+    return await adapter.target_state()
 
 
 async def type_prompt(adapter: AgentAdapter, text: str,
@@ -47,7 +63,7 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     await ctx.tmux.paste(info.pane_id, clean)
     await anyio.sleep(adapter.submit_delay_s)
     before = await adapter.snapshot()
-    ctx.last_prompt, ctx.prompt_sent_at = clean, time.time()
+    adapter.prompt_submitted(clean, time.time())
     if on_submit is not None:
         on_submit()
     await ctx.tmux.send_keys(info.pane_id, "Enter")
@@ -63,7 +79,7 @@ class PromptDispatcher:
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
                  queue_size: int = 256, journal: Journal | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
-        self.journal = journal
+        self.journal = journal if journal is not None else Journal(MEMORY)
         #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
         self.unsure: set[str] = set()
         self.report = report or (lambda delivery: None)
@@ -94,7 +110,7 @@ class PromptDispatcher:
                 except Exception as exc:  # a bug in one delivery must not stop the queue
                     delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
                     log.error("failed      %s: %s", prompt.key, delivery.error)
-                if self.journal is not None and delivery.state != "dry-run":
+                if delivery.state != "dry-run":
                     self.journal.set_state(prompt.key, delivery.state, error=delivery.error, pane=delivery.pane,
                                            note=delivery.note or None)
                 self.report(delivery)
@@ -118,8 +134,7 @@ class PromptDispatcher:
         if isinstance(outcome, Delivery):
             return outcome
         attempts = outcome
-        if self.journal is not None:
-            self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
+        self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
         try:
             confirmed, pane_id = await type_prompt(adapter, prompt.text,
                                                    on_submit=lambda: self.hops.expect(prompt.target, prompt.hop))
@@ -139,7 +154,7 @@ class PromptDispatcher:
         attempts, backoff, said = 0, 1.0, ""
         while True:
             try:
-                state = await adapter.target_state()
+                state = await target_state(adapter)
             except TmuxError as exc:
                 state = "gone"
                 runtime.ctx.forget_pane()

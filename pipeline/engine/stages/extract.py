@@ -1,8 +1,6 @@
-"""Stage 2: completion → clean answer. The tile's adapter first; the terminal when it cannot answer.
-
-The last answer of each tile is cached until the tile's next completion, so ``baton status``, previews and
-several routes from one tile never read the transcript twice.
-"""
+"""Stage 2: completion → clean answer. The tile's adapter first; the answer the completion signal carried
+(a hook's) next; the terminal when neither has one. Each completion is extracted once, and every route
+from its tile gets that one answer."""
 
 from __future__ import annotations
 
@@ -35,9 +33,6 @@ class ResponseExtractor:
 
     async def extract(self, completion: Completion) -> Response:
         runtime = self.tiles[completion.tile]
-        cached = runtime.last_response
-        if cached is not None and cached.completion.turn_id == completion.turn_id:
-            return cached
         response, why = None, ""
         try:
             response = await runtime.adapter.response(completion)
@@ -55,7 +50,6 @@ class ResponseExtractor:
             log.info("%s: answer from the terminal (%s)", completion.tile, why)
             response = Response(completion=response.completion, text=response.text, source=response.source,
                                 cwd=response.cwd, note=why)
-        runtime.last_response = response
         log.info("response    %s turn %s: %d chars from %s", completion.tile, completion.turn_id,
                  len(response.text), response.source)
         return response

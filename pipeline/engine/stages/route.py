@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.config import Config, Route
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response
 from pipeline.plugin.registry import TransformRegistry
@@ -37,7 +37,8 @@ class RouteDecision:
 class PromptRouter:
     def __init__(self, config: Config, tiles: dict[str, TileRuntime], transforms: TransformRegistry,
                  journal: Journal | None = None) -> None:
-        self.config, self.tiles, self.journal = config, tiles, journal
+        self.config, self.tiles = config, tiles
+        self.journal = journal if journal is not None else Journal(MEMORY)
         self._transforms: dict[str, Transform] = {
             route.label: transforms.get(route.transform_type).from_config(route.transform_options)
             for route in config.routes
@@ -49,20 +50,14 @@ class PromptRouter:
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
         async with receive, send:
             async for response in receive:
-                if self.journal is not None:
-                    self.journal.record_pending(response.completion, [
-                        (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
+                self.journal.record_pending(response.completion, [
+                    (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
                 decisions = await self.decide(response)
-                if self.journal is not None:
-                    self.journal.record_routing(response.completion,
-                                                [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
+                self.journal.record_routing(response.completion,
+                                            [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
-
-    async def prompts_for(self, response: Response) -> list[Prompt]:
-        """The prompts ``response`` makes, one per route that fires."""
-        return [d.prompt for d in await self.decide(response) if d.prompt is not None]
 
     async def decide(self, response: Response) -> list[RouteDecision]:
         """What each route from the response's tile does with it, and why (for the journal)."""
