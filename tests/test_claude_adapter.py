@@ -31,6 +31,7 @@ from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.resolve import project_folder_name
 from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES, TmuxServer, until, wait_for
+from tests.stage_kit import with_catch_up
 from tests.test_claude_transcript import Transcript, text
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
@@ -92,7 +93,7 @@ async def following(scene: Scene) -> AsyncIterator[list[Completion]]:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
-        tg.start_soon(scene.adapter.follow, emit)
+        tg.start_soon(scene.adapter.follow, with_catch_up(scene.adapter, emit, first_run=True))
         await until(lambda: scene.adapter._resolution is not None and scene.adapter._resolution.session, 10,
                     "the adapter following the session file")
         await anyio.sleep(0.3)  # the watcher restarts on its new folders

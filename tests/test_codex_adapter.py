@@ -31,6 +31,7 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
 from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
 from tests.conftest import FIXTURES, TmuxServer, until, wait_for
+from tests.stage_kit import with_catch_up
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 
@@ -92,7 +93,7 @@ async def following(adapter: CodexAdapter) -> AsyncIterator[list[Completion]]:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
-        tg.start_soon(adapter.follow, emit)
+        tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
         yield emitted
         tg.cancel_scope.cancel()
 

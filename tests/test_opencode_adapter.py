@@ -25,6 +25,7 @@ from plugins.opencode.adapter import OpenCodeAdapter, input_draft
 from tests.conftest import FIXTURES, REPO, TmuxServer, until, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
+from tests.stage_kit import with_catch_up
 
 SCREENS = FIXTURES / "opencode" / "screens"
 
@@ -87,7 +88,7 @@ async def following(scene: Scene, *adapters: OpenCodeAdapter) -> AsyncIterator[d
             async def emit(c: Completion) -> None:
                 got[c.tile].append(c)
 
-            tg.start_soon(adapter.follow, emit)
+            tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
         yield got
         tg.cancel_scope.cancel()
 
@@ -117,7 +118,7 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
         w.user(session, "touch the store again")
         await anyio.sleep(0.8)
         turns = [(c.turn_id, c.outcome, c.signal) for c in got["oc"]]
-        assert turns == [(before, "completed", "store"), (tool_turn, "completed", "store"), (step, "failed", "store")]
+        assert turns == [(before, "completed", "catch-up"), (tool_turn, "completed", "store"), (step, "failed", "store")]
         answer = await adapter.response(got["oc"][1])
         assert (answer.text, answer.source) == ("listed:\n```\nREADME.md\n```", "store")
         assert (await adapter.response(got["oc"][2])).note == "turn ended: MessageAbortedError: Aborted"

@@ -201,6 +201,13 @@ class Journal:
         row = self.db.execute("SELECT followed_until FROM tiles WHERE tile=?", (tile,)).fetchone()
         return None if row is None else float(row[0])
 
+    def oldest_unrouted(self, tile: str, after: float) -> float | None:
+        """When the oldest turn of ``tile`` seen after ``after`` but not yet routed was reported (a crash
+        came between): the catch-up must look back at least that far to report it again."""
+        row = self.db.execute("SELECT min(at) FROM completions WHERE tile=? AND routed=0 AND at>=?",
+                              (tile, after)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def mark_followed(self, tiles: list[str], until: float) -> None:
         """``tiles`` were followed up to ``until`` (never moves a tile's mark back)."""
         with self._tx():

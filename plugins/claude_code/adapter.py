@@ -25,20 +25,23 @@ from typing import Any, ClassVar
 
 import anyio
 
+from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.system.tmux import TmuxError
+from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.paste import normalized
 from plugins.claude_code.reader import (
+    TailScan,
     find_turn,
     last_finished_turn,
     latest_key,
     latest_turn,
     nothing_finished,
     recent_prompts,
+    scan_back,
 )
 from plugins.claude_code.resolve import (
     PROCESS_NAMES,
@@ -111,6 +114,29 @@ class ClaudeCodeAdapter(FileFollowing):
             tracker = None
         n = tracker.background if tracker is not None and tracker.state == "background" else 0
         return f"working: {n} background agent{'s' if n != 1 else ''}" if n else "working"
+
+    async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
+        """The turns of the pane's current transcript that ended at or after ``since`` (read back from its
+        end only as far as ``since``)."""
+        try:
+            res = await self._resolve()
+        except (PaneGone, ServerGone):
+            return []
+        if res.transcript is None:
+            return []
+
+        def reaches(scan: TailScan) -> bool:
+            return any(e.whole and e.ended_at < since for e in scan.ends)
+
+        try:
+            scan = await anyio.to_thread.run_sync(scan_back, res.transcript, reaches)
+        except FileNotFoundError:
+            return []
+        ends = [e for e in scan.ends if e.ended_at >= since and (e.whole or scan.from_start)]
+        for end in ends:
+            self._remember(end)
+        return [Turns.TurnEnd(turn_id=e.turn_id, outcome=e.outcome, text=e.text, ended_at=e.ended_at,
+                              session_id=e.session_id, cwd=e.cwd, detail=e.reason) for e in ends]
 
     async def hook_completion(self, record: Any) -> Completion | None:
         payload = record.payload

@@ -67,8 +67,6 @@ class FileFollowing(TerminalAdapter):
     held_grace_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
     liveness_s: ClassVar[float] = 2.0
-    #: when the chain changes (a new session, a new process), turns that ended this long before are news
-    replay_s: ClassVar[float] = 10.0
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -86,7 +84,6 @@ class FileFollowing(TerminalAdapter):
             await super().follow(emit)
             return
         said = ""
-        since: float | None = None  # after the first chain, turns that ended since then are news
         while True:
             try:
                 res = await self._resolve()
@@ -107,8 +104,7 @@ class FileFollowing(TerminalAdapter):
             if why:
                 await self._follow_screen_until_files(emit)
                 continue
-            await self._follow_files(emit, res, since)
-            since = time.time() - self.replay_s
+            await self._follow_files(emit, res)
 
     def _why_not_files(self, res: Resolution) -> str:
         if res.process is None:
@@ -132,18 +128,16 @@ class FileFollowing(TerminalAdapter):
                     tg.cancel_scope.cancel()
                     return
 
-    async def _follow_files(self, emit: Emit, res: Resolution, since: float | None) -> None:
+    async def _follow_files(self, emit: Emit, res: Resolution) -> None:
         """Follow one process's session file and transcript; return when the chain must be run again.
-        Turns that ended in the transcript after ``since`` (a new session after /clear, a new process in
-        the pane) are reported too; the first time, what is on disk is history."""
+        What the transcript held when following began is the engine's to catch up on: once the tail is
+        at the file's end, the engine is told (``ctx.resolved``) and asks ``finished_turns``."""
         assert self.ctx.watcher is not None and res.process is not None and res.config is not None
         pid, start_ticks = res.process.pid, res.process.start_ticks
         session_path = res.config / "sessions" / f"{pid}.json"
         folder = res.project_dir or res.config / "projects" / project_folder_name(res.cwd or "/")
         tail = self._tail_for(res.transcript, existed=True)
-        for end in tail.history if tail and since is not None else []:
-            if end.ended_at >= since:
-                await self._emit_end(emit, end, "transcript")
+        await self.ctx.resolved()
         session_id = res.session.session_id if res.session else None
         idle_deadline: float | None = None
         # a turn left open while the session is idle already is history, not news
@@ -241,9 +235,12 @@ class FileFollowing(TerminalAdapter):
         await self._emit_end(emit, silent, "status")
         return None
 
-    async def _emit_end(self, emit: Emit, end: TurnEnd, signal: str) -> None:
+    def _remember(self, end: TurnEnd) -> None:
         self._ends[end.turn_id] = end
         while len(self._ends) > 32:
             self._ends.popitem(last=False)
+
+    async def _emit_end(self, emit: Emit, end: TurnEnd, signal: str) -> None:
+        self._remember(end)
         await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal=signal,
                               detail=end.reason))

@@ -24,6 +24,7 @@ import anyio
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.turns import TurnEnd
 from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -52,9 +53,6 @@ RESOLVE_MIN_INTERVAL_S = 0.25
 STALE_BUSY_S = 1800.0
 #: how long an answer may be waited for when a hook reported the turn before the rollout did
 ANSWER_WAIT_S = 1.0
-#: how many finished turns a rollout seen for the first time reports (the detector's journal skips those
-#: already handed off, and those older than ``settings.catch_up_s``)
-CATCH_UP_TURNS = 20
 #: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
 
@@ -91,6 +89,8 @@ class CodexAdapter(TerminalAdapter):
         self._state: RolloutState | None = None
         self._foreign: set[Path] = set()
         self._process_checked = 0.0
+        #: a new rollout is followed: the engine is told (ctx.resolved) and asks finished_turns
+        self._switched = False
 
     # ---- keeping up with the pane's rollout ------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class CodexAdapter(TerminalAdapter):
     def _switch(self, path: Path | None) -> None:
         """Follow ``path`` from now on. Turns of the old rollout still unread are read first (a
         ``codex exec`` may exit right after its last line); of the new one's finished turns, only the
-        last few are reported (catching up after a restart)."""
+        finished turns are the engine's to catch up on (:meth:`finished_turns`), not news."""
         if self._tail is not None and self._state is not None:
             for record in self._tail.read(final=True):
                 self._state.feed(record)
@@ -153,7 +153,8 @@ class CodexAdapter(TerminalAdapter):
         self._tail, self._state = JsonlTail(path), RolloutState(thread_id=thread_id_of(path))
         for record in self._tail.read():
             self._state.feed(record)
-        self._state.keep_recent_finished(CATCH_UP_TURNS)
+        self._state.keep_recent_finished(0)
+        self._switched = True
 
     def _completion(self, turn: Turn, signal: str) -> Completion:
         detail = turn.error or ""
@@ -171,6 +172,9 @@ class CodexAdapter(TerminalAdapter):
                 except (PaneGone, ServerGone):
                     process = None
                 hints = set()
+                if self._switched:
+                    self._switched = False
+                    await self.ctx.resolved()
                 finished = list(self._orphans) + (self._state.take_finished() if self._state else [])
                 self._orphans = []
                 for turn in finished:
@@ -189,6 +193,20 @@ class CodexAdapter(TerminalAdapter):
         finally:
             if sub is not None:
                 sub.close()
+
+    async def finished_turns(self, since: float) -> list[TurnEnd] | None:
+        """The turns of the pane's rollout that finished at or after ``since``."""
+        try:
+            await self._refresh(force=True)
+        except (PaneGone, ServerGone):
+            return []
+        state = self._state
+        if state is None:
+            return []
+        return [TurnEnd(turn_id=t.turn_id, outcome=t.outcome, text=t.answer or "",
+                        ended_at=t.finished_at or time.time(), session_id=state.thread_id, cwd=state.cwd,
+                        detail=t.error or "")
+                for t in state.turns.values() if t.outcome is not None and (t.finished_at or time.time()) >= since]
 
     # ---- answers -----------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import anyio
 
+from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -44,8 +45,6 @@ __all__ = ["OpenCodeAdapter", "input_draft"]
 
 log = logging.getLogger("batonpass")
 
-#: how far back the first look at a store reports finished turns (the default ``settings.catch_up_s``)
-CATCH_UP_S = 300.0
 
 
 def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
@@ -179,9 +178,8 @@ class OpenCodeAdapter(TerminalAdapter):
         if self.ctx.watcher is None:  # outside the daemon: nothing shared to watch the store with
             await super().follow(emit)
             return
-        if self._since_ms is None:  # turns that ended while batonpass was down are reported once (catch-up);
-            # the detector's journal drops those already handed off and those older than settings.catch_up_s
-            self._since_ms = int((time.time() - CATCH_UP_S) * 1000)
+        if self._since_ms is None:  # what ended before is the engine's to catch up on (finished_turns)
+            self._since_ms = int(time.time() * 1000)
         said = ""
         while True:
             try:
@@ -219,6 +217,7 @@ class OpenCodeAdapter(TerminalAdapter):
         log.info("%s: following OpenCode pid %d through %s", self.ctx.name, p.pid, db)
         try:
             with self.ctx.watcher.subscribe(db) as s1, self.ctx.watcher.subscribe(f"{db}-wal") as s2:
+                await self.ctx.resolved()  # what ended before this look: the engine asks finished_turns
                 while True:
                     live = proc.read_proc(p.pid)
                     if live is None or live.start_ticks != p.start_ticks:
@@ -236,6 +235,35 @@ class OpenCodeAdapter(TerminalAdapter):
         finally:
             PEERS.get(str(db), {}).pop(self.ctx.name, None)
 
+    async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
+        """The turns of the pane's session that ended at or after ``since``, from the store."""
+        try:
+            p = await self._process()
+        except (PaneGone, ServerGone):
+            return []
+        store = self._store(p) if p is not None else None
+        if p is None or store is None:
+            return []
+        try:
+            match = await self._match(p, store)
+            if match.session is None:
+                return []
+            ends = await self._db(partial(store.finished_turns, match.session.id, since_ms=int(since * 1000)))
+        except UnknownSchema:
+            return None  # follow() reports it once, and reads the screen
+        except StoreError as exc:
+            log.info("%s: no catch-up from the store: %s", self.ctx.name, exc)
+            return []
+        for end in ends:
+            self._remember(end)
+        return [Turns.TurnEnd(turn_id=e.turn_id, outcome=e.outcome, text=e.text, ended_at=e.completed_ms / 1000,
+                              session_id=e.session_id, cwd=e.cwd, detail=e.detail) for e in ends]
+
+    def _remember(self, end: TurnEnd) -> None:
+        self._ends[end.turn_id] = end
+        while len(self._ends) > 256:
+            self._ends.popitem(last=False)
+
     async def _scan(self, emit: Emit, p: OpenCodeProcess, store: OpenCodeStore) -> None:
         """Confirm a hint: the finished turns of this pane's session not yet reported."""
         match = await self._match(p, store)
@@ -244,9 +272,7 @@ class OpenCodeAdapter(TerminalAdapter):
         for end in await self._db(partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)):
             if end.turn_id in self._ends:
                 continue
-            self._ends[end.turn_id] = end
-            while len(self._ends) > 256:
-                self._ends.popitem(last=False)
+            self._remember(end)
             await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome,
                                   signal="store", at=end.completed_ms / 1000, detail=end.detail))
 

@@ -32,13 +32,12 @@ from pipeline.spool import ensure_spool_dir, read_records
 __all__ = ["CompletionDetector"]
 
 log = logging.getLogger("batonpass")
-#: a turn's end time comes from the agent's files: look this much before the mark (clock granularity)
-CLOCK_SLACK_S = 1.0
 #: how often the journal's ``followed_until`` marks move while tiles are followed
 MARK_EVERY_S = 10.0
-#: how far behind the present a mark stays: a turn that ended may take this long to be reported
-#: (answer waits, a full stream); asking again for turns the journal has is harmless
-MARK_LAG_S = 60.0
+#: a catch-up looks this far before the mark (and before the oldest turn seen but not routed): a turn is
+#: reported some time after it ended (answer waits, the status grace, a full stream), and its end time
+#: comes from the agent's clock. Asking again for turns the journal has is harmless: it drops them.
+LOOK_BACK_S = 60.0
 
 
 class CompletionDetector:
@@ -55,12 +54,13 @@ class CompletionDetector:
         self._send: ObjectSendStream[Completion] | None = None
         #: tiles whose catch-up ran in this run: only their marks move
         self._followed: set[str] = set()
+        for runtime in tiles.values():
+            runtime.ctx.on_resolved = lambda runtime=runtime: self.catch_up(runtime)
 
     async def run(self, send: ObjectSendStream[Completion], watcher: FileWatcher | None = None) -> None:
         self._send = send
         async with send, anyio.create_task_group() as tg:
             for runtime in self.tiles.values():
-                runtime.ctx.on_resolved = lambda runtime=runtime: self.catch_up(runtime)
                 tg.start_soon(self._follow, runtime)
             if watcher is not None:
                 tg.start_soon(self._hooks, watcher)
@@ -74,7 +74,11 @@ class CompletionDetector:
         now = time.time()
         mark = self.journal.followed_until(runtime.name)
         first = mark is None
-        since = now - self.catch_up_s if mark is None else min(mark, now) - CLOCK_SLACK_S
+        if mark is None:
+            since = now - max(self.catch_up_s, LOOK_BACK_S)
+        else:
+            unrouted = self.journal.oldest_unrouted(runtime.name, now - self.catch_up_s)
+            since = min(mark, now, unrouted if unrouted is not None else now) - LOOK_BACK_S
         try:
             ends = await runtime.adapter.finished_turns(since)
         except Exception as exc:  # a tile whose files cannot be read now is followed live all the same
@@ -106,11 +110,11 @@ class CompletionDetector:
         log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
 
     async def _mark(self) -> None:
-        """Move the journal's marks of the tiles being followed (see :data:`MARK_LAG_S`)."""
+        """Move the journal's marks of the tiles being followed (a catch-up looks back from there)."""
         while True:
             await anyio.sleep(MARK_EVERY_S)
             if self._followed:
-                self.journal.mark_followed(sorted(self._followed), time.time() - MARK_LAG_S)
+                self.journal.mark_followed(sorted(self._followed), time.time())
 
     # ---- completions ---------------------------------------------------------------------------------------
 
