@@ -30,9 +30,10 @@ from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.resolve import project_folder_name
 from plugins.claude_code.screen import input_box, screen_answer
-from tests.conftest import FIXTURES, TmuxServer, until, wait_for
+from tests.conftest import FIXTURES, TmuxServer, messages, until, wait_for
 from tests.stage_kit import with_catch_up
 from tests.test_claude_transcript import Transcript, text
+from tests.test_dispatch import make_config, running, start_demo
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 SCREENS = FIXTURES / "claude-code" / "screens"
@@ -357,3 +358,49 @@ async def test_received_finds_a_pasted_prompt_inside_its_wrapper(tmux_server: Tm
     assert await scene.adapter.received(prompt) is False
     scene.transcript().prompt(f'\n\n<pasted_content id="00d6">\n{prompt}\n</pasted_content id="00d6">\n')
     assert await scene.adapter.received(prompt) is True
+
+
+RECORDED_332 = FIXTURES / "claude-code-2.1.332" / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06.jsonl"
+
+
+async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_prompt(tmux_server: TmuxServer,
+                                                                                     tmp_path: Path,
+                                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The stand-in replays 2.1.332's own lines (the recording's Agent turn, lines 44–62, its session renamed)
+    with the session file as it was (busy through the background agent, idle at the end), into a running
+    pipeline whose route takes ``on: any``: exactly one prompt reaches the target, the notification turn's
+    answer — the parent turn's "launched" answer fires nothing."""
+    scene = Scene(tmux_server, tmp_path)
+    recorded = RECORDED_332.read_text().splitlines()
+    old_session = json.loads(recorded[43])["sessionId"]
+
+    def replay(first: int, last: int) -> None:
+        with scene.transcript().path.open("a") as f:
+            for line in recorded[first - 1:last]:
+                f.write(line.replace(old_session, scene.session_id) + "\n")
+
+    scene.status("idle")
+    replay(1, 43)  # the turns before: history
+    log = tmp_path / "target.jsonl"
+    target = start_demo(tmux_server, log)
+    config = make_config({"coder": {"pane": scene.pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+                         [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}])
+    caplog.set_level("DEBUG", logger="batonpass")
+    async with running(config, tmux_server) as pipeline:
+        await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
+        await anyio.sleep(0.5)
+        pipeline.hops.expect("coder", 2)  # as if a hand-off at hop 2 had started the Agent turn
+        scene.status("busy")
+        replay(44, 54)  # the parent turn ends, pendingBackgroundAgentCount 1; the session stays busy
+        await anyio.sleep(2.0)
+        assert messages(log) == []
+        replay(55, 62)  # the <task-notification> turn, and its end
+        scene.status("idle")
+        await until(lambda: messages(log), 20, "the hand-off")
+        await anyio.sleep(ClaudeCodeAdapter.held_grace_s + 1.0)  # a second hand-off would be typed by now
+    final = json.loads(recorded[59])["message"]["content"][0]["text"]
+    assert messages(log) == [final.strip("\n")]
+    completions = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
+    # one completion, carrying the hop of the hand-off that started the work: the held turn used none
+    assert [(r.args[1], r.args[4]) for r in completions] == [
+        (f"claude:{scene.session_id}:efc988bd-77f6-4d9f-bd70-c32489edf99d", 2)]

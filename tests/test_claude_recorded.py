@@ -81,3 +81,23 @@ def test_dialogs_are_not_the_input_box(name: str) -> None:
 def test_screen_fallback_answer_is_the_last_answer_block(name: str, first: str, last: str) -> None:
     lines = screen_answer((SCREENS / name).read_text()).split("\n")
     assert lines[0] == first and lines[-1] == last and not any(ln.startswith("●") for ln in lines)
+
+
+NEW_SCREENS = FIXTURES / "claude-code-2.1.332" / "screens"
+REFACTORED = ("I refactored the auth middleware to validate tokens before routing.\n\nprint('hi')\n\nFiles changed:\n"
+              "- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py")
+
+
+@pytest.mark.parametrize(("name", "answer"), [
+    ("screen_done.txt", REFACTORED),  # the done line, then tmux's focus-events notice above the box
+    ("screen_continue_done.txt", REFACTORED),  # the done line, then the effort line
+    ("screen_subagent_done.txt", REFACTORED),
+    ("screen_tool_done.txt", "The command printed hello. Everything works.\n\necho hello\n\nFiles changed:\n- (none)"),
+])
+def test_screen_fallback_on_2_1_332_screens_is_only_the_answer(name: str, answer: str) -> None:
+    assert screen_answer((NEW_SCREENS / name).read_text()) == answer
+
+
+def test_a_done_line_of_an_earlier_turn_does_not_cut_the_answer_after_it() -> None:
+    screen = "● first answer\n\n✻ Baked for 2s · done 7:40 AM\n\n❯ next\n\n● second answer\n  goes on\n"
+    assert screen_answer(screen) == "second answer\ngoes on"

@@ -2,7 +2,8 @@
 
 The input box is a ``❯`` line between two ``─`` rules (``❯`` alone is also the cursor of dialogs, so the
 rule above it is what marks the box); an answer block starts with ``●``, continuation lines are indented
-by two spaces, and a finished turn ends with ``✻ <Verb>ed for 10s``. What the screen shows is rendered
+by two spaces, and a finished turn ends with ``✻ <Verb>ed for 10s`` (2.1.332: ``… · done 7:40 AM``, then an
+effort line or a notice above the box). What the screen shows is rendered
 markdown, so an answer read from it is an approximation — the transcript is the exact source.
 """
 
@@ -54,7 +55,12 @@ def screen_answer(captured: str) -> str:
     top = _box_top(lines)
     if top is not None:
         lines = lines[:top]
-    while lines and (not lines[-1].strip() or _DONE.match(lines[-1].strip())):
+    # 2.1.332 puts an effort line or a notice between the done line and the box: cut at the last done line
+    # unless an answer starts after it (then that line closed an earlier turn)
+    done = next((i for i in range(len(lines) - 1, -1, -1) if _DONE.match(lines[i].strip())), None)
+    if done is not None and not any(ln.startswith(_ANSWER) for ln in lines[done + 1:]):
+        lines = lines[:done]
+    while lines and not lines[-1].strip():
         lines.pop()
     start = next((i for i in range(len(lines) - 1, -1, -1)
                   if lines[i].startswith(_ANSWER) and not _TOOL_CALL.match(lines[i])), None)
