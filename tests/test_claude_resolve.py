@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.system import proc
-from plugins.claude_code.resolve import project_folder_name, resolve_pid, transcript_inside
-from tests.conftest import wait_for
+from plugins.claude_code.resolve import project_folder_name, read_session_file, resolve_pid, transcript_inside
+from tests.conftest import FIXTURES, wait_for
 
 
 class FakeClaude:
@@ -259,3 +259,35 @@ def test_a_symlink_inside_the_projects_folder_is_fine(start_claude) -> None:
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(real)
     assert resolve_pid(claude.shell.pid).transcript == link
+
+
+def test_the_session_files_tmux_key_confirms_the_pane_or_stands_in_for_a_missing_file(start_claude) -> None:
+    """2.1.332 names its pane in the session file (``"tmux": "s:@1.%42"``). When the claude process of the
+    pane has no session file of its own (a wrapper named claude whose child wrote it), the live session
+    that names this pane is the one; a file naming another pane, or of a dead process, is not."""
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    path = claude.session_file(sid)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "tmux": "work:@1.%42"}))
+    res = resolve_pid(claude.shell.pid, "%42")
+    assert steps(res)["tmux"] == (True, "the session file names this pane (work:@1.%42)")
+    assert "names pane %42" in steps(resolve_pid(claude.shell.pid, "%7"))["tmux"][1]  # informational only
+
+    # the pane's claude has no file; a live process (here the pane's shell) wrote one naming the pane
+    path.unlink()
+    shell_start = str(proc.read_proc(claude.shell.pid).start_ticks)
+    other = claude.config / "sessions" / f"{claude.shell.pid}.json"
+    other.write_text(json.dumps({**data, "pid": claude.shell.pid, "procStart": shell_start, "tmux": "work:@1.%42"}))
+    transcript = claude.transcript(sid)
+    res = resolve_pid(claude.shell.pid, "%42")
+    assert res.session is not None and res.session.path == other and res.transcript == transcript
+    assert steps(res)["tmux"][0] and "names this pane" in steps(res)["tmux"][1]
+    assert resolve_pid(claude.shell.pid, "%43").session is None  # names another pane
+    other.write_text(json.dumps({**data, "pid": claude.shell.pid, "procStart": "1", "tmux": "work:@1.%42"}))
+    assert resolve_pid(claude.shell.pid, "%42").session is None  # a reused PID: stale
+
+
+def test_the_recorded_2_1_332_session_file_names_its_pane() -> None:
+    session = read_session_file(FIXTURES / "claude-code-2.1.332" / "home/.claude/sessions/23573.json")
+    assert session.tmux and session.pane_id and session.pane_id.startswith("%")

@@ -75,7 +75,7 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def _resolve(self) -> Resolution:
         info = await self.ctx.pane()
-        self._resolution = resolve_pid(info.pid)
+        self._resolution = resolve_pid(info.pid, info.pane_id)
         return self._resolution
 
     async def resolve(self) -> list[ResolveStep]:
@@ -245,7 +245,7 @@ class ClaudeCodeAdapter(FileFollowing):
         info = await self.live_pane()
         if info is None:
             return "gone"
-        res = resolve_pid(info.pid)
+        res = resolve_pid(info.pid, info.pane_id)
         if res.process is None:
             return "absent"
         if res.session is None or res.session.status not in (BUSY_STATUSES | {"idle"}):
@@ -276,7 +276,7 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def snapshot(self) -> Any:
         info = await self.ctx.pane()
-        res = resolve_pid(info.pid)
+        res = resolve_pid(info.pid, info.pane_id)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
         return {"status_at": res.session.status_updated_at if res.session else None, "transcript": res.transcript,
@@ -286,7 +286,7 @@ class ClaudeCodeAdapter(FileFollowing):
         if not isinstance(before, dict):
             return await super().turn_started(before)
         info = await self.ctx.pane()
-        res = resolve_pid(info.pid)
+        res = resolve_pid(info.pid, info.pane_id)
         if res.session is not None and res.session.status_updated_at != before["status_at"] \
                 and res.session.status in BUSY_STATUSES:
             return True

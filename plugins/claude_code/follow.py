@@ -134,7 +134,8 @@ class FileFollowing(TerminalAdapter):
         at the file's end, the engine is told (``ctx.resolved``) and asks ``finished_turns``."""
         assert self.ctx.watcher is not None and res.process is not None and res.config is not None
         pid, start_ticks = res.process.pid, res.process.start_ticks
-        session_path = res.config / "sessions" / f"{pid}.json"
+        # the process's own file, or the one whose ``tmux`` key names this pane (resolve.py)
+        session_path = res.session.path if res.session is not None else res.config / "sessions" / f"{pid}.json"
         folder = res.project_dir or res.config / "projects" / project_folder_name(res.cwd or "/")
         tail = self._tail_for(res.transcript, existed=True)
         await self.ctx.resolved()

@@ -106,6 +106,14 @@ class SessionFile:
     status_updated_at: int | None
     started_at: int | None
     version: str | None
+    #: 2.1.332: ``"<session>:@<window>.%<pane>"``, written when the CLI's environment has ``$TMUX``
+    tmux: str | None = None
+
+    @property
+    def pane_id(self) -> str | None:
+        """The ``%N`` the ``tmux`` key names, if any."""
+        tail = self.tmux.rsplit(".", 1)[-1] if self.tmux else ""
+        return tail if re.fullmatch(r"%\d+", tail) else None
 
 
 def read_session_file(path: Path) -> SessionFile:
@@ -134,7 +142,7 @@ def read_session_file(path: Path) -> SessionFile:
                        proc_start=str(data["procStart"]) if data.get("procStart") is not None else None,
                        status=data.get("status"), waiting_for=data.get("waitingFor"),
                        status_updated_at=opt_int("statusUpdatedAt"), started_at=opt_int("startedAt"),
-                       version=data.get("version"))
+                       version=data.get("version"), tmux=data["tmux"] if isinstance(data.get("tmux"), str) else None)
 
 
 def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
@@ -193,18 +201,20 @@ class Resolution:
         self.steps.append(ResolveStep(step, ok, detail, value))
 
 
-def resolve_pid(pane_pid: int) -> Resolution:
-    """Run the chain from a pane's PID."""
+def resolve_pid(pane_pid: int, pane_id: str | None = None) -> Resolution:
+    """Run the chain from a pane's PID (and its ``%N``, which a 2.1.332 session file names)."""
     found = proc.find_agent(pane_pid, PROCESS_NAMES)
     if found is None:
         res = Resolution()
         res.add("process", False, f"no process named claude or claude.exe under pid {pane_pid}")
         return res
-    return resolve_process(found)
+    return resolve_process(found, pane_id)
 
 
-def resolve_process(p: proc.Proc) -> Resolution:
-    """Run the chain from Claude Code's own process."""
+def resolve_process(p: proc.Proc, pane_id: str | None = None) -> Resolution:
+    """Run the chain from Claude Code's own process. With ``pane_id``, a session file whose ``tmux`` key
+    names that pane is checked against, and stands in when the process's own session file is missing or
+    stale (a wrapper process named claude whose child wrote it)."""
     res = Resolution(process=p)
     res.add("process", True, f"{p.comm} pid {p.pid} ({p.exe or 'exe unreadable'})", p.pid)
     env = process_env(p.pid)
@@ -229,6 +239,8 @@ def resolve_process(p: proc.Proc) -> Resolution:
         res.add("session-file", False, f"{session_path} missing (written ~1.5 s after start; removed on /exit)")
     except ValueError as exc:
         res.add("session-file", False, f"{session_path}: {exc}", str(session_path))
+    if pane_id is not None:
+        _pane_named(res, p, pane_id)
     res.cwd = (res.session.cwd if res.session else None) or proc.cwd(p.pid)
     if res.cwd is None:
         res.add("cwd", False, f"no cwd: /proc/{p.pid}/cwd unreadable")
@@ -237,6 +249,40 @@ def resolve_process(p: proc.Proc) -> Resolution:
     if res.config is not None:
         _refuse_outside(res, res.config)
     return res
+
+
+def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
+    """The session file's ``tmux`` key (2.1.332): confirms the session belongs to this pane, or finds the
+    live session that names this pane when the process's own file did not serve."""
+    assert res.config is not None
+    if res.session is not None:
+        if res.session.pane_id == pane_id:
+            res.add("tmux", True, f"the session file names this pane ({res.session.tmux})", res.session.tmux)
+        elif res.session.pane_id is not None:  # another tmux server's pane of the same number, say
+            res.add("tmux", True, f"the session file names pane {res.session.pane_id} ({res.session.tmux}), not "
+                    f"{pane_id}: another tmux server's? The process tree decided", res.session.tmux)
+        return
+    try:
+        names = sorted(os.listdir(res.config / "sessions"))
+    except OSError:
+        return
+    cwd = proc.cwd(p.pid)
+    for name in names:
+        if not re.fullmatch(r"\d+\.json", name):
+            continue
+        try:
+            other = read_session_file(res.config / "sessions" / name)
+        except (OSError, ValueError):
+            continue
+        live = proc.read_proc(other.pid)
+        if other.pane_id != pane_id or live is None or session_matches(other, live) is not None:
+            continue
+        if cwd is not None and other.cwd is not None and os.path.realpath(other.cwd) != os.path.realpath(cwd):
+            continue
+        res.session = other
+        res.add("tmux", True, f"{other.path} names this pane ({other.tmux}); its pid {other.pid} is live: "
+                f"session {other.session_id}, status {other.status or '?'}", str(other.path))
+        return
 
 
 def _refuse_outside(res: Resolution, config: Path) -> None:
