@@ -404,3 +404,39 @@ async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_pro
     # one completion, carrying the hop of the hand-off that started the work: the held turn used none
     assert [(r.args[1], r.args[4]) for r in completions] == [
         (f"claude:{scene.session_id}:efc988bd-77f6-4d9f-bd70-c32489edf99d", 2)]
+
+
+async def test_without_a_session_file_an_old_style_answer_ends_after_the_transcript_stays_quiet(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Versions before the session file (1.0.x) write ``stop_reason: null`` on the final message and often no
+    ``turn_duration``: an answer with no tool call ends the turn once nothing more is written for
+    ``quiet_s``; a tool call that follows the text in time keeps the turn open."""
+    scene = Scene(tmux_server, tmp_path)
+    scene.adapter.quiet_s = 0.8
+    tx = scene.transcript()
+    tx.turn("history", "old answer")
+    watcher = FileWatcher()
+    scene.ctx.watcher = watcher
+    emitted: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        emitted.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        tg.start_soon(scene.adapter.follow, with_catch_up(scene.adapter, emit, first_run=True))
+        await until(lambda: scene.adapter._resolution is not None and scene.adapter._resolution.transcript, 10,
+                    "the adapter following the transcript")
+        await anyio.sleep(0.5)
+        key = tx.prompt("explain it")
+        tx.assistant("m1", text("Let me look."), stop=None)
+        tx.assistant("m1", {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}, stop=None)
+        await anyio.sleep(1.5)
+        assert emitted == []  # the last message calls a tool: not an answer
+        tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}}))
+        tx.assistant("m2", text("It adds two numbers."), stop=None)
+        await until(lambda: emitted, 10, "the completion after the quiet")
+        tg.cancel_scope.cancel()
+    assert [(c.turn_id, c.detail) for c in emitted] == [(f"claude:{scene.session_id}:{key}", "quiet")]
+    assert (await scene.adapter.response(emitted[0])).text == "It adds two numbers."
