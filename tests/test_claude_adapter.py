@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from pipeline.commands.status import tile_status
 from pipeline.engine.config import Tile
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.agents import TileContext
@@ -33,7 +34,7 @@ from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES, TmuxServer, messages, until, wait_for
 from tests.stage_kit import with_catch_up
 from tests.test_claude_transcript import Transcript, text
-from tests.test_dispatch import make_config, running, start_demo
+from tests.test_dispatch import REGISTRIES, make_config, running, start_demo
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 SCREENS = FIXTURES / "claude-code" / "screens"
@@ -310,6 +311,9 @@ async def test_a_turn_with_a_background_agent_running_is_held_until_the_notifica
         assert await scene.adapter.hook_completion(running) is None
         steps = {s.step: s for s in await scene.adapter.resolve()}
         assert steps["activity"].detail == "working: 1 background agent"
+        config = make_config({"coder": {"pane": scene.pane, "agent": "claude"}}, [])
+        [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)  # what `baton status` prints
+        assert row["state"] == "working: 1 background agent"
         assert await scene.adapter.target_state() == "busy"
         await anyio.sleep(2.0)
         assert emitted == []  # the held turn: no completion, so no route (not even on: any) and no hop
