@@ -128,6 +128,22 @@ def test_without_input_it_reads_the_source_tiles_last_answer(capsys, tmp_path, t
 
 
 @pytest.mark.tmux
+def test_an_enter_on_an_empty_line_after_the_command_stays_out_of_the_answer(capsys, tmp_path, tmux_server,
+                                                                             monkeypatch):
+    """CI once saw the answer end in a stray prompt: the shell had drawn a second, empty prompt line."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    shell = tmux_server.new_pane()
+    tmux_server.type(shell, "echo done-here")
+    wait_for(lambda: "\ndone-here" in tmux_server.capture(shell), what="the shell's output")
+    tmux_server.type(shell, "")
+    wait_for(lambda: [ln.strip() for ln in tmux_server.capture(shell).strip().split("\n")][-3:]
+             == ["done-here", "$", "$"], what="an empty prompt")
+    routes = write_routes(tmp_path, coder=shell, agent="shell", socket=tmux_server.socket)
+    status, out, err = preview(capsys, "review", "-c", str(routes))
+    assert (status, out) == (0, "done-here\n"), err
+
+
+@pytest.mark.tmux
 def test_a_source_that_cannot_be_read_says_so(capsys, tmp_path, tmux_server):
     tmux_server.new_pane()
     routes = write_routes(tmp_path, coder="%999", agent="shell", socket=tmux_server.socket)
