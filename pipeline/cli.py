@@ -89,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--host", type=non_blank("--host"), default=None,
                     help="run the tiles of this host (default: this machine's host name)")
 
+    sp = cmd("bus", _bus, "start a local nats-server with JetStream (in $XDG_STATE_HOME/batonpass/bus) for "
+             "routes that cross hosts")
+    sp.add_argument("--listen", default="127.0.0.1", type=non_blank("--listen"),
+                    help="the address to listen on (default 127.0.0.1; 0.0.0.0 for other machines)")
+    sp.add_argument("--port", type=bounded_int(1, 65535), default=4222, help="the client port (default 4222)")
+    sp.add_argument("--name", default=None, type=non_blank("--name"),
+                    help="the server's name (default: batonpass-HOSTNAME)")
+
     sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
 
@@ -184,6 +192,18 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     anyio.run(lambda: run_daemon(config, config_path(args), registries, lambda c: tmux_for(args, c),
                                  dry_run=args.dry_run, host=args.host))
+    return 0
+
+
+def _bus(args: argparse.Namespace) -> int:
+    from pipeline.bus.server import NoServerBinary, serve
+    from pipeline.engine.hosts import local_host
+
+    try:
+        serve(args.listen, args.port, args.name or f"batonpass-{local_host()}")
+    except (NoServerBinary, OSError) as exc:
+        print(f"baton bus: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

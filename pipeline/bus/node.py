@@ -13,6 +13,8 @@ nothing; a hand-off still on its way is the dispatcher's already (the restart's 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,6 +34,8 @@ __all__ = ["BusNode"]
 log = logging.getLogger("batonpass")
 #: how often held messages are checked against the journal (an ack follows the outcome this closely)
 HELD_TICK_S = 0.05
+#: tests only: the daemon kills itself after the server acknowledged this key and before the journal says so
+CRASH_AFTER_PUBLISH_ENV = "BATON_TEST_CRASH_AFTER_PUBLISH"
 
 
 class BusNode:
@@ -90,6 +94,8 @@ class BusNode:
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+        if os.environ.get(CRASH_AFTER_PUBLISH_ENV) == prompt.key:  # the tests' crash between the two steps
+            os.kill(os.getpid(), signal.SIGKILL)
         dup = " (a duplicate: the server had it)" if ack.duplicate else ""
         self.journal.set_state(prompt.key, "published", note=f"to host {target_host}, stream seq {ack.seq}{dup}")
         log.info("published   %s -> %s@%s (hop %d, %d chars%s)", prompt.source, prompt.target, target_host,
@@ -115,7 +121,7 @@ class BusNode:
         log.info("bus: consuming the hand-offs for host %s", self.host)
         while True:
             try:
-                msgs = await sub.fetch(16, timeout=1.0)
+                msgs = await sub.fetch(1, timeout=1.0)  # batch 1: a batch waits to fill, adding latency
             except Exception as exc:  # a timeout (nothing waiting) or a bus outage: ask again
                 if type(exc).__name__ != "TimeoutError":
                     log.debug("bus: fetch: %s: %s", type(exc).__name__, exc)
