@@ -44,8 +44,16 @@ class CodexHome:
             (self.root / "thread-writer-locks" / f"{tid}.lock").touch()
         return tid
 
-    def rollout(self, at: float, cwd: Path | str, *, prompts: tuple[str, ...] = ("hello",),
-                originator: str = "codex-tui", tid: str | None = None, prompt_at: float | None = None) -> Path:
+    def rollout(
+        self,
+        at: float,
+        cwd: Path | str,
+        *,
+        prompts: tuple[str, ...] = ("hello",),
+        originator: str = "codex-tui",
+        tid: str | None = None,
+        prompt_at: float | None = None,
+    ) -> Path:
         tid = tid or self.thread(at)
         local = datetime.fromtimestamp(at)
         folder = self.root / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
@@ -56,12 +64,29 @@ class CodexHome:
         for n, prompt in enumerate(prompts):
             turn, t = f"turn-{tid[:8]}-{n}", prompt_at or at + 1 + n
             lines += [
-                {"timestamp": iso(t), "type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
-                {"timestamp": iso(t), "type": "event_msg", "payload": {
-                    "type": "item_completed", "turn_id": turn,
-                    "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]}}},
-                {"timestamp": iso(t + 0.2), "type": "event_msg", "payload": {
-                    "type": "task_complete", "turn_id": turn, "last_agent_message": f"answer to {prompt}"}},
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {"type": "task_started", "turn_id": turn},
+                },
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "item_completed",
+                        "turn_id": turn,
+                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]},
+                    },
+                },
+                {
+                    "timestamp": iso(t + 0.2),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "task_complete",
+                        "turn_id": turn,
+                        "last_agent_message": f"answer to {prompt}",
+                    },
+                },
             ]
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
@@ -70,9 +95,12 @@ class CodexHome:
         db = self.root / "state_5.sqlite"
         conn = sqlite3.connect(db)
         conn.execute(f"PRAGMA journal_mode={journal}")
-        conn.execute("CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, "
-                     "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, cwd TEXT NOT NULL,"
-                     " title TEXT NOT NULL, created_at_ms INTEGER, originator TEXT)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, "
+            "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, cwd TEXT NOT "
+            "NULL,"
+            " title TEXT NOT NULL, created_at_ms INTEGER, originator TEXT)"
+        )
         for tid, path, at, cwd in rows:
             conn.execute("INSERT INTO threads VALUES (?,?,?,?,?,?,?,?,?)",
                          (tid, str(path), int(at), int(at), "vscode", cwd, "t", int(at * 1000), "codex-tui"))
@@ -93,7 +121,11 @@ class StandIns:
     def pane(self, script: str, *, cwd: Path, home: Path, args: tuple[str, ...] = ()) -> int:
         """A 'pane' (an outer bash) running ``codex -c SCRIPT`` or ``codex ARGS...``; returns the pane pid
         once the codex process is there."""
-        inner = " ".join([str(self.bin / "codex"), *args]) if args else f"{self.bin / 'codex'} -c '{script}; true'"
+        inner = (
+            " ".join([str(self.bin / "codex"), *args])
+            if args
+            else f"{self.bin / 'codex'} -c '{script}; true'"
+        )
         p = subprocess.Popen(["bash", "-c", f"{inner}; true"], cwd=cwd, start_new_session=True,
                              env={"PATH": os.environ["PATH"], "CODEX_HOME": str(home), "HOME": str(cwd)})
         self.started.append(p)
@@ -133,4 +165,11 @@ def append(path: Path, records: list[dict[str, Any]]) -> None:
 
 def rollout_path(home: Path, tid: str, at: float) -> Path:
     local = datetime.fromtimestamp(at)
-    return home / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}" / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
+    return (
+        home
+        / "sessions"
+        / f"{local:%Y}"
+        / f"{local:%m}"
+        / f"{local:%d}"
+        / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
+    )

@@ -102,7 +102,7 @@ def test_bad_values_are_refused_by_argparse_in_one_line(args: list[str], needle:
 @pytest.mark.parametrize("command", [["demo"], ["up"], ["status"], ["run"], ["send", "%0", "hi"],
                                      ["resolve", "%0"], ["preview", "a->b", "--input", "-"]])
 def test_tmux_missing_from_path_is_one_line(tmp_path: Path, command: list[str]) -> None:
-    config = routes(tmp_path, {"a": {"pane": "s:0.0", "agent": "shell", "command": "bash"},
+    routes(tmp_path, {"a": {"pane": "s:0.0", "agent": "shell", "command": "bash"},
                                "b": {"pane": "%3", "agent": "shell"}}, [{"from": "a", "to": "b"}])
     empty = tmp_path / "bin"
     empty.mkdir()
@@ -177,7 +177,9 @@ def test_preview_refuses_an_input_file_over_8_mb(tmp_path: Path) -> None:
 # ---- routes.yaml values the CLI used to take --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan"])
+@pytest.mark.parametrize(
+    "setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan"]
+)
 def test_settings_numbers_are_strict(tmp_path: Path, setting: str) -> None:
     path = tmp_path / "routes.yaml"
     path.write_text(f"version: 1\ntiles:\n  a: {{pane: '%1'}}\nsettings:\n  {setting}\n")

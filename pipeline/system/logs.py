@@ -16,7 +16,9 @@ import sys
 __all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "redact", "setup_logging"]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY")
-_KEY_SHAPES = re.compile(r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})")
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})"
+)
 
 
 def redact(text: str) -> str:

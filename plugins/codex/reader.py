@@ -82,8 +82,8 @@ def message_text(content: Any) -> str | None:
 
 
 class JsonlTail(AppendedLines):
-    """The rollout's lines appended since the last :meth:`read` (see :class:`pipeline.system.jsonl.AppendedLines`),
-    with a bound on one unfinished line."""
+    """The rollout's lines appended since the last :meth:`read` (see
+    :class:`pipeline.system.jsonl.AppendedLines`), with a bound on one unfinished line."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, max_line_bytes=MAX_LINE_BYTES)
@@ -226,10 +226,18 @@ class RolloutState:
         elif event == "task_complete":
             error = payload.get("error")
             message = error.get("message") if isinstance(error, dict) else error
-            self._finish(turn_id, at, "failed" if error else "completed", answer=_str(payload.get("last_agent_message")),
-                         error=str(message) if error else None, ordinal=ordinal)
+            self._finish(
+                turn_id,
+                at,
+                "failed" if error else "completed",
+                answer=_str(payload.get("last_agent_message")),
+                error=str(message) if error else None,
+                ordinal=ordinal,
+            )
         elif event == "turn_aborted":
-            self._finish(turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal)
+            self._finish(
+                turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal
+            )
         elif event == "error" and self.open_turn is not None:  # older Codex: the turn ends in an error
             self._finish(turn_id, at, "failed", error=str(payload.get("message") or "error"), ordinal=ordinal)
 

@@ -53,8 +53,9 @@ class PromptRouter:
                 self.journal.record_pending(response.completion, [
                     (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
                 decisions = await self.decide(response)
-                self.journal.record_routing(response.completion,
-                                            [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
+                self.journal.record_routing(
+                    response.completion, [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]
+                )
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
