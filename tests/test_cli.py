@@ -27,6 +27,7 @@ def test_demo_shows_handoffs_and_leaves_nothing_running(tmp_path: Path) -> None:
     handoffs = re.findall(r"^hand-off (\d+): (\w+) -> (\w+) \(delivered", result.stdout, re.M)
     assert handoffs == [("1", "alice", "bob"), ("2", "bob", "alice"), ("3", "alice", "bob")]
     socket = re.search(r"tmux -L (\S+) attach", result.stdout).group(1)
+    assert "--keep leaves it running" in result.stdout  # the attach hint says the server goes with the demo
     alive = subprocess.run(["tmux", "-L", socket, "has-session"], capture_output=True)
     assert alive.returncode != 0, "the demo left its tmux server running"
 

@@ -103,7 +103,7 @@ def test_bad_values_are_refused_by_argparse_in_one_line(args: list[str], needle:
                                      ["resolve", "%0"], ["preview", "a->b", "--input", "-"]])
 def test_tmux_missing_from_path_is_one_line(tmp_path: Path, command: list[str]) -> None:
     routes(tmp_path, {"a": {"pane": "s:0.0", "agent": "shell", "command": "bash"},
-                               "b": {"pane": "%3", "agent": "shell"}}, [{"from": "a", "to": "b"}])
+                       "b": {"pane": "%3", "agent": "shell"}}, [{"from": "a", "to": "b"}])
     empty = tmp_path / "bin"
     empty.mkdir()
     result = baton(*command, cwd=tmp_path, input="an answer", env={"PATH": str(empty)}, timeout=60)

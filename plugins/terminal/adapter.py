@@ -58,6 +58,20 @@ def clean_turn_text(captured: str, prompt: str | None, input_line: re.Pattern[st
     return "\n".join(lines)
 
 
+def command_on(line: str, prompt: str) -> str | None:
+    """The command on a shell's prompt line, or None when ``line`` is no prompt line.
+
+    A command typed before the shell drew its prompt is echoed twice on one line — once by the terminal,
+    then after the prompt by the shell (``echo hi$ echo hi``): that is a prompt line too.
+    """
+    if line.startswith(prompt.rstrip()):
+        return line[len(prompt.rstrip()):].strip()
+    before, sep, after = line.partition(prompt) if prompt.strip() else ("", "", "")
+    if sep and before.strip() and before.strip() == after.strip():
+        return after.strip()
+    return None
+
+
 def _furniture(line: str) -> bool:
     stripped = line.strip()
     return bool(stripped) and set(stripped) <= set("─━-═│╭╮╰╯ ")
@@ -264,8 +278,8 @@ class ShellAdapter(TerminalAdapter):
         info = await self.ctx.pane()
         if proc.foreground_busy(info.pid):
             return None
-        prompt = (await self._prompt_text(info)).rstrip()
-        if not prompt:
+        prompt = await self._prompt_text(info)
+        if not prompt.strip():
             return None
         lines = (
             strip_ansi(await self.ctx.capture_from(info.cursor_line - SHELL_LOOKBACK))
@@ -275,16 +289,14 @@ class ShellAdapter(TerminalAdapter):
         # a block runs from one prompt line to the next; an Enter on an empty line makes an empty block
         end = len(lines) - 1
         for i in range(len(lines) - 2, -1, -1):
-            if not lines[i].startswith(prompt):
+            command = command_on(lines[i], prompt)
+            if command is None:
                 continue
             text = clean_turn_text("\n".join(lines[i:end + 1]), None, None, drop_last=True)
             end = i
-            if text or lines[i][len(prompt):].strip():
+            if text or command:
                 completion = Completion(
-                    tile=self.ctx.name,
-                    turn_id=f"shell:{info.pane_id}:last",
-                    signal="screen",
-                    detail=lines[i][len(prompt) :].strip(),
+                    tile=self.ctx.name, turn_id=f"shell:{info.pane_id}:last", signal="screen", detail=command
                 )
                 return Response(completion=completion, text=text, source="terminal")
         return None
