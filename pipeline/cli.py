@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("run", _run, "the routing daemon, in the foreground")
     sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
+    sp.add_argument("--host", type=non_blank("--host"), default=None,
+                    help="run the tiles of this host (default: this machine's host name)")
 
     sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
@@ -187,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     anyio.run(lambda: run_daemon(config, config_path(args), registries, lambda c: tmux_for(args, c),
-                                 dry_run=args.dry_run))
+                                 dry_run=args.dry_run, host=args.host))
     return 0
 
 

@@ -17,7 +17,17 @@ from typing import Any
 from plugins.codex.resolve import find_codex_process
 from tests.conftest import wait_for
 
-__all__ = ["CodexHome", "StandIns", "append", "iso", "recorded_turns", "rollout_path", "uuid7"]
+__all__ = [
+    "CodexHome",
+    "StandIns",
+    "append",
+    "iso",
+    "older_turns",
+    "prompt_lines",
+    "recorded_turns",
+    "rollout_path",
+    "uuid7",
+]
 
 
 def uuid7(at: float) -> str:
@@ -173,3 +183,46 @@ def rollout_path(home: Path, tid: str, at: float) -> Path:
         / f"{local:%d}"
         / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
     )
+
+
+def older_turns(fixture: Path, tid: str, cwd: Path | str, start: float) -> list[dict[str, Any]]:
+    """An older-shape rollout (tests/fixtures/codex-old: no task events, or the legacy format with no
+    envelope) as if thread ``tid`` had written it from ``start`` on, in ``cwd``. Legacy items carry no time:
+    only the header's is moved."""
+    records = [json.loads(line) for line in fixture.read_text().splitlines() if line.strip()]
+    header = records[0].get("payload", records[0])
+    old_tid = header["id"]
+    first = datetime.fromisoformat(records[0]["timestamp"].replace("Z", "+00:00")).timestamp()
+    out = []
+    for record in records:
+        record = json.loads(json.dumps(record).replace(old_tid, tid))
+        if "timestamp" in record:
+            at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
+            record["timestamp"] = iso(start + at - first)
+        legacy_header = "type" not in record and "payload" not in record and "id" in record
+        meta = (
+            record.get("payload")
+            if record.get("type") == "session_meta"
+            else record
+            if legacy_header
+            else None
+        )
+        if meta is not None:
+            meta.update(timestamp=iso(start), cwd=str(cwd))
+        out.append(record)
+    return out
+
+
+def prompt_lines(records: list[dict[str, Any]]) -> list[int]:
+    """The indexes of the lines that open a turn in an older-shape rollout (a ``user_message`` event, or a
+    legacy user message that is not context Codex wrote itself)."""
+    out = []
+    for i, r in enumerate(records):
+        p = r.get("payload") if "payload" in r else r
+        if isinstance(p, dict) and p.get("type") == "user_message":
+            out.append(i)
+        elif "payload" not in r and r.get("type") == "message" and r.get("role") == "user":
+            text = r["content"][0]["text"]
+            if not text.startswith(("<user_instructions>", "<environment_context>")):
+                out.append(i)
+    return out

@@ -276,6 +276,6 @@ def test_baton_extract_says_why_when_there_is_no_answer(
     empty = tmp_path / "rollout-empty.jsonl"
     empty.write_text(ROLLOUTS[0].read_text().splitlines()[0] + "\n")
     assert baton(["extract", "--agent", "codex", str(empty)]) == 1
-    assert "holds no finished turn" in capsys.readouterr().err
+    assert "holds no turn: no prompt was written to it" in capsys.readouterr().err
     assert baton(["extract", "--agent", "codex", str(tmp_path / "missing.jsonl")]) == 1
     assert "no such file" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline.engine.hosts import BusSettings, crossing_problems, tile_host
 from pipeline.plugin.registry import UnknownName
 
 __all__ = [
@@ -50,6 +51,8 @@ class Tile(Strict):
     command: str | None = None
     cwd: str | None = None
     description: str = ""
+    #: the machine whose ``baton run`` follows this tile (none: the machine baton run runs on)
+    host: str | None = None
 
     @field_validator("pane")
     @classmethod
@@ -100,6 +103,8 @@ class Settings(Strict):
     #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
     give_up_s: float = Field(default=600, gt=0, allow_inf_nan=False, strict=True)
     llm: LLMSettings = LLMSettings()
+    #: the NATS servers joining hosts (only needed when a route crosses hosts)
+    bus: BusSettings | None = None
 
     @property
     def hop_limit(self) -> int:
@@ -117,6 +122,19 @@ class Config(Strict):
 
     def routes_from(self, tile: str) -> list[Route]:
         return [r for r in self.routes if r.from_ == tile]
+
+    def tiles_on(self, host: str) -> dict[str, Tile]:
+        """The tiles ``baton run --host HOST`` follows and types into."""
+        return {name: t for name, t in self.tiles.items() if tile_host(t, host) == host}
+
+    def on_host(self, host: str) -> Config:
+        """This config with only the tiles of ``host`` (what its daemon follows, checks and types into)."""
+        return self.model_copy(update={"tiles": self.tiles_on(host)})
+
+    def crosses_hosts(self, host: str) -> bool:
+        """Whether any route starting or ending on ``host`` has its other end on another host."""
+        here = self.tiles_on(host)
+        return any((r.from_ in here) != (r.to in here) for r in self.routes)
 
 
 @dataclass(frozen=True)
@@ -326,6 +344,7 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
         if registries is not None:
             problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
                                                 positions, registries))
+    problems.extend(crossing_problems(data, positions))
     settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
     if "max_hops" not in settings:
         for cycle in _cycles(edges):

@@ -5,6 +5,9 @@ It is what makes batonpass exactly-once across crashes. State is written *before
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
+A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target
+host's journal records it from ``transformed`` on (:meth:`Journal.record_incoming`), keyed the same.
+
 A completion counts as seen only once its hand-offs are recorded (``routed``): a crash between the two
 makes the adapter's start-up report of the same turn go through again. A hand-off found ``delivering``
 after a crash has an unknown outcome: it is confirmed against the target before anything is retyped.
@@ -30,9 +33,9 @@ from pipeline.system.logs import redact
 __all__ = ["MEMORY", "HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
 
 HandoffState = Literal[
-    "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped"
+    "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped", "published"
 ]
-FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped")
+FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
 #: how long finished records are kept (``baton history`` looks back this far)
 KEEP_S = 30 * 24 * 3600.0
 
@@ -164,9 +167,34 @@ class Journal:
             for route, target in routes:
                 self.db.execute(
                     "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, "
-                    "created, updated) VALUES (?,?,?,?,?,?,'pending',?,?)",
+                    "created, updated)"
+                    " VALUES (?,?,?,?,?,?,'pending',?,?)",
                     (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id, c.hop + 1, now, now),
                 )
+
+    def record_incoming(self, prompt: Prompt, note: str = "") -> bool:
+        """A prompt that came over the bus from another host, as ``transformed``; False when its key is
+        already here (a redelivery: it must not be typed twice)."""
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, prompt, "
+            "prompt_digest,"
+            " note, created, updated) VALUES (?,?,?,?,?,?,'transformed',?,?,?,?,?)",
+            (
+                prompt.key,
+                prompt.route,
+                prompt.source,
+                prompt.target,
+                prompt.turn_id,
+                prompt.hop,
+                prompt.text,
+                digest(prompt.text),
+                redact(note),
+                prompt.created,
+                now,
+            ),
+        )
+        return cur.rowcount == 1
 
     # ---- hand-offs --------------------------------------------------------------------------------------
 

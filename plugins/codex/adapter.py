@@ -7,6 +7,11 @@ error) or ``turn_aborted``; its answer is ``task_complete.last_agent_message``, 
 assistant message, else the hook's text, else the screen. Codex's ``notify`` program is a second signal:
 in daemon mode it runs with the daemon's environment, so it is matched to the tile by thread id, and it
 carries the same turn id as the rollout, so the detector keeps one of the two.
+
+Codex before ~0.104 (and the legacy format) writes no end of turn: a turn ends at the next prompt, and the
+last one when the session goes idle — its newest item is an assistant message, the rollout has been quiet
+for :data:`IDLE_QUIET_S` and the screen shows no busy marker — or when the pane's codex exits (those
+versions ran no daemon: the TUI itself wrote the rollout). See docs/agent-versions.md.
 """
 
 from __future__ import annotations
@@ -55,6 +60,12 @@ STALE_BUSY_S = 1800.0
 ANSWER_WAIT_S = 1.0
 #: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
+#: older Codex (no task events): a turn whose newest item is an answer ends once the rollout stayed this
+#: quiet with no busy marker on screen. The answer's item is written whole (nothing while it streams); a
+#: tool call after it comes in the same response, and while one streams the screen shows it is working.
+IDLE_QUIET_S = 5.0
+#: while the screen still says busy after that, look again this often
+IDLE_RECHECK_S = 1.0
 
 
 @dataclass
@@ -91,6 +102,8 @@ class CodexAdapter(TerminalAdapter):
         self._process_checked = 0.0
         #: a new rollout is followed: the engine is told (ctx.resolved) and asks finished_turns
         self._switched = False
+        #: when the rollout last grew (monotonic): older Codex's last turn ends when it stays quiet
+        self._fed_at = 0.0
 
     # ---- keeping up with the pane's rollout ------------------------------------------------------------
 
@@ -128,8 +141,11 @@ class CodexAdapter(TerminalAdapter):
                 await self._resolve(process)
                 self._foreign |= {p for p in new_files if p != self.rollout}
             if self._tail is not None and self._state is not None:
-                for record in self._tail.read():
-                    self._state.feed(record)
+                records, now = self._tail.read(), time.time()
+                if records:
+                    self._fed_at = time.monotonic()
+                for record in records:
+                    self._state.feed(record, now)
             return process
 
     async def _resolve(self, process: CodexProcess) -> None:
@@ -147,7 +163,9 @@ class CodexAdapter(TerminalAdapter):
         finished turns are the engine's to catch up on (:meth:`finished_turns`), not news."""
         if self._tail is not None and self._state is not None:
             for record in self._tail.read(final=True):
-                self._state.feed(record)
+                self._state.feed(record, time.time())
+            if path is None:  # the pane's codex is gone: older Codex's open turn ended with it
+                self._state.settle("the codex process exited before the turn ended", gone=True)
             self._orphans += self._state.take_finished()
         if path is None:
             self._tail = self._state = None
@@ -156,7 +174,36 @@ class CodexAdapter(TerminalAdapter):
         for record in self._tail.read():
             self._state.feed(record)
         self._state.keep_recent_finished(0)
+        try:
+            self._fed_at = time.monotonic() - max(0.0, time.time() - os.stat(path).st_mtime)
+        except OSError:
+            self._fed_at = time.monotonic()
         self._switched = True
+
+    def _idle_wait(self) -> float | None:
+        """How long until an older Codex's answered open turn may be settled; None when there is none."""
+        turn = self._state.provisional if self._state is not None else None
+        if turn is None or not turn.answered:
+            return None
+        return max(IDLE_RECHECK_S, IDLE_QUIET_S - (time.monotonic() - self._fed_at))
+
+    async def _settle_idle(self) -> None:
+        """End an older Codex's open turn when the session went idle after its answer (see the module doc)."""
+        state = self._state
+        turn = state.provisional if state is not None else None
+        if (
+            state is None
+            or turn is None
+            or not turn.answered
+            or time.monotonic() - self._fed_at < IDLE_QUIET_S
+        ):
+            return
+        try:
+            busy = self.is_busy(strip_ansi(await self.ctx.capture()))
+        except TmuxError:
+            busy = False
+        if not busy:
+            state.settle("the session went idle after the answer")
 
     def _completion(self, turn: Turn, signal: str) -> Completion:
         detail = turn.error or ""
@@ -174,6 +221,8 @@ class CodexAdapter(TerminalAdapter):
                 except (PaneGone, ServerGone):
                     process = None
                 hints = set()
+                if process is not None:
+                    await self._settle_idle()
                 if self._switched:
                     self._switched = False
                     await self.ctx.resolved()
@@ -188,6 +237,7 @@ class CodexAdapter(TerminalAdapter):
                     sub = watcher.subscribe(sessions)
                     continue  # read again: lines written before the subscription began
                 timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
+                timeout = min(timeout, self._idle_wait() or timeout)
                 if sub is not None:
                     hints = await sub.wait(timeout)
                 else:
@@ -199,25 +249,29 @@ class CodexAdapter(TerminalAdapter):
     async def finished_turns(self, since: float) -> list[TurnEnd] | None:
         """The turns of the pane's rollout that finished at or after ``since``."""
         try:
-            await self._refresh(force=True)
+            if await self._refresh(force=True) is not None:
+                await self._settle_idle()
         except (PaneGone, ServerGone):
             return []
         state = self._state
         if state is None:
             return []
-        return [
-            TurnEnd(
-                turn_id=t.turn_id,
-                outcome=t.outcome,
-                text=t.answer or "",
-                ended_at=t.finished_at or time.time(),
-                session_id=state.thread_id,
-                cwd=state.cwd,
-                detail=t.error or "",
-            )
-            for t in state.turns.values()
-            if t.outcome is not None and (t.finished_at or time.time()) >= since
-        ]
+        finished = [t for t in state.turns.values() if t.outcome is not None]
+        try:
+            written = os.stat(self.rollout).st_mtime if self.rollout else time.time()
+        except OSError:
+            written = time.time()
+
+        def ended(turn: Turn) -> float:
+            """A legacy line has no time: the newest turn ended when the file was last written, the others
+            no later than the session began (so old history is never taken for news)."""
+            if turn.finished_at is not None:
+                return turn.finished_at
+            return written if turn is finished[-1] else (state.started_at or 0.0)
+
+        return [TurnEnd(turn_id=t.turn_id, outcome=t.outcome, text=t.answer or "", ended_at=ended(t),
+                        session_id=state.thread_id, cwd=state.cwd, detail=t.error or "")
+                for t in finished if ended(t) >= since]
 
     # ---- answers -----------------------------------------------------------------------------------------
 
@@ -276,9 +330,10 @@ class CodexAdapter(TerminalAdapter):
         state = RolloutState(thread_id=thread_id_of(path))
         for record in JsonlTail(path).read(final=True):
             state.feed(record)
+        state.settle("the file ends")  # older Codex: the file read after the fact ends with the answer
         turn = state.last_finished()
         if turn is None:
-            return None
+            raise LookupError(_nothing_finished(path, state))
         completion = Completion(tile=str(path), turn_id=turn.turn_id, outcome=turn.outcome or "completed",
                                 signal="file", at=turn.finished_at or 0.0, detail=turn.error or "")
         if turn.answer is None:
@@ -416,6 +471,18 @@ class CodexAdapter(TerminalAdapter):
                 )
             )
         return steps
+
+
+def _nothing_finished(path: Path, state: RolloutState) -> str:
+    """Why a rollout holds no finished turn, in words for ``baton extract``."""
+    if state.turn_starts == 0:
+        if state.lines == 0:
+            return f"{path} holds no turn: it has no JSON lines (is it a Codex rollout?)"
+        return f"{path} holds no turn: no prompt was written to it"
+    if state.busy:
+        what = "no answer on disk yet" if state.provisional is not None else "no task_complete on disk yet"
+        return f"{path}: the last turn is still open ({what})"
+    return f"{path} holds no finished turn"
 
 
 @hookimpl

@@ -3,9 +3,18 @@
 A rollout (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``) is one thread's journal:
 lines ``{"timestamp", "ordinal", "type", "payload"}``. :class:`JsonlTail` reads only the bytes appended
 since the last read and keeps a half-written last line until its newline arrives; :class:`RolloutState`
-folds the lines into turns. Both Codex shapes are understood (SPEC §6): 0.171's ``task_started`` /
-``item_completed`` / ``task_complete`` / ``turn_aborted``, and the older ``user_message`` /
-``agent_message`` / ``error`` events. Lines and events of any other type are skipped, never fatal.
+folds the lines into turns. Every Codex shape is understood (SPEC §6, docs/agent-versions.md):
+
+- 0.104+ (0.171): ``task_started`` / ``item_completed`` / ``task_complete`` / ``turn_aborted`` name each
+  turn and its end;
+- before ~0.104 (no task events): a turn is an ``event_msg`` ``user_message`` … ``agent_message``, ended by
+  the next ``user_message``; the last one has no end on disk at all, so it stays *provisional* and the
+  follower settles it when the session goes idle (:meth:`RolloutState.settle`);
+- the legacy format (mid/late 2025): no envelope, a header line ``{"id", "timestamp", "instructions"}``,
+  ``{"record_type": "state"}`` lines and bare Responses-API items; user ``message`` items are the prompts.
+
+A turn with no id of its own gets ``<thread id>:<line number>`` of the line that opened it: the same on
+every read of the file. Lines and events of any other type are skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -38,6 +47,32 @@ ROLLOUT_NAME = re.compile(
 MAX_LINE_BYTES = 64 * 1024 * 1024
 #: how many finished turns a state remembers (for answers asked for late, and for ``baton resolve``)
 TURN_MEMORY = 256
+#: items and events that mean the model went on working after a message (a tool call, its output, more
+#: reasoning): the message before them was not the turn's answer
+WORK_ITEMS = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+        "web_search_call",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "exec_command_begin",
+        "exec_command_end",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "web_search_begin",
+        "web_search_end",
+    }
+)
+#: user messages Codex writes itself (context, instructions, an interrupt notice): not prompts
+INJECTED = ("<environment_context>", "<user_instructions>", "<turn_aborted>", "# AGENTS.md instructions",
+            "<user_shell_command>")
 
 
 def thread_id_of(path: str | os.PathLike[str]) -> str | None:
@@ -105,6 +140,12 @@ class Turn:
     last_message: str | None = None
     error: str | None = None
     prompt: str | None = None
+    #: opened by a prompt in a rollout without task events: its end is inferred, never written
+    by_prompt: bool = False
+    #: the turn's latest item is an assistant message (no tool call, output or reasoning after it)
+    answered: bool = False
+    #: when the turn's newest line was written (or read, for lines without a time)
+    last_at: float | None = None
 
     @property
     def answer(self) -> str | None:
@@ -134,11 +175,29 @@ class RolloutState:
     #: the timestamp of the newest line (for telling a stale "busy" from a live one)
     last_activity: float | None = None
     lines: int = 0
+    #: a task event was seen: turns here end on disk, nothing is inferred
+    task_events: bool = False
     _pending: deque[Turn] = field(default_factory=lambda: deque(maxlen=TURN_MEMORY))
 
     @property
     def busy(self) -> bool:
         return self.open_turn is not None
+
+    @property
+    def provisional(self) -> Turn | None:
+        """The open turn whose end nothing will write (older Codex): settled by :meth:`settle`."""
+        turn = self.turns.get(self.open_turn) if self.open_turn else None
+        return turn if turn is not None and turn.by_prompt and not self.task_events else None
+
+    def settle(self, why: str, *, gone: bool = False) -> Turn | None:
+        """End the provisional turn: the session went idle after its answer (``gone=False``: only an
+        answered turn ends), or the codex process is gone (``gone=True``: an unanswered turn failed)."""
+        turn = self.provisional
+        if turn is None or not (turn.answered or gone):
+            return None
+        self._finish(turn.turn_id, turn.last_at, "completed" if turn.answered else "failed",
+                     error=None if turn.answered else why)
+        return turn
 
     def turn(self, turn_id: str) -> Turn | None:
         return self.turns.get(turn_id)
@@ -169,21 +228,41 @@ class RolloutState:
 
     # ---- folding lines in ----------------------------------------------------------------------------
 
-    def feed(self, record: dict[str, Any]) -> None:
+    def feed(self, record: dict[str, Any], now: float | None = None) -> None:
+        """Fold one line in. ``now``: the time for a line that carries none (legacy items), when it is
+        read as it is written; None when reading what was already there."""
         self.lines += 1
         payload = record.get("payload")
         at = parse_timestamp(record.get("timestamp"))
+        at = at if at is not None else now
         if at is not None:
             self.last_activity = at
         kind = record.get("type")
-        if not isinstance(payload, dict):
-            return  # an older line shape, or something new: nothing a turn depends on
-        if kind == "session_meta":
+        if "payload" not in record:
+            self._bare(record, at)  # the legacy format: a header, state lines, bare items
+        elif not isinstance(payload, dict):
+            return  # something new: nothing a turn depends on
+        elif kind == "session_meta":
             self._meta(payload)
         elif kind == "response_item":
             self._response_item(payload)
         elif kind == "event_msg":
             self._event(payload, at, record.get("ordinal"))
+        if self.open_turn is not None and at is not None and self.open_turn in self.turns:
+            self.turns[self.open_turn].last_at = at
+
+    def _bare(self, record: dict[str, Any], at: float | None) -> None:
+        kind = record.get("type")
+        if kind is None and "record_type" not in record and isinstance(record.get("id"), str):
+            self._meta(record)  # the header: id, timestamp, instructions (cwd, git in some)
+        elif kind == "message" and record.get("role") == "user":
+            text = message_text(record.get("content"))
+            if text is not None and not text.lstrip().startswith(INJECTED):
+                self._user_prompt(text, at)
+        elif kind == "message" and record.get("role") == "assistant":
+            self._message(None, message_text(record.get("content")))
+        elif kind in WORK_ITEMS:
+            self._work()
 
     def _meta(self, payload: dict[str, Any]) -> None:
         self.thread_id = _str(payload.get("id")) or self.thread_id
@@ -194,6 +273,8 @@ class RolloutState:
         self.started_at = parse_timestamp(payload.get("timestamp")) or self.started_at
 
     def _response_item(self, payload: dict[str, Any]) -> None:
+        if payload.get("type") in WORK_ITEMS:
+            self._work()
         if payload.get("type") != "message" or payload.get("role") != "assistant":
             return
         meta = payload.get("internal_chat_message_metadata_passthrough")
@@ -203,8 +284,12 @@ class RolloutState:
     def _event(self, payload: dict[str, Any], at: float | None, ordinal: Any) -> None:
         event = payload.get("type")
         turn_id = _str(payload.get("turn_id"))
-        if event == "task_started":
-            self._start(turn_id or self._synthetic(ordinal), at)
+        if event in ("task_started", "task_complete"):
+            self.task_events = True
+        if event in WORK_ITEMS:
+            self._work()
+        elif event == "task_started":
+            self._task_started(turn_id or self._synthetic(ordinal), at)
         elif event == "item_completed":
             if turn_id is not None and self._finished(turn_id):
                 return  # e.g. a shell command that outlived its turn: not a new turn
@@ -216,9 +301,11 @@ class RolloutState:
             elif item.get("type") == "UserMessage":
                 self._prompt(turn_id, message_text(item.get("content")))
         elif event == "user_message":  # older Codex: the prompt opens the turn
-            if self.open_turn is None:
-                self._start(turn_id or self._synthetic(ordinal), at)
-            self._prompt(turn_id, _str(payload.get("message")))
+            open_turn = self._current(turn_id)
+            if open_turn is not None and not open_turn.by_prompt:
+                self._prompt(turn_id, _str(payload.get("message")))  # inside a task_started turn
+            else:
+                self._user_prompt(_str(payload.get("message")), at, turn_id)
         elif event == "agent_message":  # older Codex
             if self.open_turn is None and turn_id is None:
                 return
@@ -240,6 +327,39 @@ class RolloutState:
             )
         elif event == "error" and self.open_turn is not None:  # older Codex: the turn ends in an error
             self._finish(turn_id, at, "failed", error=str(payload.get("message") or "error"), ordinal=ordinal)
+
+    def _user_prompt(self, text: str | None, at: float | None, turn_id: str | None = None) -> None:
+        """A prompt in a rollout where prompts open turns: it ends the provisional turn before it (with
+        its answer, or failed when none came), and opens the next."""
+        before = self._current(None)
+        if before is not None and before.by_prompt:
+            self._finish(before.turn_id, before.last_at or at, "completed" if before.answered else "failed",
+                         error=None if before.answered else "no answer before the next prompt (interrupted?)")
+        self._start(turn_id or self._synthetic(None), at)
+        turn = self.turns[self.open_turn] if self.open_turn else None
+        if turn is not None:
+            turn.by_prompt = True
+        self._prompt(turn_id, text)
+
+    def _task_started(self, turn_id: str, at: float | None) -> None:
+        """A ``task_started``: a prompt-opened turn with nothing in it yet is this task (its id wins); one
+        that has an answer ended before it."""
+        before = self._current(None)
+        if before is not None and before.by_prompt and turn_id not in self.turns:
+            if before.last_message is None:
+                del self.turns[before.turn_id]
+                before.turn_id, before.by_prompt = turn_id, False
+                self.turns[turn_id] = before
+                self.open_turn = turn_id
+                return
+            self._finish(before.turn_id, before.last_at or at, "completed" if before.answered else "failed",
+                         error=None if before.answered else "no answer before the next task")
+        self._start(turn_id, at)
+
+    def _work(self) -> None:
+        turn = self._current(None)
+        if turn is not None:
+            turn.answered = False
 
     def _synthetic(self, ordinal: Any) -> str:
         """A stable id for a turn whose line names none (older Codex): thread and line position."""
@@ -270,6 +390,7 @@ class RolloutState:
         turn = self._current(turn_id)
         if turn is not None and text is not None:
             turn.last_message = text
+            turn.answered = bool(text.strip())
 
     def _prompt(self, turn_id: str | None, text: str | None) -> None:
         turn = self._current(turn_id)

@@ -129,7 +129,8 @@ _meta_cache: dict[str, dict[str, Any] | None] = {}
 
 
 def session_meta(path: Path) -> dict[str, Any] | None:
-    """The ``session_meta`` payload (first line) of a rollout; cached, since it never changes."""
+    """The ``session_meta`` payload (first line) of a rollout, or the legacy format's header line
+    (``{"id", "timestamp", "instructions", …}``, no envelope); cached, since it never changes."""
     key = str(path)
     if key in _meta_cache:
         return _meta_cache[key]
@@ -145,6 +146,13 @@ def session_meta(path: Path) -> dict[str, Any] | None:
                 and isinstance(record.get("payload"), dict)
             ):
                 meta = record["payload"]
+            elif (
+                isinstance(record, dict)
+                and "type" not in record
+                and "payload" not in record
+                and "id" in record
+            ):
+                meta = record
     except (OSError, orjson.JSONDecodeError):
         return None  # not written yet, or unreadable: ask again next time
     if len(_meta_cache) > 4096:
@@ -252,13 +260,13 @@ def _norm(text: str) -> str:
 
 
 def user_prompts(path: Path) -> list[tuple[float, str]]:
-    """The prompts typed into a rollout's thread, with when each was written (UserMessage items, or the
-    older user_message events)."""
+    """The prompts typed into a rollout's thread, with when each was written (UserMessage items, the
+    older user_message events, or the legacy format's bare user messages, which carry no time)."""
     prompts = []
     try:
         with open(path, "rb") as f:
             for line in f:
-                if b'"UserMessage"' not in line and b'"user_message"' not in line:
+                if b'"UserMessage"' not in line and b'"user_message"' not in line and b'"user"' not in line:
                     continue
                 try:
                     record = orjson.loads(line)
@@ -271,6 +279,15 @@ def user_prompts(path: Path) -> list[tuple[float, str]]:
                 item = payload.get("item")
                 if isinstance(item, dict) and item.get("type") == "UserMessage":
                     prompts.append((at, message_text(item.get("content")) or ""))
+                if (
+                    "payload" not in record
+                    and record.get("type") == "message"
+                    and record.get("role") == "user"
+                ):
+                    # no time of its own: no later than the file's last write
+                    prompts.append(
+                        (at or os.fstat(f.fileno()).st_mtime, message_text(record.get("content")) or "")
+                    )
     except OSError:
         pass
     return prompts
