@@ -28,8 +28,10 @@ def test_a_route_crossing_hosts_without_a_bus_is_an_error_at_its_position(monkey
     with pytest.raises(ConfigError) as err:
         parse_config(TWO_HOSTS, "routes.yaml")
     assert [str(p) for p in err.value.problems] == [
-        "routes.yaml:7:19: error: routes[0].to: route crosses hosts (laptop -> gpu-box) but no bus is configured; "
-        "set settings.bus.servers or BATON_BUS_URL (nats://HOST:4222; `baton bus` starts one)"]
+        "routes.yaml:7:19: error: routes[0].to: route crosses hosts (laptop -> gpu-box) but no bus is "
+        "configured; "
+        "set settings.bus.servers or BATON_BUS_URL (nats://HOST:4222; `baton bus` starts one)"
+    ]
 
 
 def test_bus_from_settings_or_env(monkeypatch) -> None:
@@ -46,19 +48,25 @@ def test_bus_from_settings_or_env(monkeypatch) -> None:
 
 
 def test_single_machine_config_is_unchanged_and_loads_no_nats_client() -> None:
-    code = ("import sys; from pipeline.engine.config import parse_config; "
-            "c, _ = parse_config('version: 1\\ntiles: {a: {pane: \"%1\"}, b: {pane: \"%2\"}}\\n"
-            "routes: [{from: a, to: b}]\\n'); "
-            "import pipeline.engine.runtime, pipeline.commands.daemon; "
-            "assert not c.crosses_hosts('any'), c; assert set(c.tiles_on('any')) == {'a', 'b'}; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nats', 'nkeys') or m.startswith('pipeline.bus')))")
+    code = (
+        "import sys; from pipeline.engine.config import parse_config; "
+        'c, _ = parse_config(\'version: 1\\ntiles: {a: {pane: "%1"}, b: {pane: "%2"}}\\n'
+        "routes: [{from: a, to: b}]\\n'); "
+        "import pipeline.engine.runtime, pipeline.commands.daemon; "
+        "assert not c.crosses_hosts('any'), c; assert set(c.tiles_on('any')) == {'a', 'b'}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nats', 'nkeys') or "
+        "m.startswith('pipeline.bus')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_bad_bus_and_host_values_are_reported(monkeypatch) -> None:
     monkeypatch.delenv("BATON_BUS_URL", raising=False)
-    text = TWO_HOSTS.replace("host: gpu-box", "host: 'gpu box'") + "settings:\n  bus: {servers: [10.0.0.1], pasword: x}\n"
+    text = (
+        TWO_HOSTS.replace("host: gpu-box", "host: 'gpu box'")
+        + "settings:\n  bus: {servers: [10.0.0.1], pasword: x}\n"
+    )
     with pytest.raises(ConfigError) as err:
         parse_config(text, "routes.yaml")
     messages = [f"{p.line}:{p.path}: {p.message}" for p in err.value.problems]
@@ -79,8 +87,9 @@ def test_check_cli_exit_status(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("BATON_BUS_URL", raising=False)
     path = tmp_path / "routes.yaml"
     path.write_text(TWO_HOSTS)
-    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "check", "-c", str(path)], capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "check", "-c", str(path)], capture_output=True, text=True
+    )
     assert run.returncode == 1 and "routes[0].to: route crosses hosts" in run.stderr
 
 

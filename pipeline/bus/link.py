@@ -31,7 +31,8 @@ log = logging.getLogger("batonpass")
 
 SUBJECT_PREFIX = "baton.handoff"
 ANSWERS_BUCKET = "baton-answers"
-#: a republish after a crash within this window is dropped by the server (the target's journal drops later ones)
+#: a republish after a crash within this window is dropped by the server (the target's journal drops later
+#: ones)
 DUPLICATE_WINDOW_S = 24 * 3600.0
 #: hand-offs nobody consumed are kept this long on the stream
 MAX_AGE_S = 7 * 24 * 3600.0
@@ -76,7 +77,10 @@ class BusLink:
         if os.environ.get("BATON_BUS_TOKEN"):
             return {"token": os.environ["BATON_BUS_TOKEN"]}
         if os.environ.get("BATON_BUS_USER"):
-            return {"user": os.environ["BATON_BUS_USER"], "password": os.environ.get("BATON_BUS_PASSWORD", "")}
+            return {
+                "user": os.environ["BATON_BUS_USER"],
+                "password": os.environ.get("BATON_BUS_PASSWORD", ""),
+            }
         return {}
 
     async def connect(self) -> None:
@@ -85,10 +89,17 @@ class BusLink:
         while True:
             try:
                 self.nc = await nats.connect(
-                    servers=self.servers, allow_reconnect=True, max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.5, connect_timeout=2, name="batonpass",
-                    error_cb=self._error, disconnected_cb=self._disconnected, reconnected_cb=self._reconnected,
-                    **self._auth())
+                    servers=self.servers,
+                    allow_reconnect=True,
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=0.5,
+                    connect_timeout=2,
+                    name="batonpass",
+                    error_cb=self._error,
+                    disconnected_cb=self._disconnected,
+                    reconnected_cb=self._reconnected,
+                    **self._auth(),
+                )
                 break
             except Exception as exc:
                 if not said:

@@ -71,9 +71,18 @@ class BusNode:
         """Publish until the server acknowledges it; then the journal says ``published``."""
         target_host = tile_host(self.config.tiles[prompt.target], self.host)
         body: dict[str, Any] = {
-            "v": 1, "key": prompt.key, "route": prompt.route, "source": prompt.source, "source_host": self.host,
-            "target": prompt.target, "turn_id": prompt.turn_id, "hop": prompt.hop,
-            "max_hops": self.config.settings.hop_limit, "created": prompt.created, "note": prompt.note}
+            "v": 1,
+            "key": prompt.key,
+            "route": prompt.route,
+            "source": prompt.source,
+            "source_host": self.host,
+            "target": prompt.target,
+            "turn_id": prompt.turn_id,
+            "hop": prompt.hop,
+            "max_hops": self.config.settings.hop_limit,
+            "created": prompt.created,
+            "note": prompt.note,
+        }
         text = prompt.text.encode("utf-8", "surrogatepass")
         delay, said = 0.2, False
         while True:
@@ -89,15 +98,23 @@ class BusNode:
                 break
             except Exception as exc:
                 if not said:
-                    log.warning("kept        %s -> %s@%s: the bus did not take it (%s: %s); retrying", prompt.key,
-                                prompt.target, target_host, type(exc).__name__, exc)
+                    log.warning(
+                        "kept        %s -> %s@%s: the bus did not take it (%s: %s); retrying",
+                        prompt.key,
+                        prompt.target,
+                        target_host,
+                        type(exc).__name__,
+                        exc,
+                    )
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         if os.environ.get(CRASH_AFTER_PUBLISH_ENV) == prompt.key:  # the tests' crash between the two steps
             os.kill(os.getpid(), signal.SIGKILL)
         dup = " (a duplicate: the server had it)" if ack.duplicate else ""
-        self.journal.set_state(prompt.key, "published", note=f"to host {target_host}, stream seq {ack.seq}{dup}")
+        self.journal.set_state(
+            prompt.key, "published", note=f"to host {target_host}, stream seq {ack.seq}{dup}"
+        )
         log.info("published   %s -> %s@%s (hop %d, %d chars%s)", prompt.source, prompt.target, target_host,
                  prompt.hop, len(prompt.text), ", via the object store" if "object" in body else "")
 
@@ -146,17 +163,29 @@ class BusNode:
             self.held[key] = (msg, time.monotonic(), body.get("object"))
             return
         if "object" in body:
-            text = (await (await self.link.answers()).get(str(body["object"]))).data.decode("utf-8", "surrogatepass")
+            text = (await (await self.link.answers()).get(str(body["object"]))).data.decode(
+                "utf-8", "surrogatepass"
+            )
         else:
             text = str(body["text"])
-        prompt = Prompt(route=str(body["route"]), source=str(body["source"]), target=str(body["target"]), text=text,
-                        turn_id=str(body["turn_id"]), hop=int(body["hop"]), created=float(body["created"]),
-                        note=str(body.get("note") or ""))
+        prompt = Prompt(
+            route=str(body["route"]),
+            source=str(body["source"]),
+            target=str(body["target"]),
+            text=text,
+            turn_id=str(body["turn_id"]),
+            hop=int(body["hop"]),
+            created=float(body["created"]),
+            note=str(body.get("note") or ""),
+        )
         via = f"from host {body.get('source_host')} over the bus"
         if prompt.target not in self.config.tiles or self.is_remote(prompt.target):
             self.journal.record_incoming(prompt, via)
-            self.journal.set_state(key, "failed", error=f"tile {prompt.target!r} does not run on host {self.host} "
-                                   "in this routes.yaml")
+            self.journal.set_state(
+                key,
+                "failed",
+                error=f"tile {prompt.target!r} does not run on host {self.host} in this routes.yaml",
+            )
             await msg.ack()
             return
         if prompt.hop > int(body.get("max_hops", prompt.hop)):

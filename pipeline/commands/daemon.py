@@ -82,7 +82,9 @@ async def _next_valid_config(sub, path: Path, registries: Registries, current: C
         except ConfigError as exc:
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
-            log.error("%s is invalid (%s); the running config stays", path, count(len(exc.problems), "problem"))
+            log.error(
+                "%s is invalid (%s); the running config stays", path, count(len(exc.problems), "problem")
+            )
             continue
         for problem in warnings:
             print(problem, file=sys.stderr)

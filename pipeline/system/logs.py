@@ -19,7 +19,9 @@ SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"
                    "BATON_BUS_PASSWORD", "BATON_BUS_TOKEN")
 #: a URL's user:password@ (or token@) part (a bus URL may carry credentials)
 _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
-_KEY_SHAPES = re.compile(r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})")
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})"
+)
 
 
 def redact(text: str) -> str:

@@ -53,8 +53,9 @@ class PromptRouter:
                 self.journal.record_pending(response.completion, [
                     (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
                 decisions = await self.decide(response)
-                self.journal.record_routing(response.completion,
-                                            [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
+                self.journal.record_routing(
+                    response.completion, [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]
+                )
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
@@ -123,9 +124,15 @@ class PromptRouter:
             return fallback.text if fallback else ""
 
         data = TransformInput(
-            response=response, route=route.label, source=route.from_, target=route.to,
-            source_agent=source.adapter.name, target_agent=target.adapter.name if target else target_tile.agent,
-            source_description=source.ctx.tile.description, target_description=target_tile.description,
-            cwd=response.cwd or source.ctx.tile.cwd, terminal_text=terminal_text,
+            response=response,
+            route=route.label,
+            source=route.from_,
+            target=route.to,
+            source_agent=source.adapter.name,
+            target_agent=target.adapter.name if target else target_tile.agent,
+            source_description=source.ctx.tile.description,
+            target_description=target_tile.description,
+            cwd=response.cwd or source.ctx.tile.cwd,
+            terminal_text=terminal_text,
         )
         return data
