@@ -35,8 +35,23 @@ from pipeline.system.tmux import Tmux  # noqa: E402
 
 
 def agent_cmd(name: str, log: Path, home: Path) -> str:
-    return shlex.join(["env", f"BATON_DEMO_HOME={home}", sys.executable, "-m", "plugins.demo.agent", "--name", name,
-                       "--role", "echo", "--work-s", "0.05", "--log", str(log)])
+    return shlex.join(
+        [
+            "env",
+            f"BATON_DEMO_HOME={home}",
+            sys.executable,
+            "-m",
+            "plugins.demo.agent",
+            "--name",
+            name,
+            "--role",
+            "echo",
+            "--work-s",
+            "0.05",
+            "--log",
+            str(log),
+        ]
+    )
 
 
 def free_port() -> int:
@@ -52,16 +67,30 @@ async def measure(cross: bool, turns: int, tmp: Path) -> list[float]:
     tmux = Tmux(socket_name=f"baton-bench-bus-{os.getpid()}-{int(cross)}", config_file="/dev/null")
     log = tmp / f"t-{cross}.jsonl"
     try:
-        src = await tmux.new_session("s", agent_cmd("s", tmp / f"s-{cross}.jsonl", home), width=120, height=30)
+        src = await tmux.new_session(
+            "s", agent_cmd("s", tmp / f"s-{cross}.jsonl", home), width=120, height=30
+        )
         dst = await tmux.new_session("t", agent_cmd("t", log, home), width=120, height=30)
         hosts = ({"host": "alpha"}, {"host": "beta"}) if cross else ({}, {})
-        config = Config.model_validate({
-            "version": 1, "routes": [{"from": "s", "to": "t"}],
-            "tiles": {"s": {"pane": src.pane_id, "agent": "demo", **hosts[0]},
-                      "t": {"pane": dst.pane_id, "agent": "demo", **hosts[1]}}})
+        config = Config.model_validate(
+            {
+                "version": 1,
+                "routes": [{"from": "s", "to": "t"}],
+                "tiles": {
+                    "s": {"pane": src.pane_id, "agent": "demo", **hosts[0]},
+                    "t": {"pane": dst.pane_id, "agent": "demo", **hosts[1]},
+                },
+            }
+        )
         await anyio.sleep(1.5)
-        pipelines = ([Pipeline(config, load_registries(), tmux, host=h, journal=Journal(tmp / f"{h}.sqlite3"))
-                      for h in ("alpha", "beta")] if cross else [Pipeline(config, load_registries(), tmux)])
+        pipelines = (
+            [
+                Pipeline(config, load_registries(), tmux, host=h, journal=Journal(tmp / f"{h}.sqlite3"))
+                for h in ("alpha", "beta")
+            ]
+            if cross
+            else [Pipeline(config, load_registries(), tmux)]
+        )
         async with anyio.create_task_group() as tg:
             for p in pipelines:
                 await tg.start(p.run)
@@ -83,8 +112,11 @@ async def measure(cross: bool, turns: int, tmp: Path) -> list[float]:
                 r = json.loads(line)
                 if r["type"] == "answer":
                     answers[r["text"]] = min(r["at"], answers.get(r["text"], r["at"]))
-        return [(r["t"] - answers[r["message"]]) * 1000 for line in log.read_text().splitlines()
-                if "message" in (r := json.loads(line)) and r["message"] in answers]
+        return [
+            (r["t"] - answers[r["message"]]) * 1000
+            for line in log.read_text().splitlines()
+            if "message" in (r := json.loads(line)) and r["message"] in answers
+        ]
     finally:
         await tmux.kill_server()
 
@@ -98,8 +130,11 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         binary = str(Path(sysconfig.get_path("scripts")) / "nats-server")
-        server = subprocess.Popen([binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", f"{tmp}/js"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", f"{tmp}/js"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.environ["BATON_BUS_URL"] = f"nats://127.0.0.1:{port}"
         try:
             same = await measure(False, turns, Path(tmp))
@@ -109,7 +144,7 @@ async def main() -> None:
             server.wait()
     s, c = statistics.median(same), statistics.median(cross)
     print(f"same host  ({len(same)} hand-offs): p50 {s:.1f} ms, max {max(same):.1f} ms")
-    print(f"cross host ({len(cross)} hand-offs, NATS JetStream on loopback): p50 {c:.1f} ms, max {max(cross):.1f} ms")
+    print(f"cross host ({len(cross)} hand-offs, NATS on loopback): p50 {c:.1f} ms, max {max(cross):.1f} ms")
     print(f"added by the bus: p50 {c - s:+.1f} ms (target <= 5 ms)")
 
 

@@ -124,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("status", _status, "per tile: pane, agent, agent PID, state, session, transcript, last answer "
              "(exit 3 when no tile's pane exists)")
     json_flag(sp, "one object per tile")
+    sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "the hand-offs")
     sp.add_argument("-n", "--limit", type=bounded_int(1), default=50,
                     help="how many of the latest hand-offs (default 50)")
+    sp.add_argument("--all-hosts", action="store_true", help="every host's hand-offs, from the bus")
 
     sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
     json_flag(sp, "the plugins and their classes")
@@ -313,6 +315,10 @@ def _status(args: argparse.Namespace) -> int:
     config, _ = load(args, registries)
     if config is None:
         return 1
+    if args.all_hosts:
+        from pipeline.commands.allhosts import print_all_hosts
+
+        return print_all_hosts("tiles", config, args.json)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     if args.json:
@@ -395,6 +401,11 @@ def _preview(args: argparse.Namespace) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pipeline.commands.extract import print_history
 
+    if args.all_hosts:
+        from pipeline.commands.allhosts import print_all_hosts
+
+        config, ok = load_optional(args, load_registries())
+        return print_all_hosts("history", config, args.json, args.limit) if ok else 1
     return print_history(args.limit, args.json)
 
 

@@ -39,7 +39,7 @@ def free_port() -> int:
 
 
 class NatsServer:
-    """A real nats-server with JetStream on 127.0.0.1, stoppable and restartable on the same port and store."""
+    """A real nats-server with JetStream on 127.0.0.1; stops, and starts again on the same port and store."""
 
     def __init__(self, folder: Path, port: int | None = None, extra: list[str] | None = None) -> None:
         self.folder, self.port, self.extra = folder, port or free_port(), extra or []
@@ -54,12 +54,27 @@ class NatsServer:
         self.starts += 1
         self.folder.mkdir(parents=True, exist_ok=True)
         log = (self.folder / f"nats-{self.starts}.log").open("w")
-        self.proc = subprocess.Popen([nats_server_binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port),
-                                      "-sd", str(self.folder / "js"), *self.extra], stdout=log, stderr=log)
+        self.proc = subprocess.Popen(
+            [
+                nats_server_binary(),
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-sd",
+                str(self.folder / "js"),
+                *self.extra,
+            ],
+            stdout=log,
+            stderr=log,
+        )
         wait_for(self._ready, timeout=15, what="nats-server to listen")
 
     def _ready(self) -> bool:
-        assert self.proc is not None and self.proc.poll() is None, (self.folder / f"nats-{self.starts}.log").read_text()
+        assert self.proc is not None and self.proc.poll() is None, (
+            self.folder / f"nats-{self.starts}.log"
+        ).read_text()
         try:
             socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
             return True
@@ -96,8 +111,10 @@ class Host:
     def agent(self, tile: str, role: str = "echo", work_s: float = 0.2) -> Path:
         """A demo agent in a pane titled ``tile`` on this host; returns its message log."""
         log = self.root / f"{tile}.log.jsonl"
-        pane = self.tmux.new_pane(demo_agent_command(tile, role=role, work_s=work_s, log=log),
-                                  env={"XDG_STATE_HOME": str(self.state)})
+        pane = self.tmux.new_pane(
+            demo_agent_command(tile, role=role, work_s=work_s, log=log),
+            env={"XDG_STATE_HOME": str(self.state)},
+        )
         self.tmux.run("select-pane", "-t", pane, "-T", tile)
         wait_for(lambda: "demo❯" in self.tmux.capture(pane), what=f"agent {tile} on {self.name}")
         self.panes = {**getattr(self, "panes", {}), tile: pane}
@@ -109,8 +126,11 @@ class Host:
     def answers(self) -> list[str]:
         out = []
         for f in sorted((self.state / "batonpass" / "demo-agents").glob("*.jsonl")):
-            out += [json.loads(line)["text"] for line in f.read_text().splitlines()
-                    if line.strip() and json.loads(line)["type"] == "answer"]
+            out += [
+                json.loads(line)["text"]
+                for line in f.read_text().splitlines()
+                if line.strip() and json.loads(line)["type"] == "answer"
+            ]
         return out
 
     def transcript(self, tile: str) -> Path:
@@ -119,22 +139,47 @@ class Host:
     # ---- the daemon -----------------------------------------------------------------------------------
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "XDG_STATE_HOME": str(self.state), "BATON_BUS_URL": self.bus_url, **self.extra_env}
+        return {
+            **os.environ,
+            "XDG_STATE_HOME": str(self.state),
+            "BATON_BUS_URL": self.bus_url,
+            **self.extra_env,
+        }
 
     def start(self) -> None:
         self.starts += 1
         self.err = self.root / f"daemon-{self.starts}.err"
         with self.err.open("w") as errs:
-            self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "-v", "run", "-c", str(self.config),
-                                          "-L", self.tmux.socket, "--host", self.name],
-                                         stdout=subprocess.DEVNULL, stderr=errs, env=self.env())
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pipeline.cli",
+                    "-v",
+                    "run",
+                    "-c",
+                    str(self.config),
+                    "-L",
+                    self.tmux.socket,
+                    "--host",
+                    self.name,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=errs,
+                env=self.env(),
+            )
 
     def wait_running(self, *tiles: str) -> None:
-        wait_for(lambda: "bus: connected" in self.err.read_text() or self.proc.poll() is not None, timeout=20,
-                 what=f"baton run on {self.name}")
+        wait_for(
+            lambda: "bus: connected" in self.err.read_text() or self.proc.poll() is not None,
+            timeout=20,
+            what=f"baton run on {self.name}",
+        )
         assert self.proc.poll() is None, self.err.read_text()
         for tile in tiles:  # before its first look, what a tile did is history, not news
-            wait_for(lambda tile=tile: self.journal().followed_until(tile) is not None, what=f"{tile} followed")
+            wait_for(
+                lambda tile=tile: self.journal().followed_until(tile) is not None, what=f"{tile} followed"
+            )
 
     def kill(self) -> None:
         assert self.proc is not None

@@ -43,11 +43,15 @@ def hosts(tmp_path: Path, nats: NatsServer):
 
 
 def two_hosts(tmp_path: Path, hosts, **settings) -> tuple[Host, Host, Path, Path]:
-    config = write_routes(tmp_path / "routes.yaml",
-                          {"a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
-                           "b": {"pane": "title:b", "agent": "demo", "host": "beta"}},
-                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
-                          **settings)
+    config = write_routes(
+        tmp_path / "routes.yaml",
+        {
+            "a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
+            "b": {"pane": "title:b", "agent": "demo", "host": "beta"},
+        },
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
+        **settings,
+    )
     alpha, beta = hosts("alpha", config), hosts("beta", config)
     return alpha, beta, alpha.agent("a"), beta.agent("b")
 
@@ -90,8 +94,11 @@ def test_target_daemon_sigkilled_mid_delivery_and_restarted(tmp_path: Path, host
         wait_turn_done(alpha, "a", i)
         alpha.type("a", task)
         if i in (1, 3):  # beta is killed while a hand-off is on its way into b's pane
-            wait_for(lambda: any(h.state in ("transformed", "delivering") for h in beta.history()), timeout=30,
-                     what="a hand-off in flight on beta")
+            wait_for(
+                lambda: any(h.state in ("transformed", "delivering") for h in beta.history()),
+                timeout=30,
+                what="a hand-off in flight on beta",
+            )
             beta.kill()
             beta.start()
             beta.wait_running()
@@ -127,8 +134,11 @@ def test_source_daemon_killed_after_publishing_before_recording_it(tmp_path: Pat
     alpha.extra_env = {}
     alpha.start()
     alpha.wait_running()
-    wait_for(lambda: [h.state for h in alpha.history()] == ["published", "published"], timeout=30,
-             what="alpha to republish")
+    wait_for(
+        lambda: [h.state for h in alpha.history()] == ["published", "published"],
+        timeout=30,
+        what="alpha to republish",
+    )
     wait_for(lambda: len(messages(blog)) >= 2, timeout=30, what="the second hand-off on beta")
     settle()
     assert alpha.stop() == 0 and beta.stop() == 0
@@ -156,7 +166,9 @@ def test_nats_server_down_while_turns_finish_then_back(tmp_path: Path, hosts, na
         wait_turn_done(alpha, "a", i + 1)
         alpha.type("a", task)
     wait_turn_done(alpha, "a", 4)
-    wait_for(lambda: "the bus did not take it" in alpha.stderr(), timeout=30, what="alpha to keep the hand-off")
+    wait_for(
+        lambda: "the bus did not take it" in alpha.stderr(), timeout=30, what="alpha to keep the hand-off"
+    )
     assert [h.state for h in alpha.history()].count("transformed") >= 1  # held, not lost
     time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down)))  # the outage lasts OUTAGE_S, not a wait
     nats.start()
@@ -190,12 +202,18 @@ def test_three_megabyte_answer_crosses_through_the_object_store(tmp_path: Path, 
 
 
 def test_loop_across_hosts_stops_at_max_hops(tmp_path: Path, hosts) -> None:
-    config = write_routes(tmp_path / "routes.yaml",
-                          {"a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
-                           "b": {"pane": "title:b", "agent": "demo", "host": "beta"}},
-                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "{response} +b"}},
-                           {"from": "b", "to": "a", "transform": {"type": "template", "template": "{response} +a"}}],
-                          max_hops=3)
+    config = write_routes(
+        tmp_path / "routes.yaml",
+        {
+            "a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
+            "b": {"pane": "title:b", "agent": "demo", "host": "beta"},
+        },
+        [
+            {"from": "a", "to": "b", "transform": {"type": "template", "template": "{response} +b"}},
+            {"from": "b", "to": "a", "transform": {"type": "template", "template": "{response} +a"}},
+        ],
+        max_hops=3,
+    )
     alpha, beta = hosts("alpha", config), hosts("beta", config)
     alog, blog = alpha.agent("a"), beta.agent("b")
     alpha.start()
@@ -204,16 +222,26 @@ def test_loop_across_hosts_stops_at_max_hops(tmp_path: Path, hosts) -> None:
     beta.wait_running("b")
     alpha.type("a", "seed")
     wait_for(lambda: len(messages(blog)) == 2 and len(messages(alog)) == 2, timeout=40, what="the loop")
-    wait_for(lambda: "the chain reached max_hops=3" in [h.note for h in beta.history()], timeout=30,
-             what="the end of the chain")
+    wait_for(
+        lambda: "the chain reached max_hops=3" in [h.note for h in beta.history()],
+        timeout=30,
+        what="the end of the chain",
+    )
     settle(2.0)
     assert alpha.stop() == 0 and beta.stop() == 0
     assert messages(alog) == ["seed", "seed +b +a"]
     assert messages(blog) == ["seed +b", "seed +b +a +b"]
     assert [(h.route, h.hop, h.state) for h in alpha.history()] == [
-        ("a->b", 1, "published"), ("b->a", 2, "delivered"), ("a->b", 3, "published")]
+        ("a->b", 1, "published"),
+        ("b->a", 2, "delivered"),
+        ("a->b", 3, "published"),
+    ]
     assert [(h.route, h.hop, h.state) for h in beta.history()] == [
-        ("a->b", 1, "delivered"), ("b->a", 2, "published"), ("a->b", 3, "delivered"), ("b->a", 4, "skipped")]
+        ("a->b", 1, "delivered"),
+        ("b->a", 2, "published"),
+        ("a->b", 3, "delivered"),
+        ("b->a", 4, "skipped"),
+    ]
 
 
 def test_a_host_not_running_finds_its_hand_offs_waiting_when_it_starts(tmp_path: Path, hosts) -> None:
@@ -224,8 +252,11 @@ def test_a_host_not_running_finds_its_hand_offs_waiting_when_it_starts(tmp_path:
     for i, task in enumerate(sent):
         wait_turn_done(alpha, "a", i)
         alpha.type("a", task)
-    wait_for(lambda: [h.state for h in alpha.history()] == ["published"] * 3, timeout=30,
-             what="the hand-offs on the stream")
+    wait_for(
+        lambda: [h.state for h in alpha.history()] == ["published"] * 3,
+        timeout=30,
+        what="the hand-offs on the stream",
+    )
     assert messages(blog) == []
     beta.start()
     beta.wait_running()

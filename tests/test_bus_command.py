@@ -21,9 +21,15 @@ from tests.conftest import wait_for
 def test_baton_bus_starts_a_jetstream_server_in_the_state_folder(private_state: Path, monkeypatch) -> None:
     port = free_port()
     env = {**os.environ, "BATON_BUS_USER": "baton", "BATON_BUS_PASSWORD": "pw-not-on-the-command-line"}
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "bus", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "bus", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
+
         def listening() -> bool:
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
             try:
@@ -43,8 +49,12 @@ def test_baton_bus_starts_a_jetstream_server_in_the_state_folder(private_state: 
         async def use() -> tuple[int, str]:
             link = BusLink(None)
             await link.connect()
-            ack = await link.js.publish(link.subject("some.host", "tile"), b"{}", headers={"Nats-Msg-Id": "k1"})
-            again = await link.js.publish(link.subject("some.host", "tile"), b"{}", headers={"Nats-Msg-Id": "k1"})
+            ack = await link.js.publish(
+                link.subject("some.host", "tile"), b"{}", headers={"Nats-Msg-Id": "k1"}
+            )
+            again = await link.js.publish(
+                link.subject("some.host", "tile"), b"{}", headers={"Nats-Msg-Id": "k1"}
+            )
             await link.close()
             return ack.seq, f"{again.seq} {again.duplicate}"
 
@@ -58,16 +68,24 @@ def test_baton_bus_starts_a_jetstream_server_in_the_state_folder(private_state: 
 def test_baton_bus_refuses_wrong_credentials(private_state: Path) -> None:
     port = free_port()
     env = {**os.environ, "BATON_BUS_TOKEN": "the-right-token"}
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "bus", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "bus", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(lambda: _listening(port), what="baton bus to listen")
 
-
         async def wrong() -> str:
             try:
-                nc = await nats.connect(f"nats://127.0.0.1:{port}", token="wrong", allow_reconnect=False,
-                                        max_reconnect_attempts=0, connect_timeout=2)
+                nc = await nats.connect(
+                    f"nats://127.0.0.1:{port}",
+                    token="wrong",
+                    allow_reconnect=False,
+                    max_reconnect_attempts=0,
+                    connect_timeout=2,
+                )
             except Exception as exc:
                 return type(exc).__name__
             await nc.close()

@@ -120,13 +120,19 @@ class BusNode:
 
     # ---- in ----------------------------------------------------------------------------------------------
 
-    async def run(self, submit: Callable[[Prompt], Awaitable[None]], *, inbox: bool = True) -> None:
-        """Connect; publish what :meth:`split` hands over; consume this host's hand-offs (``inbox``)."""
+    async def run(self, submit: Callable[[Prompt], Awaitable[None]], *, inbox: bool = True,
+                  tiles: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None) -> None:
+        """Connect; publish what :meth:`split` hands over; consume this host's hand-offs (``inbox``); keep
+        this host's view on the board (``tiles`` gives its tiles' rows) for ``--all-hosts``."""
         await self.link.connect()
         self.connected.set()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._publisher)
+                if tiles is not None:
+                    from pipeline.bus.board import publish_board
+
+                    tg.start_soon(publish_board, self.link, self.host, self.journal, tiles)
                 if inbox:
                     tg.start_soon(self._consume, submit)
                     tg.start_soon(self._settle)
