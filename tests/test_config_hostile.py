@@ -12,6 +12,8 @@ import pytest
 from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.yaml_text import ALIAS_BUDGET, MAX_BYTES, MAX_DEPTH
 from tests.cli_run import baton
+from tests.conftest import messages, wait_for
+from tests.test_faults import daemon_factory, start_agent, write_config  # noqa: F401 (a fixture)
 
 VALID = "version: 1\ntiles:\n  a: {pane: '%1', agent: shell}\n  b: {pane: '%2', agent: shell}\n" \
         "routes:\n  - {from: a, to: b}\n"
@@ -81,3 +83,39 @@ def test_an_alias_loop_and_an_unknown_alias_are_positioned() -> None:
             parse_config(text, "r.yaml")
         problem = err.value.problems[0]
         assert problem.line == 2 and words in problem.message, problem
+
+
+# ---- baton run: refused at start, survived on reload ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["2 KB of binary", "aliases nested 9 deep"])
+def test_baton_run_refuses_the_file_at_start(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "routes.yaml"
+    path.write_bytes(CASES[name][0])
+    result = baton("run", "-c", str(path), timeout=30)
+    assert result.status == 1 and "Traceback" not in result.err, result
+    assert re.match(re.escape(str(path)) + r":\d+:\d+: error: ", result.err), result.err
+
+
+@pytest.mark.tmux
+def test_a_running_daemon_keeps_its_config_through_hostile_reloads(tmux_server, tmp_path: Path,
+                                                                   daemon_factory) -> None:  # noqa: F811
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a, b = start_agent(tmux_server, alog, "a", work_s=0.1), start_agent(tmux_server, blog, "b", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b"}])
+    good = config.read_bytes()
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    for turn, name in enumerate(["2 KB of binary", "aliases nested 9 deep", "5,000 nested ["]):
+        data, _, words = CASES[name]
+        config.write_bytes(data)
+        wait_for(lambda w=words: w in daemon.stderr(), what=f"the reload error for {name}")
+        tmux_server.type(a, f"turn {turn}")
+        wait_for(lambda t=turn: messages(blog)[-1:] == [f"turn {t}"], what=f"a hand-off after {name}")
+        config.write_bytes(good)
+    assert daemon.stop() == 0
+    assert messages(blog) == ["turn 0", "turn 1", "turn 2"]
+    assert "Traceback" not in daemon.stderr()
