@@ -10,7 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,6 +29,12 @@ from pipeline.commands.table import count, table
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
+
+if TYPE_CHECKING:
+    from pipeline.plugin.agents import AgentAdapter
+    from pipeline.plugin.manager import Registries
+    from pipeline.plugin.turns import ResolveStep
+    from pipeline.system.tmux import Tmux
 from pipeline.system.tmux import TmuxError
 
 __all__ = ["main"]
@@ -50,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         user_errors, rest = group.split((TmuxError, UnknownName))
         if rest is not None or user_errors is None:
             raise
-        for exc in dict.fromkeys(str(e) for e in _leaves(user_errors)):
-            print(f"baton {args.command}: {exc}", file=sys.stderr)
+        for message in dict.fromkeys(str(e) for e in _leaves(user_errors)):
+            print(f"baton {args.command}: {message}", file=sys.stderr)
         return 1
 
 
@@ -75,7 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     add_common(p, top=True)
     sub = p.add_subparsers(metavar="COMMAND")
 
-    def cmd(name: str, func, help: str, parent=sub) -> argparse.ArgumentParser:
+    def cmd(
+        name: str,
+        func: Callable[[argparse.Namespace], int] | None,
+        help: str,
+        parent: argparse._SubParsersAction[Any] = sub,
+    ) -> argparse.ArgumentParser:
         sp = parent.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func, command=name)
         add_common(sp, top=False)
@@ -230,7 +243,7 @@ def _demo(args: argparse.Namespace) -> int:
     return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
 
 
-def _pane_adapter(args: argparse.Namespace):
+def _pane_adapter(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
     """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
     registries = load_registries()
     if args.agent != "auto":
@@ -272,7 +285,7 @@ def _resolve(args: argparse.Namespace) -> int:
     if setup is None:
         return 1
 
-    async def resolve():
+    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
         adapter = await adapter_for(args.pane, args.agent, *setup)
         return adapter, await adapter.resolve()
 
