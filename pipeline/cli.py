@@ -10,7 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,6 +29,12 @@ from pipeline.commands.table import count, table
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
+
+if TYPE_CHECKING:
+    from pipeline.plugin.agents import AgentAdapter
+    from pipeline.plugin.manager import Registries
+    from pipeline.plugin.turns import ResolveStep
+    from pipeline.system.tmux import Tmux
 from pipeline.system.tmux import TmuxError
 
 __all__ = ["main"]
@@ -50,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         user_errors, rest = group.split((TmuxError, UnknownName))
         if rest is not None or user_errors is None:
             raise
-        for exc in dict.fromkeys(str(e) for e in _leaves(user_errors)):
-            print(f"baton {args.command}: {exc}", file=sys.stderr)
+        for message in dict.fromkeys(str(e) for e in _leaves(user_errors)):
+            print(f"baton {args.command}: {message}", file=sys.stderr)
         return 1
 
 
@@ -75,11 +83,20 @@ def _parser() -> argparse.ArgumentParser:
     add_common(p, top=True)
     sub = p.add_subparsers(metavar="COMMAND")
 
-    def cmd(name: str, func, help: str, parent=sub) -> argparse.ArgumentParser:
+    def cmd(
+        name: str,
+        func: Callable[[argparse.Namespace], int] | None,
+        help: str,
+        parent: argparse._SubParsersAction[Any] = sub,
+    ) -> argparse.ArgumentParser:
         sp = parent.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func, command=name)
         add_common(sp, top=False)
         return sp
+
+    def host_flag(sp: argparse.ArgumentParser, verb: str) -> None:
+        sp.add_argument("--host", type=non_blank("--host"), default=None,
+                        help=f"{verb} the tiles of this host (default: this machine's host name)")
 
     def json_flag(sp: argparse.ArgumentParser, what: str) -> None:
         sp.add_argument("--json", action="store_true", help=f"{what} as JSON")
@@ -119,12 +136,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="the agent in the pane (default: from its process tree)")
     json_flag(sp, "the steps")
 
-    cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    host_flag(sp, "bring up")
 
     sp = cmd("status", _status, "per tile: pane, agent, agent PID, state, session, transcript, last answer "
              "(exit 3 when no tile's pane exists)")
     json_flag(sp, "one object per tile")
     sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
+    host_flag(sp, "show")
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
@@ -224,7 +243,7 @@ def _demo(args: argparse.Namespace) -> int:
     return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
 
 
-def _pane_adapter(args: argparse.Namespace):
+def _pane_adapter(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
     """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
     registries = load_registries()
     if args.agent != "auto":
@@ -266,7 +285,7 @@ def _resolve(args: argparse.Namespace) -> int:
     if setup is None:
         return 1
 
-    async def resolve():
+    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
         adapter = await adapter_for(args.pane, args.agent, *setup)
         return adapter, await adapter.resolve()
 
@@ -294,12 +313,20 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _this_host(config, host: str | None):
+    """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
+    from pipeline.engine.hosts import local_host
+
+    return config.on_host(host or local_host())
+
+
 def _up(args: argparse.Namespace) -> int:
     from pipeline.commands.up import bring_up
 
     config, _ = load(args, load_registries())
     if config is None:
         return 1
+    config = _this_host(config, args.host)
     results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
     for r in results:
         print(f"{r.tile:<14} {r.action:<10} {r.detail}")
@@ -319,6 +346,7 @@ def _status(args: argparse.Namespace) -> int:
         from pipeline.commands.allhosts import print_all_hosts
 
         return print_all_hosts("tiles", config, args.json)
+    config = _this_host(config, args.host)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     if args.json:
