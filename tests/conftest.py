@@ -163,7 +163,9 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # only whole lines: the agent may be halfway through writing a long one (a 3 MB message)
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def messages(path: Path) -> list[str]:
