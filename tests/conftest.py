@@ -176,5 +176,6 @@ def messages(path: Path) -> list[str]:
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("default", max_examples=150, deadline=None)
-_hypothesis_settings.register_profile("fuzz", max_examples=20000, deadline=None)
+_hypothesis_settings.register_profile("fuzz", max_examples=int(os.environ.get("BATON_FUZZ_CASES", "100000")),
+                                     deadline=None)
 _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
