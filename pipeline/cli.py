@@ -431,17 +431,22 @@ def _plugins(args: argparse.Namespace) -> int:
             cls = registry.get(name)
             rows.append({"kind": kind, "name": name, "from": registry.origin(name),
                          "summary": getattr(cls, "summary", "")})
+    failed = [{"name": e.name, "from": e.origin, "error": e.error} for e in pm.failed()]
     if args.json:
-        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows}, indent=2))
+        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows,
+                          "failed": failed, "disabled": pm.disabled}, indent=2))
         return 0
     print(
         table(
             ("KIND", "NAME", "FROM", "SUMMARY"),
-            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows],
+            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows]
+            + [("plugin", f["name"], f["from"], f"failed: {f['error']}") for f in failed],
         )
     )
     if os.environ.get("BATON_DISABLE_EXTERNAL_PLUGINS") == "1":
         print("(external plugins disabled by BATON_DISABLE_EXTERNAL_PLUGINS=1)")
+    if pm.disabled:
+        print(f"(disabled by BATON_DISABLED_PLUGINS: {', '.join(pm.disabled)})")
     return 0
 
 
