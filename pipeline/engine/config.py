@@ -274,8 +274,8 @@ class _Positions:
             self.problems.append(Problem(self.filename, *here, _dotted(path),
                                          f"cannot read this value: {why}"))
             return None
-        if isinstance(value, str) and _UNSAFE_TEXT.search(value):
-            odd = _UNSAFE_TEXT.search(value).group()
+        if isinstance(value, str) and (unsafe := _UNSAFE_TEXT.search(value)) is not None:
+            odd = unsafe.group()
             self.problems.append(Problem(self.filename, *here, _dotted(path),
                                          f"the value holds character U+{ord(odd):04X}, which is not text"))
         return value

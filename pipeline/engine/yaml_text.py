@@ -24,6 +24,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -134,7 +135,8 @@ class _Open:
     __slots__ = ("anchor", "children", "height", "node", "size")
 
     def __init__(self, node: yaml.Node, anchor: str | None) -> None:
-        self.node, self.anchor, self.children = node, anchor, []
+        self.node, self.anchor = node, anchor
+        self.children: list[yaml.Node] = []
         self.size, self.height = 1, 1
 
 
@@ -158,6 +160,8 @@ def compose_checked(text: str) -> yaml.Node | None:
         else:
             root = node
 
+    event: Any  # PyYAML's stubs leave every event's marks optional; the parser always sets them
+    node: Any
     for event in yaml.parse(text, Loader=_Parser):
         mark = event.start_mark
         if isinstance(event, yaml.DocumentStartEvent):
@@ -169,7 +173,8 @@ def compose_checked(text: str) -> yaml.Node | None:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
-            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            start, end = event.start_mark, event.end_mark
+            node = yaml.ScalarNode(tag, event.value, start, end, style=event.style)  # type: ignore[arg-type]
             _remember(anchors, event, node, 1, 0)
             attach(node, 1, 0)
         elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
@@ -179,7 +184,8 @@ def compose_checked(text: str) -> yaml.Node | None:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = resolver.resolve(kind, None, event.implicit)
-            collection = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            start = event.start_mark
+            collection = kind(tag, [], start, None, flow_style=event.flow_style)  # type: ignore[arg-type]
             stack.append(_Open(collection, event.anchor))
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             done = stack.pop()
@@ -197,7 +203,7 @@ def compose_checked(text: str) -> yaml.Node | None:
                 open_here = any(o.anchor == event.anchor for o in stack)
                 raise TextProblem(*where, f"alias *{event.anchor} "
                                   + ("is inside the collection it names (a loop)" if open_here
-                                     else "names no anchor (&" + event.anchor + ") written before it"))
+                                     else f"names no anchor (&{event.anchor}) written before it"))
             node, size, height = anchors[event.anchor]
             added += size
             if added > ALIAS_BUDGET:
