@@ -13,7 +13,7 @@ from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.yaml_text import ALIAS_BUDGET, MAX_BYTES, MAX_DEPTH
 from tests.cli_run import baton
 from tests.conftest import messages, wait_for
-from tests.test_faults import daemon_factory, start_agent, write_config  # noqa: F401 (a fixture)
+from tests.test_faults import start_agent, write_config
 
 VALID = "version: 1\ntiles:\n  a: {pane: '%1', agent: shell}\n  b: {pane: '%2', agent: shell}\n" \
         "routes:\n  - {from: a, to: b}\n"
@@ -99,7 +99,7 @@ def test_baton_run_refuses_the_file_at_start(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.tmux
 def test_a_running_daemon_keeps_its_config_through_hostile_reloads(tmux_server, tmp_path: Path,
-                                                                   daemon_factory) -> None:  # noqa: F811
+                                                                   daemon_factory) -> None:
     alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a, b = start_agent(tmux_server, alog, "a", work_s=0.1), start_agent(tmux_server, blog, "b", work_s=0.1)
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
