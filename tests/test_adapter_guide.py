@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import json_lines
 from tests.conftest import REPO, TmuxServer, messages, wait_for
 from tests.test_faults import start_agent, wait_followed, write_config
 
@@ -120,6 +121,6 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     assert daemon.stop() == 0
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO",
                               "logbot says: logbot read 5 characters: AGAIN"]
-    delivered = [(h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
+    delivered = [(h["source"], h["target"]) for h in json_lines(baton("history", "--json"))
                  if h["state"] == "delivered"]
     assert sorted(delivered) == [("bot", "b"), ("bot", "b"), ("x", "bot")], delivered

@@ -24,17 +24,28 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
-__all__ = ["MEMORY", "HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
+__all__ = [
+    "FINAL_STATES",
+    "MEMORY",
+    "STATES",
+    "HandoffRecord",
+    "HandoffState",
+    "HistoryFilter",
+    "Journal",
+    "default_journal_path",
+]
 
 HandoffState = Literal[
     "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped", "published"
 ]
+#: every state, in the order a hand-off passes them (``baton history --outcome`` takes these)
+STATES: tuple[HandoffState, ...] = get_args(HandoffState)
 FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
 #: how long finished records are kept (``baton history`` looks back this far)
 KEEP_S = 30 * 24 * 3600.0
@@ -50,6 +61,7 @@ CREATE TABLE IF NOT EXISTS handoffs (
     prompt_digest TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
     note TEXT NOT NULL DEFAULT '', pane TEXT, created REAL NOT NULL, updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS handoffs_state ON handoffs (state);
+CREATE INDEX IF NOT EXISTS handoffs_updated ON handoffs (updated);
 CREATE TABLE IF NOT EXISTS hops (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tile TEXT NOT NULL, hop INTEGER NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS tiles (tile TEXT PRIMARY KEY, followed_until REAL NOT NULL);
@@ -83,6 +95,45 @@ class HandoffRecord:
     def to_prompt(self) -> Prompt:
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
                       turn_id=self.turn_id, hop=self.hop, created=self.created)
+
+
+@dataclass(frozen=True)
+class HistoryFilter:
+    """Which hand-offs ``baton history`` shows: every field set must hold (None: any)."""
+
+    route: str | None = None
+    #: the source or the target
+    tile: str | None = None
+    outcome: str | None = None
+    #: created at or after (epoch seconds)
+    since: float | None = None
+
+    def sql(
+        self, extra: tuple[str, ...] = (), extra_args: tuple[object, ...] = ()
+    ) -> tuple[str, tuple[object, ...]]:
+        """`` WHERE ...`` (or "") and its arguments."""
+        terms, args = list(extra), list(extra_args)
+        if self.route is not None:
+            terms.append("route = ?")
+            args.append(self.route)
+        if self.tile is not None:
+            terms.append("(source = ? OR target = ?)")
+            args += [self.tile, self.tile]
+        if self.outcome is not None:
+            terms.append("state = ?")
+            args.append(self.outcome)
+        if self.since is not None:
+            terms.append("created >= ?")
+            args.append(self.since)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
+
+    def matches(self, row: dict[str, object]) -> bool:
+        """The same test on a row read from elsewhere (``--all-hosts``: the bus)."""
+        created = row.get("created")
+        return ((self.route is None or row.get("route") == self.route)
+                and (self.tile is None or self.tile in (row.get("source"), row.get("target")))
+                and (self.outcome is None or row.get("state") == self.outcome)
+                and (self.since is None or (isinstance(created, int | float) and created >= self.since)))
 
 
 def digest(text: str) -> str:
@@ -225,10 +276,20 @@ class Journal:
                                "ORDER BY created").fetchall()
         return [HandoffRecord(*r) for r in rows]
 
-    def history(self, limit: int = 100) -> list[HandoffRecord]:
-        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs ORDER BY created DESC, key LIMIT ?",
-                               (limit,)).fetchall()
+    def history(self, limit: int = 100, match: HistoryFilter | None = None) -> list[HandoffRecord]:
+        """The latest ``limit`` hand-offs that ``match`` (default: all), oldest first."""
+        where, args = (match or HistoryFilter()).sql()
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY created DESC, key LIMIT ?",
+                               (*args, limit)).fetchall()
         return [HandoffRecord(*r) for r in reversed(rows)]
+
+    def changed_since(self, at: float, match: HistoryFilter | None = None) -> list[HandoffRecord]:
+        """Hand-offs that ``match`` whose record changed at or after ``at``, in the order they changed
+        (``baton history --follow``)."""
+        where, args = (match or HistoryFilter()).sql(("updated >= ?",), (at,))
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY updated, key",
+                               args).fetchall()
+        return [HandoffRecord(*r) for r in rows]
 
     def prune(self, older_than_s: float = KEEP_S) -> int:
         """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
