@@ -22,12 +22,15 @@ def check_command(args: argparse.Namespace) -> int:
             return 1
         print(f"{config.path}: ok — {count(len(config.tiles), 'tile')}, {count(len(config.routes), 'route')}"
               + (f", {count(len(warnings), 'warning')}" if warnings else ""))
+        print(f"limits: max_hops {config.settings.hop_limit}"
+              + "".join(f"; {label} at most {n} an hour" for label, n in config.rate_limits().items()))
         return 0
     path = config_path(args)
     out: dict[str, Any]
     try:
         config, problems = load_config(path, load_registries())
-        out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes)}
+        out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes),
+               "limits": {"max_hops": config.settings.hop_limit, "max_per_hour": config.rate_limits()}}
     except ConfigError as exc:
         problems, out = exc.problems, {"file": str(path), "ok": False}
     out["problems"] = [

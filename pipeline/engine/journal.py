@@ -3,6 +3,7 @@
 It is what makes batonpass exactly-once across crashes. State is written *before* each side effect:
 
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
+        │            └──> held (its route's max_per_hour) ──┘
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
 A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 HandoffState = Literal[
-    "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped", "published"
+    "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
+    "published",
 ]
 #: every state, in the order a hand-off passes them (``baton history --outcome`` takes these)
 STATES: tuple[HandoffState, ...] = get_args(HandoffState)
@@ -290,6 +292,16 @@ class Journal:
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY updated, key",
                                args).fetchall()
         return [HandoffRecord(*r) for r in rows]
+
+    def typed_since(self, route: str, at: float, but: str = "") -> list[float]:
+        """When each hand-off of ``route`` (other than ``but``) typed into its target at or after ``at`` was
+        last recorded, oldest first (the route's ``max_per_hour`` counts these)."""
+        rows = self.db.execute(
+            "SELECT updated FROM handoffs WHERE route=? AND updated>=? AND key!=? AND state IN "
+            "('delivering', 'delivered', 'unconfirmed') ORDER BY updated",
+            (route, at, but),
+        ).fetchall()
+        return [float(r[0]) for r in rows]
 
     def prune(self, older_than_s: float = KEEP_S) -> int:
         """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool

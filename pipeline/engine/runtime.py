@@ -65,7 +65,8 @@ class Pipeline:
         extractor = ResponseExtractor(self.tiles)
         router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal)
         self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
-                                           dry_run=self.dry_run, report=self.report, journal=self.journal)
+                                           dry_run=self.dry_run, report=self.report, journal=self.journal,
+                                           limits=self.config.rate_limits())
         completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
