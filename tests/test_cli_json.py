@@ -23,7 +23,7 @@ from tests.test_faults import start_agent, transcript_answers, write_config
 
 #: the fields of one ``history --json`` line (docs/json.md)
 HISTORY_FIELDS = {"key", "route", "source", "target", "turn_id", "hop", "state", "response", "prompt",
-                  "attempts", "last_error", "note", "pane", "created", "updated"}
+                  "attempts", "last_error", "note", "pane", "created", "updated", "usage"}
 
 
 def add_handoff(journal: Journal, route: str, source: str, target: str, turn: str, state: str,
@@ -128,7 +128,8 @@ def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
     assert not default_journal_path().exists()
     follower = Follower()
     try:
-        assert follower.next().split() == ["WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "WHY"]
+        assert follower.next().split() == [
+            "WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI", "USE", "WHY"]
         add_handoff(Journal(default_journal_path()), "x->y", "x", "y", "turn-1", "skipped", "no match")
         line = follower.next()
         assert "x->y" in line and "turn-1" in line and "skipped" in line and "no match" in line

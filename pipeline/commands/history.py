@@ -23,7 +23,7 @@ from typing import Any
 from pipeline.commands.table import json_line, table
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
 
-__all__ = ["FOLLOW_TICK_S", "history_command", "parse_since", "quiet_stdout", "record_row"]
+__all__ = ["FOLLOW_TICK_S", "ai_use", "history_command", "parse_since", "quiet_stdout", "record_row"]
 
 FOLLOW_TICK_S = 0.25
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -54,11 +54,41 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
+def ai_use(usage: dict[str, Any] | None) -> str:
+    """An AI transform's call in a few words: ``3200 in · 300 out · $0.0087`` (tokens only when the
+    model's price is unknown; "" when no model was called)."""
+    if not usage:
+        return ""
+    words = f"{_tokens_in(usage)} in · {int(usage.get('output_tokens') or 0)} out"
+    cost = usage.get("cost_usd")
+    return words if cost is None else f"{words} · ${cost:.4f}"
+
+
+def _tokens_in(usage: dict[str, Any]) -> int:
+    """All the input a call was billed for: fresh, written to the cache, read from it."""
+    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_write_tokens", "cache_read_tokens"))
+
+
+def _total(records: list[HandoffRecord]) -> str:
+    """One line adding up the AI transforms' calls among ``records`` ("" when there were none)."""
+    calls = [r.usage for r in records if r.usage]
+    if not calls:
+        return ""
+    tokens_in = sum(_tokens_in(u) for u in calls)
+    tokens_out = sum(int(u.get("output_tokens") or 0) for u in calls)
+    priced = [u["cost_usd"] for u in calls if u.get("cost_usd") is not None]
+    line = (f"AI transforms: {len(calls)} call{'s' * (len(calls) != 1)}, {tokens_in} tokens in, "
+            f"{tokens_out} out" + (f", ${sum(priced):.4f}" if priced else ""))
+    unpriced = len(calls) - len(priced)
+    return line + (f" ({unpriced} of a model with no known price: tokens only)" if unpriced else "")
+
+
 def _cells(r: HandoffRecord) -> tuple[object, ...]:
-    return (_when(r.updated), r.route, r.turn_id[:28], r.hop, r.state, r.attempts, r.last_error or r.note)
+    return (_when(r.updated), r.route, r.turn_id[:28], r.hop, r.state, r.attempts, ai_use(r.usage),
+            r.last_error or r.note)
 
 
-HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "WHY")
+HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -102,6 +132,8 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
         print("no hand-offs match" if _filtered(match) else "no hand-offs yet")
         return 0
     print(table(HEADER, [_cells(r) for r in records]))
+    if total := _total(records):
+        print(total)
     return 0
 
 

@@ -20,27 +20,20 @@ process crash cannot). Blocking calls are tiny; the engine runs them directly on
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
-__all__ = [
-    "FINAL_STATES",
-    "MEMORY",
-    "STATES",
-    "HandoffRecord",
-    "HandoffState",
-    "HistoryFilter",
-    "Journal",
-    "default_journal_path",
-]
+__all__ = ["FINAL_STATES", "MEMORY", "STATES", "HandoffRecord", "HandoffState", "HistoryFilter", "Journal",
+           "default_journal_path"]
 
 HandoffState = Literal[
     "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
@@ -93,6 +86,8 @@ class HandoffRecord:
     pane: str | None
     created: float
     updated: float
+    #: the AI transform's model call: model, tokens, cost_usd (None: no model was called)
+    usage: dict[str, Any] | None = None
 
     def to_prompt(self) -> Prompt:
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
@@ -160,6 +155,18 @@ class Journal:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Columns newer than the journal file (it outlives upgrades): added in place, old rows null."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(handoffs)")}
+        for column, kind in _ADDED_COLUMNS.items():
+            if column not in have:
+                try:
+                    self.db.execute(f"ALTER TABLE handoffs ADD COLUMN {column} {kind}")
+                except sqlite3.OperationalError as exc:  # another process added it in between
+                    if "duplicate column" not in str(exc):
+                        raise
 
     def close(self) -> None:
         self.db.close()
@@ -253,7 +260,11 @@ class Journal:
 
     def handoff(self, key: str) -> HandoffRecord | None:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE key=?", (key,)).fetchone()
-        return HandoffRecord(*row) if row else None
+        return _record(row) if row else None
+
+    def record_usage(self, key: str, usage: dict[str, Any]) -> None:
+        """What the hand-off's AI transform used (model, tokens, cost)."""
+        self.db.execute("UPDATE handoffs SET usage=? WHERE key=?", (json.dumps(usage), key))
 
     def set_state(self, key: str, state: HandoffState, *, error: str | None = None, note: str | None = None,
                   pane: str | None = None, attempt: bool = False) -> None:
@@ -276,14 +287,14 @@ class Journal:
         """Hand-offs a previous run left before a final state, oldest first."""
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE state NOT IN {FINAL_STATES} "
                                "ORDER BY created").fetchall()
-        return [HandoffRecord(*r) for r in rows]
+        return [_record(r) for r in rows]
 
     def history(self, limit: int = 100, match: HistoryFilter | None = None) -> list[HandoffRecord]:
         """The latest ``limit`` hand-offs that ``match`` (default: all), oldest first."""
         where, args = (match or HistoryFilter()).sql()
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY created DESC, key LIMIT ?",
                                (*args, limit)).fetchall()
-        return [HandoffRecord(*r) for r in reversed(rows)]
+        return [_record(r) for r in reversed(rows)]
 
     def changed_since(self, at: float, match: HistoryFilter | None = None) -> list[HandoffRecord]:
         """Hand-offs that ``match`` whose record changed at or after ``at``, in the order they changed
@@ -291,7 +302,7 @@ class Journal:
         where, args = (match or HistoryFilter()).sql(("updated >= ?",), (at,))
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY updated, key",
                                args).fetchall()
-        return [HandoffRecord(*r) for r in rows]
+        return [_record(r) for r in rows]
 
     def typed_since(self, route: str, at: float, but: str = "") -> list[float]:
         """When each hand-off of ``route`` (other than ``but``) typed into its target at or after ``at`` was
@@ -360,8 +371,15 @@ class Journal:
 
 _COLUMNS = (
     "key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
-    " created, updated"
+    " created, updated, usage"
 )
+#: columns added after the first release, and their types
+_ADDED_COLUMNS = {"usage": "TEXT"}
+
+
+def _record(row: tuple[Any, ...]) -> HandoffRecord:
+    usage = row[-1]
+    return replace(HandoffRecord(*row[:-1]), usage=json.loads(usage) if usage else None)
 
 
 class _Transaction:

@@ -11,7 +11,14 @@ from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
 from pipeline.plugin.hookspecs import RegisterAgent, RegisterTransform
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.transforms import (
+    NoOptions,
+    Transform,
+    TransformInput,
+    TransformResult,
+    TransformSkipped,
+    Usage,
+)
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd
 
 __all__ = [
@@ -35,5 +42,6 @@ __all__ = [
     "TransformResult",
     "TransformSkipped",
     "TurnEnd",
+    "Usage",
     "hookimpl",
 ]
