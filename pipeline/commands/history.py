@@ -39,7 +39,7 @@ def parse_since(value: str) -> float:
         return time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
     try:
         return datetime.fromisoformat(value).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)
         raise argparse.ArgumentTypeError(
             f"{value!r} is neither a duration (10m, 2h, 1d) nor an ISO time (2026-03-01T14:00)"
         ) from None
