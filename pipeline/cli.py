@@ -192,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="how many of the latest hand-offs (default 50)")
     sp.add_argument("--all-hosts", action="store_true", help="every host's hand-offs, from the bus")
     sp.add_argument("--route", type=non_blank("--route"),
-                    help="only this route's hand-offs (its name, or FROM->TO)")
+                    help="only this route's hand-offs: its name, or FROM->TO (any route between those tiles)")
     sp.add_argument("--tile", type=non_blank("--tile"), help="only hand-offs from or to this tile")
     sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
                     help=f"only hand-offs in this state: {', '.join(STATES)}")

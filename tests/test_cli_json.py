@@ -63,6 +63,7 @@ def keys(*args: str) -> list[str]:
 def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal: Journal) -> None:
     assert keys() == ["a->b@t1", "b->a@t2", "a->b@t3", "review@t3"]
     assert keys("--route", "a->b") == ["a->b@t1", "a->b@t3"]
+    assert keys("--route", "a->c") == keys("--route", "review") == ["review@t3"]  # FROM->TO or its name
     assert keys("--tile", "c") == ["review@t3"]  # the target counts
     assert keys("--tile", "b") == ["a->b@t1", "b->a@t2", "a->b@t3"]  # source or target
     assert keys("--outcome", "failed") == ["review@t3"]

@@ -110,9 +110,9 @@ class HistoryFilter:
     ) -> tuple[str, tuple[object, ...]]:
         """`` WHERE ...`` (or "") and its arguments."""
         terms, args = list(extra), list(extra_args)
-        if self.route is not None:
-            terms.append("route = ?")
-            args.append(self.route)
+        if self.route is not None:  # a route's name, or FROM->TO (the route's tiles, named or not)
+            terms.append("(route = ? OR source || '->' || target = ?)")
+            args += [self.route, self.route]
         if self.tile is not None:
             terms.append("(source = ? OR target = ?)")
             args += [self.tile, self.tile]
@@ -126,8 +126,8 @@ class HistoryFilter:
 
     def matches(self, row: dict[str, object]) -> bool:
         """The same test on a row read from elsewhere (``--all-hosts``: the bus)."""
-        created = row.get("created")
-        return ((self.route is None or row.get("route") == self.route)
+        created, between = row.get("created"), f"{row.get('source')}->{row.get('target')}"
+        return ((self.route is None or self.route in (row.get("route"), between))
                 and (self.tile is None or self.tile in (row.get("source"), row.get("target")))
                 and (self.outcome is None or row.get("state") == self.outcome)
                 and (self.since is None or (isinstance(created, int | float) and created >= self.since)))
