@@ -31,6 +31,7 @@ from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
 
 if TYPE_CHECKING:
+    from pipeline.engine.config import Config
     from pipeline.plugin.agents import AgentAdapter
     from pipeline.plugin.manager import Registries
     from pipeline.plugin.turns import ResolveStep
@@ -313,7 +314,7 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _this_host(config, host: str | None):
+def _this_host(config: Config, host: str | None) -> Config:
     """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
     from pipeline.engine.hosts import local_host
 
