@@ -132,6 +132,25 @@ def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
         server.kill()
 
 
+@pytest.fixture
+def daemon_factory(tmp_path: Path):
+    """`baton run` subprocesses (tests.test_faults.Daemon): started, killed, restarted; killed at the end."""
+    from tests.test_faults import Daemon
+
+    daemons: list[Daemon] = []
+
+    def make(config: Path) -> Daemon:
+        d = Daemon(config, tmp_path)
+        daemons.append(d)
+        return d
+
+    yield make
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+
+
 def demo_agent_command(
     name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None
 ) -> str:
