@@ -130,8 +130,10 @@ def bench_resolve(tmp: Path) -> None:
         assert resolve_pid(shell.pid).transcript == folder / f"{session}.jsonl"
         base = timed(lambda: proc.read_proc(pid), 200)
         one = timed(lambda: resolve_pid(shell.pid), 200)
-        print(f"resolve pane pid -> transcript: {one * 1e3:.3f} ms | one /proc/PID/stat read {base * 1e6:.1f} µs | "
-              f"ratio {one / base:.0f}")
+        print(
+            f"resolve pane pid -> transcript: {one * 1e3:.3f} ms | one /proc/PID/stat read {base * 1e6:.1f} "
+            f"µs | ratio {one / base:.0f}"
+        )
     finally:
         os.kill(pid, 9)
         shell.kill()
@@ -144,8 +146,12 @@ async def bench_latency(tmp: Path) -> None:
     bin_dir.mkdir(exist_ok=True)
     cwd.mkdir(exist_ok=True)
     shutil.copy(shutil.which("sleep"), bin_dir / "claude")
-    pane = await tmux.new_session("bench", f"exec env PATH={bin_dir}:/usr/bin:/bin CLAUDE_CONFIG_DIR={config} "
-                                  "bash --norc --noprofile -c 'claude 300 & wait'", cwd=str(cwd))
+    pane = await tmux.new_session(
+        "bench",
+        f"exec env PATH={bin_dir}:/usr/bin:/bin CLAUDE_CONFIG_DIR={config} "
+        "bash --norc --noprofile -c 'claude 300 & wait'",
+        cwd=str(cwd),
+    )
     try:
         while proc.find_agent(pane.pid, {"claude"}) is None:
             await anyio.sleep(0.01)
@@ -157,7 +163,9 @@ async def bench_latency(tmp: Path) -> None:
         path = folder / f"{session}.jsonl"
         make_transcript(path, 64 * 1024)
         watcher = FileWatcher()
-        ctx = TileContext(name="bench", tile=Tile(pane=pane.pane_id, agent="claude"), tmux=tmux, watcher=watcher)
+        ctx = TileContext(
+            name="bench", tile=Tile(pane=pane.pane_id, agent="claude"), tmux=tmux, watcher=watcher
+        )
         adapter = ClaudeCodeAdapter(ctx)
         emitted: list[float] = []
 
@@ -198,8 +206,11 @@ async def bench_latency(tmp: Path) -> None:
                 await anyio.sleep(0.3)
             tg.cancel_scope.cancel()
         hint, done = statistics.median(hint_lat), statistics.median(done_lat)
-        print(f"end_turn line on disk -> Completion emitted: median {done * 1e3:.1f} ms (max {max(done_lat) * 1e3:.1f}) | "
-              f"watcher write -> hint {hint * 1e3:.1f} ms | ratio {done / hint:.2f}")
+        print(
+            f"end_turn line on disk -> Completion emitted: median {done * 1e3:.1f} ms (max "
+            f"{max(done_lat) * 1e3:.1f}) | "
+            f"watcher write -> hint {hint * 1e3:.1f} ms | ratio {done / hint:.2f}"
+        )
     finally:
         await tmux.kill_server()
 

@@ -30,8 +30,23 @@ from pipeline.system.tmux import Tmux  # noqa: E402
 
 
 def agent_cmd(name: str, log: Path, home: Path) -> str:
-    return shlex.join(["env", f"BATON_DEMO_HOME={home}", sys.executable, "-m", "plugins.demo.agent", "--name", name,
-                       "--role", "echo", "--work-s", "0.05", "--log", str(log)])
+    return shlex.join(
+        [
+            "env",
+            f"BATON_DEMO_HOME={home}",
+            sys.executable,
+            "-m",
+            "plugins.demo.agent",
+            "--name",
+            name,
+            "--role",
+            "echo",
+            "--work-s",
+            "0.05",
+            "--log",
+            str(log),
+        ]
+    )
 
 
 async def measure(pairs: int, turns: int, tmp: Path) -> list[float]:
@@ -42,8 +57,12 @@ async def measure(pairs: int, turns: int, tmp: Path) -> list[float]:
     tiles, routes, sources, logs = {}, [], [], []
     try:
         for i in range(pairs):
-            src = await tmux.new_session(f"p{i}", agent_cmd(f"s{i}", tmp / f"s{pairs}-{i}.jsonl", home), width=120, height=30)
-            dst = await tmux.new_session(f"q{i}", agent_cmd(f"t{i}", tmp / f"t{pairs}-{i}.jsonl", home), width=120, height=30)
+            src = await tmux.new_session(
+                f"p{i}", agent_cmd(f"s{i}", tmp / f"s{pairs}-{i}.jsonl", home), width=120, height=30
+            )
+            dst = await tmux.new_session(
+                f"q{i}", agent_cmd(f"t{i}", tmp / f"t{pairs}-{i}.jsonl", home), width=120, height=30
+            )
             tiles[f"s{i}"] = {"pane": src.pane_id, "agent": "demo"}
             tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": "demo"}
             routes.append({"from": f"s{i}", "to": f"t{i}"})
@@ -92,7 +111,10 @@ async def main() -> None:
         base = await measure(1, turns, Path(tmp))
         many = await measure(pairs, turns, Path(tmp))
     b, m = statistics.median(base), statistics.median(many)
-    print(f"answer on disk -> prompt in target, 1 pair ({len(base)} hand-offs): median {b:.0f} ms, max {max(base):.0f} ms")
+    print(
+        f"answer on disk -> prompt in target, 1 pair ({len(base)} hand-offs): median {b:.0f} ms, max "
+        f"{max(base):.0f} ms"
+    )
     print(f"answer on disk -> prompt in target, {pairs} pairs / {2 * pairs} panes ({len(many)} hand-offs): "
           f"median {m:.0f} ms, max {max(many):.0f} ms")
     print(f"ratio {pairs} pairs / 1 pair: {m / b:.2f}")

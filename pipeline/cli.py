@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("run", _run, "the routing daemon, in the foreground")
     sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
+    sp.add_argument("--host", type=non_blank("--host"), default=None,
+                    help="run the tiles of this host (default: this machine's host name)")
 
     sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
@@ -117,7 +119,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
-    sp.add_argument("--agent", default="claude", type=non_blank("--agent"), help="whose file it is (default claude)")
+    sp.add_argument(
+        "--agent", default="claude", type=non_blank("--agent"), help="whose file it is (default claude)"
+    )
     sp.add_argument("--session", metavar="ID", type=non_blank("--session"),
                     help="a store holding several sessions (opencode): which one")
     json_flag(sp, "the answer, its turn id, outcome and source")
@@ -134,7 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("preview", _preview, "print what a route would hand on for an answer (default: the source "
              "tile's last answer); exit 1 when the route would not fire")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
-    sp.add_argument("--input", metavar="FILE", help="the answer (up to 8 MB): a file, or - for standard input")
+    sp.add_argument(
+        "--input", metavar="FILE", help="the answer (up to 8 MB): a file, or - for standard input"
+    )
     sp.add_argument("--dry-run", action="store_true",
                     help="AI transforms: print the request that would be sent instead of calling the model")
 
@@ -167,8 +173,10 @@ def _check(args: argparse.Namespace) -> int:
         out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes)}
     except ConfigError as exc:
         problems, out = exc.problems, {"file": str(path), "ok": False}
-    out["problems"] = [{"line": p.line, "col": p.col, "severity": p.severity, "path": p.path, "message": p.message}
-                       for p in problems]
+    out["problems"] = [
+        {"line": p.line, "col": p.col, "severity": p.severity, "path": p.path, "message": p.message}
+        for p in problems
+    ]
     print(json.dumps(out, indent=2, ensure_ascii=False))
     return 0 if out["ok"] else 1
 
@@ -181,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     anyio.run(lambda: run_daemon(config, config_path(args), registries, lambda c: tmux_for(args, c),
-                                 dry_run=args.dry_run))
+                                 dry_run=args.dry_run, host=args.host))
     return 0
 
 
@@ -243,9 +251,20 @@ def _resolve(args: argparse.Namespace) -> int:
     adapter, steps = anyio.run(resolve)
     ok = all(s.ok for s in steps)
     if args.json:
-        print(json.dumps({"pane": args.pane, "agent": adapter.name, "ok": ok,
-                          "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value} for s in steps]},
-                         indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "pane": args.pane,
+                    "agent": adapter.name,
+                    "ok": ok,
+                    "steps": [
+                        {"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value} for s in steps
+                    ],
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(f"{args.pane}: agent {adapter.name}")
         for s in steps:
@@ -287,8 +306,11 @@ def _status(args: argparse.Namespace) -> int:
             if r.get(key):
                 print(f"{r['tile']} {key}: {r[key]}")
     if status:
-        print(f"baton status: none of the {count(len(rows), 'tile')} has its pane on {tmux_for(args, config).describe()}",
-              file=sys.stderr)
+        print(
+            f"baton status: none of the {count(len(rows), 'tile')} has its pane on "
+            f"{tmux_for(args, config).describe()}",
+            file=sys.stderr,
+        )
     return status
 
 
@@ -333,8 +355,11 @@ def _preview(args: argparse.Namespace) -> int:
         print(f"baton preview: cannot read --input {args.input}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     try:
-        result = anyio.run(lambda: preview_route(config, registries, tmux_for(args, config), args.route, answer,
-                                                 dry_run=args.dry_run))
+        result = anyio.run(
+            lambda: preview_route(
+                config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
+            )
+        )
     except PreviewError as exc:
         print(f"baton preview: {exc}", file=sys.stderr)
         return 1
@@ -365,7 +390,12 @@ def _plugins(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows}, indent=2))
         return 0
-    print(table(("KIND", "NAME", "FROM", "SUMMARY"), [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows]))
+    print(
+        table(
+            ("KIND", "NAME", "FROM", "SUMMARY"),
+            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows],
+        )
+    )
     if os.environ.get("BATON_DISABLE_EXTERNAL_PLUGINS") == "1":
         print("(external plugins disabled by BATON_DISABLE_EXTERNAL_PLUGINS=1)")
     return 0

@@ -86,8 +86,13 @@ def read_records(folder: Path | None = None) -> list[HookRecord]:
             if path.stat().st_size > MAX_RECORD_BYTES:
                 raise ValueError("too large")
             data = json.loads(path.read_text(encoding="utf-8"))
-            record = HookRecord(agent=str(data["agent"]), payload=dict(data["payload"]), pane=data.get("pane"),
-                                written_at=float(data["written_at"]), path=path)
+            record = HookRecord(
+                agent=str(data["agent"]),
+                payload=dict(data["payload"]),
+                pane=data.get("pane"),
+                written_at=float(data["written_at"]),
+                path=path,
+            )
             if time.time() - record.written_at < STALE_S:
                 records.append(record)
         except (OSError, ValueError, KeyError, TypeError):
@@ -113,10 +118,17 @@ def main(argv: list[str] | None = None) -> int:
         at = argv.index("--then")
         argv, then = argv[:at], argv[at + 1:]
         if len(then) > 1 and then[-1].lstrip().startswith("{"):
-            argv = [*argv, then[-1]]  # the JSON the agent appended lands after the chained program's arguments
+            argv = [
+                *argv,
+                then[-1],
+            ]  # the JSON the agent appended lands after the chained program's arguments
     try:
         agent = argv[0] if argv else "unknown"
-        raw = argv[-1] if len(argv) > 1 else (sys.stdin.read(MAX_RECORD_BYTES) if not sys.stdin.isatty() else "{}")
+        raw = (
+            argv[-1]
+            if len(argv) > 1
+            else (sys.stdin.read(MAX_RECORD_BYTES) if not sys.stdin.isatty() else "{}")
+        )
         payload = json.loads(raw or "{}")
         if not isinstance(payload, dict):
             payload = {"value": payload}

@@ -2,7 +2,8 @@
 
 The pins are the releases SPEC.md's facts were recorded from (or re-checked against). ``BATON_AGENTS=latest``
 switches every agent to whatever npm calls ``latest`` today, resolved once per test process with
-``npm view PACKAGE version`` — the canary step of ``.ci/run`` runs the real-CLI tests that way, so a new release
+``npm view PACKAGE version`` — the canary step of ``.ci/run`` runs the real-CLI tests that way, so a new
+release
 that breaks batonpass fails CI instead of a user's day. ``BATON_AGENTS=pinned`` (or unset) keeps the pins.
 The npm cache (:mod:`tests.fakes.npm_agents`) is keyed by the resolved version, never by the word ``latest``.
 
@@ -49,8 +50,13 @@ def _npm_latest(package: str) -> str:
     if shutil.which("npm") is None:
         raise AgentVersionError(f"BATON_AGENTS=latest needs npm to resolve {package}'s latest version")
     try:
-        result = subprocess.run(["npm", "view", package, "version"], capture_output=True, text=True, timeout=120,
-                                stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            ["npm", "view", package, "version"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise AgentVersionError(f"npm view {package} version took over 120s") from None
     found = result.stdout.strip().splitlines()[-1:] if result.returncode == 0 else []
@@ -61,7 +67,8 @@ def _npm_latest(package: str) -> str:
 
 
 def resolve(agent: str) -> tuple[str, str]:
-    """``(package, version)`` the tests use for ``agent`` (``claude``, ``codex``, ``opencode``) in this run."""
+    """``(package, version)`` the tests use for ``agent`` (``claude``, ``codex``, ``opencode``) in this
+    run."""
     try:
         package, pinned = PINNED[agent]
     except KeyError:

@@ -49,7 +49,9 @@ def baton(*args: str, cwd: str | Path | None = None, input: bytes | str | None =
     data = input.encode() if isinstance(input, str) else input
     done = subprocess.run([*BATON, *args], cwd=cwd, input=data, capture_output=True, env=_env(env),
                           timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
-    return Result(done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+    return Result(
+        done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+    )
 
 
 def start_baton(*args: str, stderr: Path, cwd: str | Path | None = None,

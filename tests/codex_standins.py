@@ -17,7 +17,17 @@ from typing import Any
 from plugins.codex.resolve import find_codex_process
 from tests.conftest import wait_for
 
-__all__ = ["CodexHome", "StandIns", "append", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "uuid7"]
+__all__ = [
+    "CodexHome",
+    "StandIns",
+    "append",
+    "iso",
+    "older_turns",
+    "prompt_lines",
+    "recorded_turns",
+    "rollout_path",
+    "uuid7",
+]
 
 
 def uuid7(at: float) -> str:
@@ -44,8 +54,16 @@ class CodexHome:
             (self.root / "thread-writer-locks" / f"{tid}.lock").touch()
         return tid
 
-    def rollout(self, at: float, cwd: Path | str, *, prompts: tuple[str, ...] = ("hello",),
-                originator: str = "codex-tui", tid: str | None = None, prompt_at: float | None = None) -> Path:
+    def rollout(
+        self,
+        at: float,
+        cwd: Path | str,
+        *,
+        prompts: tuple[str, ...] = ("hello",),
+        originator: str = "codex-tui",
+        tid: str | None = None,
+        prompt_at: float | None = None,
+    ) -> Path:
         tid = tid or self.thread(at)
         local = datetime.fromtimestamp(at)
         folder = self.root / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
@@ -56,12 +74,29 @@ class CodexHome:
         for n, prompt in enumerate(prompts):
             turn, t = f"turn-{tid[:8]}-{n}", prompt_at or at + 1 + n
             lines += [
-                {"timestamp": iso(t), "type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
-                {"timestamp": iso(t), "type": "event_msg", "payload": {
-                    "type": "item_completed", "turn_id": turn,
-                    "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]}}},
-                {"timestamp": iso(t + 0.2), "type": "event_msg", "payload": {
-                    "type": "task_complete", "turn_id": turn, "last_agent_message": f"answer to {prompt}"}},
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {"type": "task_started", "turn_id": turn},
+                },
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "item_completed",
+                        "turn_id": turn,
+                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]},
+                    },
+                },
+                {
+                    "timestamp": iso(t + 0.2),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "task_complete",
+                        "turn_id": turn,
+                        "last_agent_message": f"answer to {prompt}",
+                    },
+                },
             ]
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
@@ -70,9 +105,12 @@ class CodexHome:
         db = self.root / "state_5.sqlite"
         conn = sqlite3.connect(db)
         conn.execute(f"PRAGMA journal_mode={journal}")
-        conn.execute("CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, "
-                     "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, cwd TEXT NOT NULL,"
-                     " title TEXT NOT NULL, created_at_ms INTEGER, originator TEXT)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL, "
+            "created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT NOT NULL, cwd TEXT NOT "
+            "NULL,"
+            " title TEXT NOT NULL, created_at_ms INTEGER, originator TEXT)"
+        )
         for tid, path, at, cwd in rows:
             conn.execute("INSERT INTO threads VALUES (?,?,?,?,?,?,?,?,?)",
                          (tid, str(path), int(at), int(at), "vscode", cwd, "t", int(at * 1000), "codex-tui"))
@@ -93,7 +131,11 @@ class StandIns:
     def pane(self, script: str, *, cwd: Path, home: Path, args: tuple[str, ...] = ()) -> int:
         """A 'pane' (an outer bash) running ``codex -c SCRIPT`` or ``codex ARGS...``; returns the pane pid
         once the codex process is there."""
-        inner = " ".join([str(self.bin / "codex"), *args]) if args else f"{self.bin / 'codex'} -c '{script}; true'"
+        inner = (
+            " ".join([str(self.bin / "codex"), *args])
+            if args
+            else f"{self.bin / 'codex'} -c '{script}; true'"
+        )
         p = subprocess.Popen(["bash", "-c", f"{inner}; true"], cwd=cwd, start_new_session=True,
                              env={"PATH": os.environ["PATH"], "CODEX_HOME": str(home), "HOME": str(cwd)})
         self.started.append(p)
@@ -133,7 +175,14 @@ def append(path: Path, records: list[dict[str, Any]]) -> None:
 
 def rollout_path(home: Path, tid: str, at: float) -> Path:
     local = datetime.fromtimestamp(at)
-    return home / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}" / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
+    return (
+        home
+        / "sessions"
+        / f"{local:%Y}"
+        / f"{local:%m}"
+        / f"{local:%d}"
+        / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"
+    )
 
 
 def older_turns(fixture: Path, tid: str, cwd: Path | str, start: float) -> list[dict[str, Any]]:
@@ -151,7 +200,13 @@ def older_turns(fixture: Path, tid: str, cwd: Path | str, start: float) -> list[
             at = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")).timestamp()
             record["timestamp"] = iso(start + at - first)
         legacy_header = "type" not in record and "payload" not in record and "id" in record
-        meta = record.get("payload") if record.get("type") == "session_meta" else record if legacy_header else None
+        meta = (
+            record.get("payload")
+            if record.get("type") == "session_meta"
+            else record
+            if legacy_header
+            else None
+        )
         if meta is not None:
             meta.update(timestamp=iso(start), cwd=str(cwd))
         out.append(record)

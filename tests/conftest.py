@@ -34,7 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(skip)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, what: str = ""
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail the test with ``what`` on timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -46,7 +48,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: floa
         time.sleep(interval)
 
 
-async def until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.05) -> Any:
+async def until(
+    predicate: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.05
+) -> Any:
     """:func:`wait_for` for async tests: poll without blocking the event loop."""
     import anyio
 
@@ -128,9 +132,21 @@ def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
         server.kill()
 
 
-def demo_agent_command(name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None) -> str:
+def demo_agent_command(
+    name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None
+) -> str:
     """The shell command that runs the package's demo agent (a real raw-mode TUI with bracketed paste)."""
-    cmd = [sys.executable, "-m", "plugins.demo.agent", "--name", name, "--role", role, "--work-s", str(work_s)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "plugins.demo.agent",
+        "--name",
+        name,
+        "--role",
+        role,
+        "--work-s",
+        str(work_s),
+    ]
     if log is not None:
         cmd += ["--log", str(log)]
     return shlex.join(cmd)

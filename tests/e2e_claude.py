@@ -42,8 +42,15 @@ class ClaudeHome:
         return sorted((self.config / "projects").glob("*/*.jsonl"))
 
 
-def make_claude_home(root: Path, *, api_url: str, claude_bin: Path, version: str, project_name: str = "my-app",
-                     extra_env: dict[str, str] | None = None) -> ClaudeHome:
+def make_claude_home(
+    root: Path,
+    *,
+    api_url: str,
+    claude_bin: Path,
+    version: str,
+    project_name: str = "my-app",
+    extra_env: dict[str, str] | None = None,
+) -> ClaudeHome:
     home = root / "home"
     config = home / ".claude"
     project = root / "proj" / project_name

@@ -63,14 +63,18 @@ def tiles(cfg: Config) -> dict[str, TileRuntime]:
 
 
 def ended(turn: str, ago: float, text: str = "", **kw: Any) -> TurnEnd:
-    return TurnEnd(turn_id=turn, outcome="completed", text=text or f"answer {turn}", ended_at=time.time() - ago, **kw)
+    return TurnEnd(
+        turn_id=turn, outcome="completed", text=text or f"answer {turn}", ended_at=time.time() - ago, **kw
+    )
 
 
 def completion(tile: str, turn: str, **kw: Any) -> Completion:
     return Completion(tile=tile, turn_id=turn, **kw)
 
 
-def with_catch_up(adapter: AgentAdapter, emit: Emit, *, first_run: bool = False, look_back_s: float = 60.0) -> Emit:
+def with_catch_up(
+    adapter: AgentAdapter, emit: Emit, *, first_run: bool = False, look_back_s: float = 60.0
+) -> Emit:
     """For adapter tests that run ``follow`` without the engine: what the detector does with it, in
     small — on ``ctx.resolved()`` the adapter's finished turns of the last ``look_back_s`` are reported
     (signal ``catch-up``), and each turn id passes once whichever way it comes. ``first_run``: the first

@@ -36,7 +36,9 @@ def test_amp_is_busy_on_its_marker_and_idle_only_at_its_prompt() -> None:
 
 @pytest.mark.tmux
 @pytest.mark.anyio
-async def test_an_amp_pane_is_identified_and_its_turn_handed_off_once(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_an_amp_pane_is_identified_and_its_turn_handed_off_once(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     amp_pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
                                     env={"PYTHONPATH": str(REPO)})
     wait_for(lambda: "amp stand-in" in tmux_server.capture(amp_pane), what="the amp stand-in")

@@ -50,10 +50,15 @@ class Scene:
         self.config, self.cwd = tmp / "config", tmp / "proj"
         self.cwd.mkdir(exist_ok=True)
         show = f"cat {screen}; " if screen else ""
-        self.pane = server.new_pane(f"bash --norc --noprofile -c '{show}claude 300 & wait'", cwd=self.cwd,
-                                    env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(self.config)})
+        self.pane = server.new_pane(
+            f"bash --norc --noprofile -c '{show}claude 300 & wait'",
+            cwd=self.cwd,
+            env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(self.config)},
+        )
         shell = server.pane_pid(self.pane)
-        self.pid = wait_for(lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell").pid
+        self.pid = wait_for(
+            lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell"
+        ).pid
         self.session_id = str(uuid.uuid4())
         self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
         self.adapter = ClaudeCodeAdapter(self.ctx)
@@ -76,7 +81,9 @@ class Scene:
             self.tx = Transcript(folder / f"{self.session_id}.jsonl", self.session_id)
         return self.tx
 
-    def hook(self, key: str | None, text: str, *, pane: str | None = "same", event: str = "Stop") -> HookRecord:
+    def hook(
+        self, key: str | None, text: str, *, pane: str | None = "same", event: str = "Stop"
+    ) -> HookRecord:
         payload = {"session_id": self.session_id, "hook_event_name": event, "last_assistant_message": text,
                    "transcript_path": str(self.transcript().path)}
         if key:
@@ -103,7 +110,9 @@ async def following(scene: Scene) -> AsyncIterator[list[Completion]]:
         tg.cancel_scope.cancel()
 
 
-async def test_one_turn_gets_one_id_from_transcript_status_and_hook(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_one_turn_gets_one_id_from_transcript_status_and_hook(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     scene = Scene(tmux_server, tmp_path)
     scene.status("idle")
     async with following(scene) as emitted:
@@ -125,15 +134,21 @@ async def test_one_turn_gets_one_id_from_transcript_status_and_hook(tmux_server:
     assert (latest.text, latest.completion.turn_id) == ("Refactored ✓", turn)
 
 
-async def test_waiting_on_a_permission_prompt_is_not_a_completion(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_waiting_on_a_permission_prompt_is_not_a_completion(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     scene = Scene(tmux_server, tmp_path)
     scene.status("idle")
     async with following(scene) as emitted:
         tx = scene.transcript()
         scene.status("busy")
         key = tx.prompt("PERMTEST")
-        tx.assistant("msg_t", text("I will create a file."), {"type": "tool_use", "id": "t", "name": "Bash", "input": {}},
-                     stop="tool_use")
+        tx.assistant(
+            "msg_t",
+            text("I will create a file."),
+            {"type": "tool_use", "id": "t", "name": "Bash", "input": {}},
+            stop="tool_use",
+        )
         scene.status("waiting", waitingFor="permission prompt")
         assert await scene.adapter.target_state() == "busy"
         await anyio.sleep(2.0)  # longer than the idle grace: nothing may be reported
@@ -159,10 +174,27 @@ async def test_esc_before_any_text_is_a_failed_turn_and_a_local_command_no_turn(
         key = tx.prompt("SLOWTEST: interrupt me")  # Claude Code writes nothing more when Esc comes this early
         scene.status("idle")
         await until(lambda: emitted, 10, "the failed completion")
-        assert [(c.turn_id, c.outcome, c.signal) for c in emitted] == [(f"claude:{scene.session_id}:{key}", "failed", "status")]
+        assert [(c.turn_id, c.outcome, c.signal) for c in emitted] == [
+            (f"claude:{scene.session_id}:{key}", "failed", "status")
+        ]
         scene.status("busy")
-        tx.write(tx.line({"type": "user", "isMeta": True, "promptId": "cmd", "message": {"role": "user", "content": "<local-command-caveat>"}}),
-                 tx.line({"type": "user", "promptId": "cmd", "message": {"role": "user", "content": "<command-name>/compact</command-name>"}}))
+        tx.write(
+            tx.line(
+                {
+                    "type": "user",
+                    "isMeta": True,
+                    "promptId": "cmd",
+                    "message": {"role": "user", "content": "<local-command-caveat>"},
+                }
+            ),
+            tx.line(
+                {
+                    "type": "user",
+                    "promptId": "cmd",
+                    "message": {"role": "user", "content": "<command-name>/compact</command-name>"},
+                }
+            ),
+        )
         scene.status("idle")
         await anyio.sleep(2.0)
     assert len(emitted) == 1
@@ -211,7 +243,9 @@ async def test_hook_records_are_matched_by_pane_then_session(tmux_server: TmuxSe
     assert await adapter.hook_completion(scene.hook(key, "y", pane="%999")) is None
     assert await adapter.hook_completion(scene.hook(key, "y", event="SubagentStop")) is None
     assert (await adapter.hook_completion(scene.hook(key, "y", pane=None))).turn_id.endswith(key)
-    no_prompt_id = await adapter.hook_completion(scene.hook(None, "y"))  # older versions: key from the transcript
+    no_prompt_id = await adapter.hook_completion(
+        scene.hook(None, "y")
+    )  # older versions: key from the transcript
     assert no_prompt_id.turn_id == f"claude:{scene.session_id}:{key}"
     other = scene.hook(key, "y", pane=None)
     other.payload["session_id"] = str(uuid.uuid4())
@@ -224,40 +258,60 @@ async def test_without_session_file_or_transcript_the_screen_answers_and_says_wh
     await until(lambda: "Brewed" in tmux_server.capture(scene.pane), 5, "the recorded screen")
     response = await scene.adapter.response(Completion("coder", f"claude:{uuid.uuid4()}:k"))
     assert response.source == "terminal" and "shows no end of turn" in response.note
-    assert response.text.startswith("I refactored the auth middleware") and response.text.endswith("- tests/test_auth.py")
+    assert response.text.startswith("I refactored the auth middleware") and response.text.endswith(
+        "- tests/test_auth.py"
+    )
     scene.adapter.startup_grace_s = 0.0
     assert "following the screen" in scene.adapter._why_not_files(await scene.adapter._resolve())
 
 
 async def test_target_states(tmux_server: TmuxServer, tmp_path: Path) -> None:
     draft_screen = tmp_path / "draft.txt"
-    draft_screen.write_text((SCREENS / "screen_done.txt").read_text().replace("❯\u00a0", "❯\u00a0half-typed idea"))
+    draft_screen.write_text(
+        (SCREENS / "screen_done.txt").read_text().replace("❯\u00a0", "❯\u00a0half-typed idea")
+    )
     scene = Scene(tmux_server, tmp_path, screen=str(draft_screen))
     await until(lambda: "half-typed" in tmux_server.capture(scene.pane), 5, "the screen")
     for status, expected in (("busy", "busy"), ("waiting", "busy"), ("shell", "busy"), ("idle", "draft")):
         scene.status(status)
         assert await scene.adapter.target_state() == expected, status
-    bare = ClaudeCodeAdapter(TileContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux))
+    bare = ClaudeCodeAdapter(
+        TileContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux)
+    )
     assert await bare.target_state() == "absent"
 
 
 def test_screens_input_box_and_answer() -> None:
     assert input_box((SCREENS / "screen_done.txt").read_text()) == ""
     assert input_box((SCREENS / "screen_permission_prompt.txt").read_text()) is None  # a dialog, not the box
-    assert screen_answer((SCREENS / "screen_tool_done.txt").read_text()).startswith("The command printed hello.")
+    assert screen_answer((SCREENS / "screen_tool_done.txt").read_text()).startswith(
+        "The command printed hello."
+    )
 
 
 def test_hooks_install_merges_is_idempotent_and_never_breaks_settings(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
-    settings.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}],
-                                                               "PreToolUse": [{"matcher": "*", "hooks": []}]}}))
+    settings.write_text(
+        json.dumps(
+            {
+                "model": "opus",
+                "hooks": {
+                    "Stop": [{"hooks": [{"type": "command", "command": "mine"}]}],
+                    "PreToolUse": [{"matcher": "*", "hooks": []}],
+                },
+            }
+        )
+    )
     command = f"{sys.executable} -m pipeline.spool claude"
     assert "added" in install_stop_hook(settings, command)
     assert "already installed" in install_stop_hook(settings, command)
     assert "updated" in install_stop_hook(settings, "/other/python -m pipeline.spool claude")
     data = json.loads(settings.read_text())
     assert data["model"] == "opus" and "PreToolUse" in data["hooks"]
-    assert [h["command"] for e in data["hooks"]["Stop"] for h in e["hooks"]] == ["mine", "/other/python -m pipeline.spool claude"]
+    assert [h["command"] for e in data["hooks"]["Stop"] for h in e["hooks"]] == [
+        "mine",
+        "/other/python -m pipeline.spool claude",
+    ]
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     with pytest.raises(ValueError, match="nothing was changed"):
@@ -272,16 +326,27 @@ def test_the_hook_returns_at_once_and_never_fails_the_turn(tmp_path: Path) -> No
     """With no daemon, with junk on stdin, with an unwritable state folder: exit 0, fast."""
     unwritable = tmp_path / "ro"
     unwritable.mkdir(mode=0o500)
-    for stdin, state in (('{"session_id": "s", "prompt_id": "p"}', tmp_path / "state"), ("not json", tmp_path / "state"),
-                         ("{}", unwritable / "sub")):
-        result = subprocess.run([sys.executable, "-m", "pipeline.spool", "claude"], input=stdin, text=True,
-                                capture_output=True, env={"XDG_STATE_HOME": str(state), "TMUX_PANE": "%7"}, timeout=10)
+    for stdin, state in (
+        ('{"session_id": "s", "prompt_id": "p"}', tmp_path / "state"),
+        ("not json", tmp_path / "state"),
+        ("{}", unwritable / "sub"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "pipeline.spool", "claude"],
+            input=stdin,
+            text=True,
+            capture_output=True,
+            env={"XDG_STATE_HOME": str(state), "TMUX_PANE": "%7"},
+            timeout=10,
+        )
         assert result.returncode == 0
-    [record] = [json.loads(p.read_text()) for p in (tmp_path / "state" / "batonpass" / "spool").glob("*.json")]
+    [record] = [
+        json.loads(p.read_text()) for p in (tmp_path / "state" / "batonpass" / "spool").glob("*.json")
+    ]
     assert record["pane"] == "%7" and record["payload"]["prompt_id"] == "p"
 
 
-# ---- 2.1.332: background agents (SPEC §5.1; the sequence of tests/fixtures/claude-code-2.1.332 lines 44–62) ----
+# ---- 2.1.332: background agents (SPEC §5.1; tests/fixtures/claude-code-2.1.332 lines 44–62) ----
 
 
 def agent_turn(scene: Scene, prompt: str) -> str:
@@ -290,13 +355,42 @@ def agent_turn(scene: Scene, prompt: str) -> str:
     tx = scene.transcript()
     scene.status("busy")
     key = tx.prompt(prompt)
-    tx.assistant("msg_p1", text("I will delegate this to a subagent."),
-                 {"type": "tool_use", "id": "toolu_a", "name": "Agent", "input": {"prompt": "survey"}}, stop="tool_use")
-    tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_a", "content": [text("Async agent launched successfully.")]}]}}))
+    tx.assistant(
+        "msg_p1",
+        text("I will delegate this to a subagent."),
+        {"type": "tool_use", "id": "toolu_a", "name": "Agent", "input": {"prompt": "survey"}},
+        stop="tool_use",
+    )
+    tx.write(
+        tx.line(
+            {
+                "type": "user",
+                "promptId": key,
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_a",
+                            "content": [text("Async agent launched successfully.")],
+                        }
+                    ],
+                },
+            }
+        )
+    )
     tx.assistant("msg_p2", text("I launched an agent to survey the project."))
-    tx.write(tx.line({"type": "system", "subtype": "stop_hook_summary"}),
-             tx.line({"type": "system", "subtype": "turn_duration", "durationMs": 900, "pendingBackgroundAgentCount": 1}))
+    tx.write(
+        tx.line({"type": "system", "subtype": "stop_hook_summary"}),
+        tx.line(
+            {
+                "type": "system",
+                "subtype": "turn_duration",
+                "durationMs": 900,
+                "pendingBackgroundAgentCount": 1,
+            }
+        ),
+    )
     return key
 
 
@@ -319,14 +413,24 @@ async def test_a_turn_with_a_background_agent_running_is_held_until_the_notifica
         assert emitted == []  # the held turn: no completion, so no route (not even on: any) and no hop
         tx = scene.transcript()
         notified = str(uuid.uuid4())
-        tx.write(tx.line({"type": "user", "promptId": notified, "turnOrigin": "task_notification",
-                          "message": {"role": "user", "content": "<task-notification>\n<task-id>a1</task-id>\n"}}))
+        tx.write(
+            tx.line(
+                {
+                    "type": "user",
+                    "promptId": notified,
+                    "turnOrigin": "task_notification",
+                    "message": {"role": "user", "content": "<task-notification>\n<task-id>a1</task-id>\n"},
+                }
+            )
+        )
         tx.assistant("msg_n", text("The survey is done: 3 modules, 12 tests."))
         tx.end()
         scene.status("idle")
         await until(lambda: emitted, 10, "the completion of the work")
         await anyio.sleep(1.0)
-    assert [(c.turn_id, c.outcome) for c in emitted] == [(f"claude:{scene.session_id}:{notified}", "completed")]
+    assert [(c.turn_id, c.outcome) for c in emitted] == [
+        (f"claude:{scene.session_id}:{notified}", "completed")
+    ]
     assert (await scene.adapter.response(emitted[0])).text == "The survey is done: 3 modules, 12 tests."
 
 
@@ -341,11 +445,15 @@ async def test_a_held_turn_with_no_turn_after_it_completes_once_the_session_is_i
         assert emitted == []
         scene.status("idle")  # the agents finished and no notification turn came
         await until(lambda: emitted, 10, "the held turn as the completion")
-    assert [(c.turn_id, c.detail) for c in emitted] == [(f"claude:{scene.session_id}:{parent}", "background agents finished")]
+    assert [(c.turn_id, c.detail) for c in emitted] == [
+        (f"claude:{scene.session_id}:{parent}", "background agents finished")
+    ]
     assert (await scene.adapter.response(emitted[0])).text == "I launched an agent to survey the project."
 
 
-async def test_waiting_for_a_person_comes_from_the_session_file(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_waiting_for_a_person_comes_from_the_session_file(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     scene = Scene(tmux_server, tmp_path)
     scene.status("waiting", waitingFor="dialog open")
     assert {s.step: s.detail for s in await scene.adapter.resolve()}["activity"] == "waiting (dialog open)"
@@ -353,7 +461,9 @@ async def test_waiting_for_a_person_comes_from_the_session_file(tmux_server: Tmu
     assert "activity" not in {s.step for s in await scene.adapter.resolve()}
 
 
-async def test_received_finds_a_pasted_prompt_inside_its_wrapper(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_received_finds_a_pasted_prompt_inside_its_wrapper(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     scene = Scene(tmux_server, tmp_path)
     scene.status("idle")
     prompt = "The reviewer says:\n\nline 2\nline 3\nline 4\n\nFix what it asks for."
@@ -364,12 +474,16 @@ async def test_received_finds_a_pasted_prompt_inside_its_wrapper(tmux_server: Tm
     assert await scene.adapter.received(prompt) is True
 
 
-RECORDED_332 = FIXTURES / "claude-code-2.1.332" / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06.jsonl"
+RECORDED_332 = (
+    FIXTURES
+    / "claude-code-2.1.332"
+    / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06.jsonl"
+)
 
 
-async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_prompt(tmux_server: TmuxServer,
-                                                                                     tmp_path: Path,
-                                                                                     caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_prompt(
+    tmux_server: TmuxServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The stand-in replays 2.1.332's own lines (the recording's Agent turn, lines 44–62, its session renamed)
     with the session file as it was (busy through the background agent, idle at the end), into a running
     pipeline whose route takes ``on: any``: exactly one prompt reaches the target, the notification turn's
@@ -387,8 +501,10 @@ async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_pro
     replay(1, 43)  # the turns before: history
     log = tmp_path / "target.jsonl"
     target = start_demo(tmux_server, log)
-    config = make_config({"coder": {"pane": scene.pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
-                         [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}])
+    config = make_config(
+        {"coder": {"pane": scene.pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+        [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}],
+    )
     caplog.set_level("DEBUG", logger="batonpass")
     async with running(config, tmux_server) as pipeline:
         await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
@@ -429,8 +545,11 @@ async def test_without_a_session_file_an_old_style_answer_ends_after_the_transcr
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
         tg.start_soon(scene.adapter.follow, with_catch_up(scene.adapter, emit, first_run=True))
-        await until(lambda: scene.adapter._resolution is not None and scene.adapter._resolution.transcript, 10,
-                    "the adapter following the transcript")
+        await until(
+            lambda: scene.adapter._resolution is not None and scene.adapter._resolution.transcript,
+            10,
+            "the adapter following the transcript",
+        )
         await anyio.sleep(0.5)
         key = tx.prompt("explain it")
         tx.assistant("m1", text("Let me look."), stop=None)

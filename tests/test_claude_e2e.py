@@ -81,7 +81,8 @@ def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
 
 
 def prompt_id_of(transcript: Path, text: str) -> str | None:
-    """The prompt's id, once Claude Code has written its line (under load it lands after the Stop hook ran)."""
+    """The prompt's id, once Claude Code has written its line (under load it lands after the Stop hook
+    ran)."""
     for line in transcript.read_text().splitlines():
         try:
             obj = json.loads(line)
@@ -92,14 +93,22 @@ def prompt_id_of(transcript: Path, text: str) -> str | None:
     return None
 
 
-async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path,
-                                                            claude_api: ClaudeAPI, monkeypatch: pytest.MonkeyPatch,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+async def test_real_claude_code_answer_is_handed_over_once(
+    tmux_server: TmuxServer,
+    tmp_path: Path,
+    claude_bin: Path,
+    claude_api: ClaudeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool …
     home = make_claude_home(tmp_path, api_url=claude_api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1],
                             extra_env={"XDG_STATE_HOME": str(state)})  # … is where the hook writes
-    settings_before = {"model": "claude-opus-4-8", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    settings_before = {
+        "model": "claude-opus-4-8",
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
+    }
     (home.config / "settings.json").write_text(json.dumps(settings_before))
     for expected in ("added a Stop hook", "already installed"):
         result = baton("hooks", "install", "--claude", env={"CLAUDE_CONFIG_DIR": str(home.config)})
@@ -115,8 +124,10 @@ async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServ
              what="Claude Code's input box and session file")
     wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent's prompt")
 
-    config = make_config({"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
-                         [{"from": "coder", "to": "target", "transform": "raw"}])
+    config = make_config(
+        {"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+        [{"from": "coder", "to": "target", "transform": "raw"}],
+    )
     caplog.set_level(logging.DEBUG, logger="batonpass")
     prompt = "E2E-1: refactor the auth middleware"
     answer = answer_for(prompt)
@@ -134,17 +145,27 @@ async def test_real_claude_code_answer_is_handed_over_once(tmux_server: TmuxServ
         accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
         assert [r.args[1] for r in accepted] == [turn]
         last_byte, received = claude_api.turn_finished_at[-1], read_log(log)[0]["t"]
-        print(f"\nClaude Code e2e: model's last byte -> completion {(accepted[0].created - last_byte) * 1e3:.0f} ms "
-              f"(via {accepted[0].args[3]}) -> message in the target pane {(received - last_byte) * 1e3:.0f} ms")
+        print(
+            "\nClaude Code e2e: model's last byte -> completion "
+            f"{(accepted[0].created - last_byte) * 1e3:.0f} ms "
+            f"(via {accepted[0].args[3]}) -> message in the target pane {(received - last_byte) * 1e3:.0f} ms"
+        )
 
         # an interrupted turn: failed, nothing handed over
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
         await anyio.sleep(0.4)
         tmux_server.run("send-keys", "-t", pane, "Enter")
-        await until(lambda: f"Answer to «{SLOW}" in tmux_server.capture(pane), 20, "the slow answer streaming")
+        await until(
+            lambda: f"Answer to «{SLOW}" in tmux_server.capture(pane), 20, "the slow answer streaming"
+        )
         tmux_server.run("send-keys", "-t", pane, "Escape")
-        await until(lambda: any("failed" in r.getMessage() and r.msg.startswith("completion") for r in caplog.records),
-                    15, "the failed completion")
+        await until(
+            lambda: any(
+                "failed" in r.getMessage() and r.msg.startswith("completion") for r in caplog.records
+            ),
+            15,
+            "the failed completion",
+        )
         await anyio.sleep(1.0)  # a wrong hand-off would have been queued by now
     assert messages(log) == [answer.strip("\n")]
 
@@ -212,8 +233,10 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
         wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
                  what="Claude Code's input box and session file")
         wait_for(lambda: "demo❯" in tmux_server.capture(target), what="the demo agent's prompt")
-        config = make_config({"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
-                             [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}])
+        config = make_config(
+            {"coder": {"pane": pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
+            [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}],
+        )
         caplog.set_level(logging.DEBUG, logger="batonpass")
         async with running(config, tmux_server):
             await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
@@ -248,8 +271,10 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
                 transcript = home.transcripts()[0] if home.transcripts() else None
                 kinds = [(o.get("type"), o.get("subtype"), str((o.get("message") or {}).get("content"))[:80])
                          for o in map(json.loads, transcript.read_text().splitlines())] if transcript else []
-                raise AssertionError(f"screen:\n{tmux_server.capture(pane)}\nanswered {answered}\nlines {kinds}\n"
-                                     f"requests: {[r.last_user_message[:120] for r in api.turns]}") from None
+                raise AssertionError(
+                    f"screen:\n{tmux_server.capture(pane)}\nanswered {answered}\nlines {kinds}\n"
+                    f"requests: {[r.last_user_message[:120] for r in api.turns]}"
+                ) from None
             await until(lambda: len(turn_ends(home.transcripts()[0])) >= 2, 20, "both turns' end lines")
             await anyio.sleep(2.0)  # a second hand-off (the held turn's) would have been typed by now
         ends = turn_ends(home.transcripts()[0])
@@ -287,7 +312,8 @@ def user_contents(transcript: Path) -> list[str]:
 
 async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees_through_it(
         tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path, claude_api: ClaudeAPI) -> None:
-    """When does 2.1.332 wrap a paste in ``<pasted_content>``? Found here: when it has 4 lines or more, or more
+    """When does 2.1.332 wrap a paste in ``<pasted_content>``? Found here: when it has 4 lines or more, or
+    more
     than 800 characters (so a typical hand-off is wrapped; a one-line template instruction is wrapped with the
     answer it frames, inside the same paste). Whatever a version does,
     ``received()`` finds every pasted prompt in the transcript (the wrapper removed)."""
@@ -296,13 +322,17 @@ async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees
     tmux_server.type(pane, "claude")
     wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
              what="Claude Code's input box and session file")
-    adapter = ClaudeCodeAdapter(TileContext(name="coder", tile=Tile(pane=pane, agent="claude"), tmux=tmux_server.tmux))
+    adapter = ClaudeCodeAdapter(
+        TileContext(name="coder", tile=Tile(pane=pane, agent="claude"), tmux=tmux_server.tmux)
+    )
     wrapped = {}
     for name, text in PASTES.items():
         sent = await anyio.to_thread.run_sync(lambda t=text: baton("send", pane, "-L", tmux_server.socket, t))
         assert sent.returncode == 0, sent.stdout + sent.stderr
         marker = text.split(":")[0]
-        await until(lambda m=marker: any(m in c for c in user_contents(home.transcripts()[0])), 30, f"{name} on disk")
+        await until(
+            lambda m=marker: any(m in c for c in user_contents(home.transcripts()[0])), 30, f"{name} on disk"
+        )
         [content] = [c for c in user_contents(home.transcripts()[0]) if marker in c]
         wrapped[name] = "<pasted_content" in content
         assert await adapter.received(text) is True, (name, content[:200])
@@ -310,5 +340,11 @@ async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees
                     json.loads(home.session_files()[0].read_text()).get("status") == "idle", 30, "idle again")
     print(f"\nClaude Code {CLAUDE_CODE[1]} wraps a paste: {wrapped}")
     if CLAUDE_CODE[1] == "2.1.332":
-        assert wrapped == {"1 line": False, "3 lines": False, "4 lines": True, "800 chars": False, "801 chars": True}
+        assert wrapped == {
+            "1 line": False,
+            "3 lines": False,
+            "4 lines": True,
+            "800 chars": False,
+            "801 chars": True,
+        }
     assert await adapter.received("PASTE-Z: never typed") is False

@@ -22,7 +22,9 @@ SCREENS = CC / "screens"
 
 
 def session_states() -> list[dict]:
-    return [json.loads(line)["content"] for line in (CC / "session-file-states.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line)["content"] for line in (CC / "session-file-states.jsonl").read_text().splitlines()
+    ]
 
 
 @pytest.mark.parametrize("state", session_states(), ids=lambda s: f"{s['pid']}-{s['status']}")
@@ -46,13 +48,18 @@ def test_the_recorded_live_session_file_parses() -> None:
 async def test_only_stop_hook_records_can_be_completions() -> None:
     """Every other recorded hook (SessionStart, UserPromptSubmit, Pre/PostToolUse, PermissionRequest,
     Notification, SubagentStop, SessionEnd) is dropped before anything else is looked at."""
-    adapter = ClaudeCodeAdapter(TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started")))
+    adapter = ClaudeCodeAdapter(
+        TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
+    )
     records = [json.loads(line) for line in (CC / "hooks" / "hooks.jsonl").read_text().splitlines()]
     events = {r["stdin"]["hook_event_name"] for r in records}
     assert {"Stop", "SubagentStop", "UserPromptSubmit", "SessionStart"} <= events
     for record in records:
         if record["stdin"]["hook_event_name"] != "Stop":
-            assert await adapter.hook_completion(HookRecord("claude", record["stdin"], "%0", record["t"])) is None
+            assert (
+                await adapter.hook_completion(HookRecord("claude", record["stdin"], "%0", record["t"]))
+                is None
+            )
 
 
 IDLE_SCREENS = ["screen_startup.txt", "screen_done.txt", "screen_tool_done.txt", "screen_continue_done.txt",
@@ -73,27 +80,46 @@ def test_dialogs_are_not_the_input_box(name: str) -> None:
     assert input_box((SCREENS / name).read_text()) is None
 
 
-@pytest.mark.parametrize(("name", "first", "last"), [
-    ("screen_done.txt", "I refactored the auth middleware to validate tokens before routing.", "- tests/test_auth.py"),
-    ("screen_tool_done.txt", "The command printed hello. Everything works.", "- (none)"),
-    ("screen_continue_done.txt", "I refactored the auth middleware to validate tokens before routing.", "- tests/test_auth.py"),
-])
+@pytest.mark.parametrize(
+    ("name", "first", "last"),
+    [
+        (
+            "screen_done.txt",
+            "I refactored the auth middleware to validate tokens before routing.",
+            "- tests/test_auth.py",
+        ),
+        ("screen_tool_done.txt", "The command printed hello. Everything works.", "- (none)"),
+        (
+            "screen_continue_done.txt",
+            "I refactored the auth middleware to validate tokens before routing.",
+            "- tests/test_auth.py",
+        ),
+    ],
+)
 def test_screen_fallback_answer_is_the_last_answer_block(name: str, first: str, last: str) -> None:
     lines = screen_answer((SCREENS / name).read_text()).split("\n")
     assert lines[0] == first and lines[-1] == last and not any(ln.startswith("●") for ln in lines)
 
 
 NEW_SCREENS = FIXTURES / "claude-code-2.1.332" / "screens"
-REFACTORED = ("I refactored the auth middleware to validate tokens before routing.\n\nprint('hi')\n\nFiles changed:\n"
-              "- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py")
+REFACTORED = (
+    "I refactored the auth middleware to validate tokens before routing.\n\nprint('hi')\n\nFiles changed:\n"
+    "- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py"
+)
 
 
-@pytest.mark.parametrize(("name", "answer"), [
-    ("screen_done.txt", REFACTORED),  # the done line, then tmux's focus-events notice above the box
-    ("screen_continue_done.txt", REFACTORED),  # the done line, then the effort line
-    ("screen_subagent_done.txt", REFACTORED),
-    ("screen_tool_done.txt", "The command printed hello. Everything works.\n\necho hello\n\nFiles changed:\n- (none)"),
-])
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("screen_done.txt", REFACTORED),  # the done line, then tmux's focus-events notice above the box
+        ("screen_continue_done.txt", REFACTORED),  # the done line, then the effort line
+        ("screen_subagent_done.txt", REFACTORED),
+        (
+            "screen_tool_done.txt",
+            "The command printed hello. Everything works.\n\necho hello\n\nFiles changed:\n- (none)",
+        ),
+    ],
+)
 def test_screen_fallback_on_2_1_332_screens_is_only_the_answer(name: str, answer: str) -> None:
     assert screen_answer((NEW_SCREENS / name).read_text()) == answer
 

@@ -30,18 +30,41 @@ class FakeClaude:
         start = proc_start or str(proc.read_proc(self.pid).start_ticks)
         path = self.config / "sessions" / f"{self.pid}.json"
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.write_text(json.dumps({"pid": self.pid, "sessionId": session_id, "cwd": str(self.cwd),
-                                    "startedAt": int(time.time() * 1000), "procStart": start, "version": "2.1.197",
-                                    "kind": "interactive", "entrypoint": "cli", "status": status}))
+        path.write_text(
+            json.dumps(
+                {
+                    "pid": self.pid,
+                    "sessionId": session_id,
+                    "cwd": str(self.cwd),
+                    "startedAt": int(time.time() * 1000),
+                    "procStart": start,
+                    "version": "2.1.197",
+                    "kind": "interactive",
+                    "entrypoint": "cli",
+                    "status": status,
+                }
+            )
+        )
         return path
 
     def transcript(self, session_id: str, folder: str | None = None, *, cleared: bool = False) -> Path:
-        path = self.config / "projects" / (folder or project_folder_name(str(self.cwd))) / f"{session_id}.jsonl"
+        path = (
+            self.config / "projects" / (folder or project_folder_name(str(self.cwd))) / f"{session_id}.jsonl"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = [{"type": "mode", "sessionId": session_id}]
         if cleared:  # how the transcript that /clear starts begins (2.1.197)
-            lines.append({"type": "user", "sessionId": session_id, "message": {
-                "role": "user", "content": "<command-name>/clear</command-name>\n<command-message>clear</command-message>"}})
+            lines.append(
+                {
+                    "type": "user",
+                    "sessionId": session_id,
+                    "message": {
+                        "role": "user",
+                        "content": "<command-name>/clear</command-name>\n"
+                        "<command-message>clear</command-message>",
+                    },
+                }
+            )
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         return path
 
@@ -96,7 +119,11 @@ def test_chain_goes_from_the_shell_pid_to_the_named_transcript(start_claude, mon
     assert res.config == claude.config and "CLAUDE_CONFIG_DIR of the process" in steps(res)["config"][1]
     assert res.transcript == transcript and res.rule == "session-file" and res.session_id == sid
     assert [s.step for s in res.steps] == ["process", "config", "session-file", "project-dir", "transcript"]
-    assert all(s.ok for s in res.steps) and res.stopped_at is None and "status busy" in steps(res)["session-file"][1]
+    assert (
+        all(s.ok for s in res.steps)
+        and res.stopped_at is None
+        and "status busy" in steps(res)["session-file"][1]
+    )
 
 
 def test_config_folder_defaults_to_home_of_the_process(start_claude) -> None:
@@ -135,7 +162,9 @@ def test_a_session_id_that_is_not_a_uuid_is_refused(start_claude) -> None:
     assert not ok and "not a UUID" in detail and res.transcript is None
 
 
-def test_after_clear_the_newer_transcript_of_the_folder_is_taken_unless_another_session_owns_it(start_claude) -> None:
+def test_after_clear_the_newer_transcript_of_the_folder_is_taken_unless_another_session_owns_it(
+    start_claude,
+) -> None:
     claude = start_claude()
     sid = str(uuid.uuid4())
     claude.session_file(sid)
@@ -204,7 +233,8 @@ def test_only_transcripts_inside_the_projects_folder_are_read(tmp_path: Path) ->
 
 JS_ENCODER = r"""
 function jCe(e){let t=0;for(let n=0;n<e.length;n++)t=(t<<5)-t+e.charCodeAt(n)|0;return t}
-function jHs(e){let t=e.replace(/[^a-zA-Z0-9]/g,"-");if(t.length<=200)return t;return`${t.slice(0,200)}-${Math.abs(jCe(e)).toString(36)}`}
+function jHs(e){let t=e.replace(/[^a-zA-Z0-9]/g,"-");if(t.length<=200)return t;
+return`${t.slice(0,200)}-${Math.abs(jCe(e)).toString(36)}`}
 process.stdout.write(JSON.stringify(JSON.parse(require("fs").readFileSync(0, "utf8")).map(jHs)));
 """
 
@@ -215,8 +245,9 @@ def test_folder_names_match_claude_codes_own_function() -> None:
         pytest.skip("node is not installed")
     cwds = ["/home/dev/my-app", "/tmp/x y/ünï/日本", "/home/😀/emoji", "/" + "long-segment/" * 20,
             "/" + "ü" * 250, "/😀" * 120, "/" + "z" * 199, "/" + "z" * 200]
-    result = subprocess.run(["node", "-e", JS_ENCODER], input=json.dumps(cwds), capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        ["node", "-e", JS_ENCODER], input=json.dumps(cwds), capture_output=True, text=True, check=True
+    )
     assert [project_folder_name(c) for c in cwds] == json.loads(result.stdout)
 
 
@@ -278,7 +309,9 @@ def test_the_session_files_tmux_key_confirms_the_pane_or_stands_in_for_a_missing
     path.unlink()
     shell_start = str(proc.read_proc(claude.shell.pid).start_ticks)
     other = claude.config / "sessions" / f"{claude.shell.pid}.json"
-    other.write_text(json.dumps({**data, "pid": claude.shell.pid, "procStart": shell_start, "tmux": "work:@1.%42"}))
+    other.write_text(
+        json.dumps({**data, "pid": claude.shell.pid, "procStart": shell_start, "tmux": "work:@1.%42"})
+    )
     transcript = claude.transcript(sid)
     res = resolve_pid(claude.shell.pid, "%42")
     assert res.session is not None and res.session.path == other and res.transcript == transcript

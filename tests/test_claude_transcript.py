@@ -26,9 +26,13 @@ from tests.conftest import FIXTURES
 CC = FIXTURES / "claude-code"
 PROJECT = CC / "home" / ".claude" / "projects" / "-home-dev-my-app"
 MAIN = PROJECT / "842bf2f0-133b-4c4f-9737-29f5b0a34edd.jsonl"
-SCRIPTED = ("I refactored the auth middleware to validate tokens before routing.\n\n```python\nprint('hi')\n```\n\n"
-            "Files changed:\n- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py\n")
-AFTER_TOOL = "The command printed `hello`. Everything works.\n\n```bash\necho hello\n```\n\nFiles changed:\n- (none)\n"
+SCRIPTED = (
+    "I refactored the auth middleware to validate tokens before routing.\n\n```python\nprint('hi')\n```\n\n"
+    "Files changed:\n- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py\n"
+)
+AFTER_TOOL = (
+    "The command printed `hello`. Everything works.\n\n```bash\necho hello\n```\n\nFiles changed:\n- (none)\n"
+)
 
 
 def stop_hooks() -> list[dict]:
@@ -39,12 +43,29 @@ def stop_hooks() -> list[dict]:
 # ---- the recorded transcripts ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "expected", "prompt_id"), [
-    ("842bf2f0-133b-4c4f-9737-29f5b0a34edd", SCRIPTED, "2bdc70c1-a16a-4eda-93d8-54222ca14a8d"),  # then interrupt, /exit
-    ("c0d39d8d-0b5c-4f22-bd5d-1f224d362452", SCRIPTED, "77105421-7292-4450-8fe3-9bf86fea6bf4"),  # after --resume
-    ("eeae8abd-2a59-4a25-a072-7d0a5aa64888", AFTER_TOOL, "c6a7fc82-a032-4518-aae9-7676f442e551"),  # subagent turn
-])
-def test_extract_gives_the_exact_last_answer_of_every_recorded_transcript(name: str, expected: str, prompt_id: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "expected", "prompt_id"),
+    [
+        (
+            "842bf2f0-133b-4c4f-9737-29f5b0a34edd",
+            SCRIPTED,
+            "2bdc70c1-a16a-4eda-93d8-54222ca14a8d",
+        ),  # then interrupt, /exit
+        (
+            "c0d39d8d-0b5c-4f22-bd5d-1f224d362452",
+            SCRIPTED,
+            "77105421-7292-4450-8fe3-9bf86fea6bf4",
+        ),  # after --resume
+        (
+            "eeae8abd-2a59-4a25-a072-7d0a5aa64888",
+            AFTER_TOOL,
+            "c6a7fc82-a032-4518-aae9-7676f442e551",
+        ),  # subagent turn
+    ],
+)
+def test_extract_gives_the_exact_last_answer_of_every_recorded_transcript(
+    name: str, expected: str, prompt_id: str
+) -> None:
     response = ClaudeCodeAdapter.extract_file(PROJECT / f"{name}.jsonl")
     assert response is not None and response.text == expected
     assert response.completion.turn_id == f"claude:{name}:{prompt_id}"
@@ -84,8 +105,12 @@ def test_tool_turn_answer_is_the_final_message_not_the_preamble() -> None:
     assert end is not None and end.text == AFTER_TOOL
 
 
-def test_baton_extract_prints_it_exactly_and_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ok = subprocess.run([sys.executable, "-m", "pipeline.cli", "extract", str(MAIN)], capture_output=True, text=True)
+def test_baton_extract_prints_it_exactly_and_fails_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "extract", str(MAIN)], capture_output=True, text=True
+    )
     assert ok.returncode == 0 and ok.stdout == SCRIPTED
     assert cli.main(["extract", str(MAIN), "--json"]) == 0
     as_json = json.loads(capsys.readouterr().out)
@@ -154,10 +179,17 @@ def tx(tmp_path: Path) -> Transcript:
 
 def test_split_blocks_of_one_message_are_joined_and_tool_blocks_skipped(tx: Transcript) -> None:
     tx.prompt("do it")
-    tx.assistant("msg_a", text("Let me look."), {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}, stop="tool_use")
+    tx.assistant(
+        "msg_a",
+        text("Let me look."),
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}},
+        stop="tool_use",
+    )
     tx.write(tx.line({"type": "user", "promptId": "x", "message": {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}))
-    tx.assistant("msg_b", {"type": "thinking", "thinking": "hmm"}, text("Part one."), text("Part two — ünïcødé ✓ 日本"))
+    tx.assistant(
+        "msg_b", {"type": "thinking", "thinking": "hmm"}, text("Part one."), text("Part two — ünïcødé ✓ 日本")
+    )
     tx.end()
     assert last_finished_turn(tx.path).text == "Part one.\nPart two — ünïcødé ✓ 日本"
 
@@ -165,8 +197,12 @@ def test_split_blocks_of_one_message_are_joined_and_tool_blocks_skipped(tx: Tran
 def test_a_tool_turn_in_progress_is_not_finished(tx: Transcript) -> None:
     tx.turn("first", "first answer")
     tx.prompt("second")
-    tx.assistant("msg_c", text("Running a command."), {"type": "tool_use", "id": "t", "name": "Bash", "input": {}},
-                 stop="tool_use")
+    tx.assistant(
+        "msg_c",
+        text("Running a command."),
+        {"type": "tool_use", "id": "t", "name": "Bash", "input": {}},
+        stop="tool_use",
+    )
     assert latest_turn(tx.path).state == "running"
     assert last_finished_turn(tx.path).text == "first answer"
 
@@ -175,10 +211,22 @@ def test_sidechain_meta_compact_and_unknown_lines_are_skipped(tx: Transcript) ->
     key = tx.prompt("main prompt")
     tx.write(tx.line({"type": "assistant", "isSidechain": True, "message": {
         "id": "side", "stop_reason": "end_turn", "content": [text("subagent text")]}}))
-    tx.write({"type": "progress", "data": {"x": 1}}, {"type": "pr-link", "url": "u"}, {"type": "brand-new-type"},
-             tx.line({"type": "system", "subtype": "compact_boundary"}),
-             tx.line({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "summary " * 50}}),
-             tx.line({"type": "user", "isMeta": True, "message": {"role": "user", "content": "<system-reminder>"}}))
+    tx.write(
+        {"type": "progress", "data": {"x": 1}},
+        {"type": "pr-link", "url": "u"},
+        {"type": "brand-new-type"},
+        tx.line({"type": "system", "subtype": "compact_boundary"}),
+        tx.line(
+            {
+                "type": "user",
+                "isCompactSummary": True,
+                "message": {"role": "user", "content": "summary " * 50},
+            }
+        ),
+        tx.line(
+            {"type": "user", "isMeta": True, "message": {"role": "user", "content": "<system-reminder>"}}
+        ),
+    )
     tx.assistant("msg_main", text("main answer"))
     tx.end()
     end = last_finished_turn(tx.path)
@@ -192,8 +240,13 @@ def test_interrupt_and_api_error_are_failed_turns(tx: Transcript) -> None:
     tx.write(tx.line({"type": "user", "promptId": "p", "message": {"role": "user", "content": [
         text("[Request interrupted by user]")]}}))
     key = tx.prompt("broken")
-    tx.assistant(str(uuid.uuid4()), text("API Error: 500 overloaded"), stop="stop_sequence", model="<synthetic>",
-                 isApiErrorMessage=True)
+    tx.assistant(
+        str(uuid.uuid4()),
+        text("API Error: 500 overloaded"),
+        stop="stop_sequence",
+        model="<synthetic>",
+        isApiErrorMessage=True,
+    )
     tx.end(hooks=False)
     end, _ = find_turn(tx.path, key)
     assert end.outcome == "failed" and end.reason == "api_error"
@@ -228,8 +281,13 @@ def test_lines_written_out_of_order_are_read_in_causal_order(tx: Transcript) -> 
     before its prompt line (all written at once)."""
     prompt = tx.line({"type": "user", "promptId": "k1", "message": {"role": "user", "content": "hi"}})
     attachment = tx.line({"type": "attachment"})
-    answer = tx.line({"type": "assistant", "message": {"id": "m", "stop_reason": "end_turn", "content": [text("hello")]}})
-    summary, duration = tx.line({"type": "system", "subtype": "stop_hook_summary"}), tx.line({"type": "system", "subtype": "turn_duration"})
+    answer = tx.line(
+        {"type": "assistant", "message": {"id": "m", "stop_reason": "end_turn", "content": [text("hello")]}}
+    )
+    summary, duration = (
+        tx.line({"type": "system", "subtype": "stop_hook_summary"}),
+        tx.line({"type": "system", "subtype": "turn_duration"}),
+    )
     tx.write({"type": "ai-title", "aiTitle": "t"}, answer, prompt, attachment, summary, duration)
     end = last_finished_turn(tx.path)
     assert end.text == "hello" and end.key == "k1"
@@ -238,7 +296,9 @@ def test_lines_written_out_of_order_are_read_in_causal_order(tx: Transcript) -> 
 def test_a_multi_megabyte_line_and_lines_longer_than_the_window(tx: Transcript) -> None:
     tx.turn("before", "before answer")
     huge = "x" * (5 * 1024 * 1024)
-    tx.write(tx.line({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": huge}}))
+    tx.write(
+        tx.line({"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": huge}})
+    )
     tx.prompt("after compact")
     tx.assistant("m", text("ok " + "y" * (600 * 1024)))
     tx.end()
@@ -267,7 +327,11 @@ def test_a_100_mb_transcript_is_read_from_its_end_only(tmp_path: Path) -> None:
 def test_tail_reads_only_appended_bytes_and_waits_for_the_newline(tx: Transcript) -> None:
     tx.turn("history", "old answer")
     tail = TranscriptTail(tx.path)
-    assert tail.prime() and tail.offset == tx.path.stat().st_size and [e.text for e in tail.history] == ["old answer"]
+    assert (
+        tail.prime()
+        and tail.offset == tx.path.stat().st_size
+        and [e.text for e in tail.history] == ["old answer"]
+    )
     assert tail.read_new() == []
     key = tx.prompt("new")
     tx.assistant("m", text("new answer"))

@@ -22,11 +22,17 @@ from tests.conftest import FIXTURES
 
 NEW = FIXTURES / "claude-code-2.1.332"
 NEW_MAIN = NEW / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06.jsonl"
-NEW_AGENT = NEW / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06/subagents/agent-a896122a8c0ab3fe3.jsonl"
+NEW_AGENT = (
+    NEW
+    / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06"
+    / "subagents/agent-a896122a8c0ab3fe3.jsonl"
+)
 OLD = FIXTURES / "claude-code-old"
 PARENT, NOTIFICATION = "de2a7a24-cee3-466b-a52e-22d735cada7b", "efc988bd-77f6-4d9f-bd70-c32489edf99d"
-SUBAGENT_RESULT = ("I refactored the auth middleware to validate tokens before routing.\n\n```python\nprint('hi')\n```\n\n"
-                   "Files changed:\n- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py\n")
+SUBAGENT_RESULT = (
+    "I refactored the auth middleware to validate tokens before routing.\n\n```python\nprint('hi')\n```\n\n"
+    "Files changed:\n- src/auth/middleware.py\n- src/auth/tokens.py\n- tests/test_auth.py\n"
+)
 
 
 def feed(path: Path, upto: int | None = None) -> tuple[TurnTracker, list]:
@@ -72,7 +78,9 @@ def test_the_notification_turn_is_the_completion_with_the_real_answer() -> None:
 
 @pytest.mark.anyio
 async def test_the_stop_pair_only_the_stop_without_running_agents_is_a_completion() -> None:
-    adapter = ClaudeCodeAdapter(TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started")))
+    adapter = ClaudeCodeAdapter(
+        TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
+    )
     stops = [r for r in map(json.loads, (NEW / "hooks" / "hooks.jsonl").read_text().splitlines())
              if r["stdin"]["hook_event_name"] == "Stop"]
     by_prompt = {r["stdin"]["prompt_id"]: r for r in stops}
@@ -96,8 +104,12 @@ def test_1_0_98_turns_keyed_by_uuid_end_at_the_next_prompt() -> None:
     path = OLD / "1.0.98-uuid-keyed.jsonl"
     _, ends = feed(path)
     assert [(e.reason, e.text.split("\n")[0]) for e in ends] == [
-        ("next prompt", "The test expects 5; `add(2, 2)` is 4, so the test is wrong. I fixed the expectation."),
-        ("local command", "All 12 tests pass.")]
+        (
+            "next prompt",
+            "The test expects 5; `add(2, 2)` is 4, so the test is wrong. I fixed the expectation.",
+        ),
+        ("local command", "All 12 tests pass."),
+    ]
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     first_prompt = next(x for x in lines if x.get("type") == "user")
     assert ends[0].key == first_prompt["uuid"] and "promptId" not in first_prompt
@@ -114,7 +126,11 @@ def test_2_1_39_turns_end_by_stop_hook_summary_next_prompt_and_turn_duration() -
         ("completed", "next prompt", "It serves the HTTP API"),
         ("completed", "turn_duration", "Done"),
         # the blocking Stop hook continued that turn: its answer is the one after the feedback line
-        ("completed", "next prompt", "The hook found a failing test; fixed the import. Added tests/test_app.py, all green."),
+        (
+            "completed",
+            "next prompt",
+            "The hook found a failing test; fixed the import. Added tests/test_app.py, all green.",
+        ),
         ("failed", "interrupted", "Let me start with the"),
         ("failed", "api_error", "API Error"),
     ]
@@ -133,13 +149,31 @@ def test_unknown_lines_and_fields_are_skipped_never_fatal(tmp_path: Path) -> Non
     assert last_finished_turn(path).text == "The build finished without errors."
 
 
-@pytest.mark.parametrize(("lines", "why"), [
-    ([], "no prompt was written"),
-    ([{"type": "user", "promptId": "k", "uuid": "u1", "message": {"role": "user", "content": "go"}}], "still open"),
-    ([{"type": "user", "promptId": "k", "uuid": "u1", "message": {"role": "user", "content": "go"}},
-      {"type": "user", "promptId": "k", "uuid": "u2", "message": {"role": "user", "content": [
-          {"type": "text", "text": "[Request interrupted by user]"}]}}], "the last turn failed: interrupted"),
-])
+@pytest.mark.parametrize(
+    ("lines", "why"),
+    [
+        ([], "no prompt was written"),
+        (
+            [{"type": "user", "promptId": "k", "uuid": "u1", "message": {"role": "user", "content": "go"}}],
+            "still open",
+        ),
+        (
+            [
+                {"type": "user", "promptId": "k", "uuid": "u1", "message": {"role": "user", "content": "go"}},
+                {
+                    "type": "user",
+                    "promptId": "k",
+                    "uuid": "u2",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "[Request interrupted by user]"}],
+                    },
+                },
+            ],
+            "the last turn failed: interrupted",
+        ),
+    ],
+)
 def test_extract_says_why_nothing_finished(tmp_path: Path, lines: list[dict], why: str) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))

@@ -17,8 +17,12 @@ pytestmark = pytest.mark.tmux
 
 
 def test_demo_shows_handoffs_and_leaves_nothing_running(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "demo", "--handoffs", "3", "--work-s", "0.5"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "demo", "--handoffs", "3", "--work-s", "0.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     handoffs = re.findall(r"^hand-off (\d+): (\w+) -> (\w+) \(delivered", result.stdout, re.M)
     assert handoffs == [("1", "alice", "bob"), ("2", "bob", "alice"), ("3", "alice", "bob")]
@@ -43,7 +47,9 @@ def test_run_stops_cleanly_on_signal(tmux_server: TmuxServer, tmp_path: Path, si
         daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config)],
                                   stdout=subprocess.DEVNULL, stderr=errs, text=True)
     try:
-        wait_for(lambda: daemon.poll() is not None or "running:" in errfile.read_text(), what="the daemon to start")
+        wait_for(
+            lambda: daemon.poll() is not None or "running:" in errfile.read_text(), what="the daemon to start"
+        )
         time.sleep(0.5)  # the shell tile reads its prompt
         tmux_server.type(shell, "echo handed over")
         wait_for(lambda: messages(log), what="the hand-off through baton run")
@@ -61,5 +67,7 @@ def test_run_stops_cleanly_on_signal(tmux_server: TmuxServer, tmp_path: Path, si
 
 def test_check_subcommand_on_repo_example() -> None:
     repo = Path(__file__).resolve().parent.parent
-    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "check"], cwd=repo, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "check"], cwd=repo, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr

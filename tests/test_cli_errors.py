@@ -177,7 +177,9 @@ def test_preview_refuses_an_input_file_over_8_mb(tmp_path: Path) -> None:
 # ---- routes.yaml values the CLI used to take --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan"])
+@pytest.mark.parametrize(
+    "setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan"]
+)
 def test_settings_numbers_are_strict(tmp_path: Path, setting: str) -> None:
     path = tmp_path / "routes.yaml"
     path.write_text(f"version: 1\ntiles:\n  a: {{pane: '%1'}}\nsettings:\n  {setting}\n")

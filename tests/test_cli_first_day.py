@@ -74,7 +74,8 @@ def test_status_exits_3_when_every_tile_is_gone_on_a_running_server(tmux_server:
 
 
 def test_send_and_resolve_use_the_socket_routes_yaml_names(tmux_server: TmuxServer, tmp_path: Path) -> None:
-    """Inside a folder whose routes.yaml names a socket, `baton resolve %N` asks that server, not the default."""
+    """Inside a folder whose routes.yaml names a socket, `baton resolve %N` asks that server, not the
+    default."""
     pane = shell_ready(tmux_server)
     write_routes(tmp_path, tmux_server.socket, {"a": {"pane": pane, "agent": "shell"}})
     result = baton("resolve", pane, cwd=tmp_path)
@@ -91,7 +92,9 @@ def test_every_command_honours_TMUX_like_tmux_does(tmux_server: TmuxServer, tmp_
     env = {"TMUX": f"{socket_path},1,0"}
     config = tmp_path / "elsewhere" / "routes.yaml"
     config.parent.mkdir()
-    config.write_text(json.dumps({"version": 1, "tiles": {"a": {"pane": pane, "agent": "shell"}}, "routes": []}))
+    config.write_text(
+        json.dumps({"version": 1, "tiles": {"a": {"pane": pane, "agent": "shell"}}, "routes": []})
+    )
     assert baton("resolve", pane, cwd=tmp_path, env=env).status == 0
     status = baton("status", "-c", str(config), env=env)
     assert status.status == 0 and " shell " in status.out and "gone" not in status.out, status
@@ -127,8 +130,12 @@ def test_counts_are_singular_and_plural(tmp_path: Path) -> None:
     one = write_routes(tmp_path, "unused", {"a": {"pane": "%1", "agent": "shell"}})
     result = baton("check", "-c", str(one))
     assert result.status == 0 and "ok — 1 tile, 0 routes" in result.out, result
-    two = write_routes(tmp_path, "unused", {"a": {"pane": "%1", "agent": "shell"},
-                                            "b": {"pane": "%2", "agent": "shell"}}, [{"from": "a", "to": "b"}])
+    two = write_routes(
+        tmp_path,
+        "unused",
+        {"a": {"pane": "%1", "agent": "shell"}, "b": {"pane": "%2", "agent": "shell"}},
+        [{"from": "a", "to": "b"}],
+    )
     result = baton("check", "-c", str(two))
     assert result.status == 0 and "ok — 2 tiles, 1 route" in result.out, result
     bad = tmp_path / "bad.yaml"

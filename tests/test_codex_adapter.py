@@ -134,9 +134,16 @@ async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
             f.write(line[40:])
         await until(lambda: len(emitted) == 1, what="the first completion")
         first = emitted[0]
-        assert (first.turn_id, first.outcome, first.signal) == ("01a236f2-b414-76d1-8f5e-6847cefec66a", "completed", "rollout")
+        assert (first.turn_id, first.outcome, first.signal) == (
+            "01a236f2-b414-76d1-8f5e-6847cefec66a",
+            "completed",
+            "rollout",
+        )
         response = await adapter.response(first)
-        assert response.source == "transcript" and response.text == records[end - 1]["payload"]["last_agent_message"]
+        assert (
+            response.source == "transcript"
+            and response.text == records[end - 1]["payload"]["last_agent_message"]
+        )
         assert await adapter.target_state() == "ready"
         # the slow turn, the interrupted one (failed), the tool turn
         append(scene.rollout, records[end:])
@@ -175,7 +182,9 @@ async def test_the_notify_hook_is_matched_by_thread_and_shares_the_turn_id(scene
     records = scene.turns()
     end = upto(records, "task_complete")
     notify = [json.loads(line) for line in (CODEX / "hooks" / "notify.jsonl").read_text().splitlines()]
-    payload = json.loads(json.dumps(notify[1]["payload"]).replace("01a236f2-8213-7d41-a995-69d74a850cf0", scene.tid))
+    payload = json.loads(
+        json.dumps(notify[1]["payload"]).replace("01a236f2-8213-7d41-a995-69d74a850cf0", scene.tid)
+    )
     title = notify[2]["payload"]  # the TUI's title request: a thread with no rollout
     # in daemon mode the record's pane is the first pane's (the daemon's environment), not this one
     record = HookRecord(agent="codex", payload=payload, pane="%99", written_at=1.0)
@@ -197,7 +206,10 @@ async def test_the_notify_hook_is_matched_by_thread_and_shares_the_turn_id(scene
         tg.start_soon(ask)
         await anyio.sleep(0.2)
         append(scene.rollout, records[end - 1:end])
-    assert answers[0].source == "transcript" and answers[0].text == records[end - 1]["payload"]["last_agent_message"]
+    assert (
+        answers[0].source == "transcript"
+        and answers[0].text == records[end - 1]["payload"]["last_agent_message"]
+    )
     # the rollout reports the same turn id: the detector keeps one of the two
     finished = scene.adapter.state.take_finished()
     assert [t.turn_id for t in finished] == [hooked.turn_id]
@@ -206,8 +218,14 @@ async def test_the_notify_hook_is_matched_by_thread_and_shares_the_turn_id(scene
 async def test_stop_hook_records_are_understood_too(scene: Scene) -> None:
     records = scene.turns()
     append(scene.rollout, records[: upto(records, "task_complete")])
-    stop = {"session_id": scene.tid, "turn_id": "01a236f2-b414-76d1-8f5e-6847cefec66a", "hook_event_name": "Stop",
-            "transcript_path": str(scene.rollout), "last_assistant_message": "done", "stop_hook_active": False}
+    stop = {
+        "session_id": scene.tid,
+        "turn_id": "01a236f2-b414-76d1-8f5e-6847cefec66a",
+        "hook_event_name": "Stop",
+        "transcript_path": str(scene.rollout),
+        "last_assistant_message": "done",
+        "stop_hook_active": False,
+    }
     completion = await scene.adapter.hook_completion(HookRecord("codex", stop, None, 1.0))
     assert completion.turn_id == stop["turn_id"] and completion.text == "done"
 
@@ -276,6 +294,9 @@ async def test_resolve_names_the_rollout_and_the_rule(scene: Scene) -> None:
     append(scene.rollout, records)
     steps = await scene.adapter.resolve()
     by_name = {s.step: s for s in steps}
-    assert by_name["rollout"].value == str(scene.rollout) and "(rule: start time + cwd)" in by_name["rollout"].detail
+    assert (
+        by_name["rollout"].value == str(scene.rollout)
+        and "(rule: start time + cwd)" in by_name["rollout"].detail
+    )
     assert "failed" not in by_name["turn"].detail and "idle; last turn" in by_name["turn"].detail
     assert all(s.ok for s in steps)

@@ -56,13 +56,20 @@ class CodexWorld:
     api: FakeResponses
 
     def env(self) -> dict[str, str]:
-        return {"HOME": str(self.home.parent / "home"), "CODEX_HOME": str(self.home), "FAKE_KEY": "sk-fake-test",
-                "XDG_STATE_HOME": str(self.state), "BATON_TEST_NOTIFY_LOG": str(self.notify_log)}
+        return {
+            "HOME": str(self.home.parent / "home"),
+            "CODEX_HOME": str(self.home),
+            "FAKE_KEY": "sk-fake-test",
+            "XDG_STATE_HOME": str(self.state),
+            "BATON_TEST_NOTIFY_LOG": str(self.notify_log),
+        }
 
     def notified(self) -> list[dict]:
         if not self.notify_log.exists():
             return []
-        return [json.loads(line)["payload"] for line in self.notify_log.read_text().splitlines() if line.strip()]
+        return [
+            json.loads(line)["payload"] for line in self.notify_log.read_text().splitlines() if line.strip()
+        ]
 
 
 @pytest.fixture(scope="session")
@@ -116,7 +123,10 @@ def _stop_daemon(home: Path) -> None:
 
 def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1) -> list[str]:
     """``count`` Codex TUIs started together, once all show their input line."""
-    panes = [server.new_pane(str(world.command), cwd=world.project, env=world.env(), height=48) for _ in range(count)]
+    panes = [
+        server.new_pane(str(world.command), cwd=world.project, env=world.env(), height=48)
+        for _ in range(count)
+    ]
 
     def ready(pane: str) -> bool:
         screen = server.run("capture-pane", "-p", "-e", "-J", "-t", pane)
@@ -199,7 +209,9 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         thread = adapter.state.thread_id
         await until(lambda: len([n for n in world.notified() if n["thread-id"] == thread]) == 2,
                     what="the previous notify program to run for both turns")
-        await until(lambda: not list(spool_dir().glob("*.json")), what="the daemon to take the spooled records")
+        await until(
+            lambda: not list(spool_dir().glob("*.json")), what="the daemon to take the spooled records"
+        )
         await anyio.sleep(0.5)
         # ... and each turn was handed on once, under the rollout's turn id
         assert messages(peer_log) == [first, second]
@@ -215,9 +227,12 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         received = [r["t"] for r in read_log(peer_log) if "message" in r]
         with capsys.disabled():
             for completion, got in zip(completions, received, strict=True):
-                print(f"\ncodex turn {completion.turn_id}: task_complete -> completion seen "
-                      f"{(seen_at[completion.turn_id] - completion.at) * 1000:.0f} ms (via {completion.signal}), "
-                      f"-> prompt submitted in the peer {(got - completion.at) * 1000:.0f} ms")
+                print(
+                    f"\ncodex turn {completion.turn_id}: task_complete -> completion seen "
+                    f"{(seen_at[completion.turn_id] - completion.at) * 1000:.0f} ms (via "
+                    f"{completion.signal}), "
+                    f"-> prompt submitted in the peer {(got - completion.at) * 1000:.0f} ms"
+                )
 
     # baton resolve names the rollout and the rule that found it
     capsys.readouterr()
@@ -230,31 +245,49 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
 
 
 async def test_two_codex_panes_in_one_folder_keep_their_own_turns(
-        codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Started at the same moment, in the same cwd: the prompt batonpass typed tells the rollouts apart."""
     world = codex_world
     monkeypatch.setenv("XDG_STATE_HOME", str(world.state))
     left, right = start_codex(tmux_server, world, 2)
     peer_log = tmp_path / "peer.jsonl"
     peer = start_peer(tmux_server, peer_log)
-    config = Config.model_validate({
-        "version": 1,
-        "tiles": {"left": {"pane": left, "agent": "codex"}, "right": {"pane": right, "agent": "codex"},
-                  "peer": {"pane": peer, "agent": "demo"}},
-        "routes": [{"from": t, "to": "peer", "transform": {"type": "template", "template": "{source}: {response}"}}
-                   for t in ("left", "right")]})
+    config = Config.model_validate(
+        {
+            "version": 1,
+            "tiles": {
+                "left": {"pane": left, "agent": "codex"},
+                "right": {"pane": right, "agent": "codex"},
+                "peer": {"pane": peer, "agent": "demo"},
+            },
+            "routes": [
+                {
+                    "from": t,
+                    "to": "peer",
+                    "transform": {"type": "template", "template": "{source}: {response}"},
+                }
+                for t in ("left", "right")
+            ],
+        }
+    )
     world.api.script("RIGHT_ANSWER from the right pane", "LEFT_ANSWER from the left pane")
     events: list = []
     async with running(config, tmux_server, events) as pipeline:
         await pipeline.submit(Prompt(route="seed-right", source="test", target="right", turn_id="s-r", hop=0,
                                      text="Right pane, your turn."))
-        await until(lambda: messages(peer_log) == ["right: RIGHT_ANSWER from the right pane"], what="right's answer")
+        await until(
+            lambda: messages(peer_log) == ["right: RIGHT_ANSWER from the right pane"], what="right's answer"
+        )
         assert pipeline.tiles["left"].adapter.rollout is None  # no prompt yet: not the neighbour's rollout
         await pipeline.submit(Prompt(route="seed-left", source="test", target="left", turn_id="s-l", hop=0,
                                      text="Left pane, now you."))
         await until(lambda: len(messages(peer_log)) == 2, what="left's answer")
         await anyio.sleep(0.5)
-        assert messages(peer_log) == ["right: RIGHT_ANSWER from the right pane", "left: LEFT_ANSWER from the left pane"]
+        assert messages(peer_log) == [
+            "right: RIGHT_ANSWER from the right pane",
+            "left: LEFT_ANSWER from the left pane",
+        ]
         rollouts = {name: pipeline.tiles[name].adapter.rollout for name in ("left", "right")}
         assert rollouts["left"] != rollouts["right"] and None not in rollouts.values()
         assert [d.state for d in events if isinstance(d, Delivery)] == ["delivered"] * 4

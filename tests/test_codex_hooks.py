@@ -39,7 +39,9 @@ def test_the_recorded_config_is_chained_and_kept(tmp_path: Path) -> None:
     assert "then your previous program (python3 /home/dev/tools/notify_logger.py)" in message
     after = tomllib.loads(path.read_text())
     assert after["notify"] == HOOK + ["--then", "python3", "/home/dev/tools/notify_logger.py"]
-    assert {k: v for k, v in after.items() if k != "notify"} == {k: v for k, v in before.items() if k != "notify"}
+    assert {k: v for k, v in after.items() if k != "notify"} == {
+        k: v for k, v in before.items() if k != "notify"
+    }
     # only the notify line changed, in place
     old_lines, new_lines = RECORDED.read_text().splitlines(), path.read_text().splitlines()
     assert [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b] == [5]
@@ -57,7 +59,11 @@ def test_installing_twice_changes_nothing(tmp_path: Path) -> None:
     # another Python (a new venv) replaces batonpass's command and keeps the chain
     other = ["/opt/py/bin/python3", "-m", "pipeline.spool", "codex"]
     install_notify(path, other)
-    assert tomllib.loads(path.read_text())["notify"] == other + ["--then", "python3", "/home/dev/tools/notify_logger.py"]
+    assert tomllib.loads(path.read_text())["notify"] == other + [
+        "--then",
+        "python3",
+        "/home/dev/tools/notify_logger.py",
+    ]
 
 
 TRICKY = '''# my codex settings
@@ -88,8 +94,14 @@ def test_a_multiline_notify_among_tricky_toml(tmp_path: Path) -> None:
     text = path.read_text()
     data = tomllib.loads(text)
     assert data["notify"] == HOOK + ["--then", "notify-send", "Codex [done]"]
-    assert data["title"] == '[not a table]\nnotify = ["fake"]\n' and data["model_providers"]["x"]["arr"] == [[1, 2], [3]]
-    assert "# my codex settings\nmodel = \"o4\"   # the model\nnotify = [" in text and "]  # trailing comment" not in text
+    assert data["title"] == '[not a table]\nnotify = ["fake"]\n' and data["model_providers"]["x"]["arr"] == [
+        [1, 2],
+        [3],
+    ]
+    assert (
+        '# my codex settings\nmodel = "o4"   # the model\nnotify = [' in text
+        and "]  # trailing comment" not in text
+    )
     assert text.count("# trailing comment") == 1 and text.endswith(TRICKY[TRICKY.index('title = """'):])
 
 
@@ -104,7 +116,10 @@ def test_no_notify_yet_goes_above_the_first_table(tmp_path: Path) -> None:
 
 def test_bad_configs_are_left_alone_with_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    for bad, message in (('model = "unterminated\n', "not valid TOML"), ('notify = "notify-send"\n', "not a list")):
+    for bad, message in (
+        ('model = "unterminated\n', "not valid TOML"),
+        ('notify = "notify-send"\n', "not a list"),
+    ):
         path.write_text(bad)
         with pytest.raises(ValueError, match=message):
             install(path)
@@ -132,16 +147,22 @@ def test_the_chained_program_gets_the_same_argument(tmp_path: Path, monkeypatch:
     logger = tmp_path / "logger.py"
     logger.write_text("import json, sys\nopen(sys.argv[1], 'a').write(json.dumps(sys.argv[2:]) + '\\n')\n")
     out = tmp_path / "previous.jsonl"
-    payload = json.loads((FIXTURES / "codex" / "hooks" / "notify.jsonl").read_text().splitlines()[1])["argv"][-1]
+    payload = json.loads((FIXTURES / "codex" / "hooks" / "notify.jsonl").read_text().splitlines()[1])["argv"][
+        -1
+    ]
     argv = [*HOOK, "--then", sys.executable, str(logger), str(out), payload]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=Path(__file__).parent.parent)
+    result = subprocess.run(
+        argv, capture_output=True, text=True, timeout=30, cwd=Path(__file__).parent.parent
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(out.read_text()) == [payload]
     [record] = read_records(tmp_path / "state" / "batonpass" / "spool")
     assert record.agent == "codex" and record.payload == json.loads(payload)
 
 
-def test_a_missing_chained_program_does_not_fail_the_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_chained_program_does_not_fail_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     result = subprocess.run([*HOOK, "--then", str(tmp_path / "gone"), '{"type": "agent-turn-complete"}'],
                             capture_output=True, text=True, timeout=30, cwd=Path(__file__).parent.parent)

@@ -80,9 +80,15 @@ def test_the_shared_daemons_open_rollouts_are_not_the_panes(codex) -> None:
     stand_ins, home, project = codex
     neighbour = home.rollout(time.time() - 50, project)
     (project / "app-server").write_text(f'exec 3<"{neighbour}"; sleep 300\n')
-    pane = stand_ins.pane(f"{stand_ins.bin / 'codex'} app-server --listen unix:// --managed-daemon & sleep 300",
-                          cwd=project, home=home.root)
-    wait_for(lambda: any(str(neighbour) in proc.open_files(p.pid) for p in proc.subtree(pane)), what="the daemon's fd")
+    pane = stand_ins.pane(
+        f"{stand_ins.bin / 'codex'} app-server --listen unix:// --managed-daemon & sleep 300",
+        cwd=project,
+        home=home.root,
+    )
+    wait_for(
+        lambda: any(str(neighbour) in proc.open_files(p.pid) for p in proc.subtree(pane)),
+        what="the daemon's fd",
+    )
     mine = home.rollout(started(pane) + 1.0, project)
     res = resolve_rollout(pane)
     assert (res.rollout, res.rule) == (mine, "start time + cwd")

@@ -27,7 +27,9 @@ def expected_turns(path: Path) -> list[tuple[str, str, str | None]]:
     for r in lines(path):
         p = r.get("payload") or {}
         if r["type"] == "event_msg" and p.get("type") == "task_complete":
-            out.append((p["turn_id"], "failed" if p.get("error") else "completed", p.get("last_agent_message")))
+            out.append(
+                (p["turn_id"], "failed" if p.get("error") else "completed", p.get("last_agent_message"))
+            )
         elif r["type"] == "event_msg" and p.get("type") == "turn_aborted":
             out.append((p["turn_id"], "failed", None))
     return out
@@ -76,7 +78,9 @@ def test_a_late_item_completed_after_task_complete_is_not_a_new_turn() -> None:
     path = CODEX / "failed-turns" / "rollout-tui-with-error-turn.jsonl"
     records = lines(path)
     late = next(i for i, r in enumerate(records) if r["ordinal"] == 75)
-    assert records[late]["payload"]["type"] == "item_completed"  # the SLEEPCMD command, after its task_complete
+    assert (
+        records[late]["payload"]["type"] == "item_completed"
+    )  # the SLEEPCMD command, after its task_complete
     state = RolloutState()
     for r in records[: late + 1]:
         state.feed(r)
@@ -120,10 +124,15 @@ def test_only_appended_bytes_are_read(tmp_path: Path) -> None:
 def test_unknown_and_broken_lines_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     records = lines(ROLLOUTS[0])
-    body = [json.dumps(records[0]), "not json at all", json.dumps({"type": "future_thing", "payload": {"x": 1}}),
-            json.dumps({"type": "event_msg", "payload": {"type": "brand_new_event", "turn_id": "t"}}),
-            json.dumps([1, 2, 3]), json.dumps({"type": "event_msg", "payload": "a string"}),
-            json.dumps({"type": "compacted", "payload": {"message": "summary"}})]
+    body = [
+        json.dumps(records[0]),
+        "not json at all",
+        json.dumps({"type": "future_thing", "payload": {"x": 1}}),
+        json.dumps({"type": "event_msg", "payload": {"type": "brand_new_event", "turn_id": "t"}}),
+        json.dumps([1, 2, 3]),
+        json.dumps({"type": "event_msg", "payload": "a string"}),
+        json.dumps({"type": "compacted", "payload": {"message": "summary"}}),
+    ]
     body += [json.dumps(r) for r in records[1:]]
     path.write_text("\n".join(body) + "\n")
     tail = JsonlTail(path)
@@ -131,25 +140,73 @@ def test_unknown_and_broken_lines_are_skipped(tmp_path: Path) -> None:
     for r in tail.read():
         state.feed(r)
     assert tail.bad_lines == 1
-    assert [(t.turn_id, t.outcome) for t in state.take_finished()] == [(t, o) for t, o, _ in expected_turns(ROLLOUTS[0])]
+    assert [(t.turn_id, t.outcome) for t in state.take_finished()] == [
+        (t, o) for t, o, _ in expected_turns(ROLLOUTS[0])
+    ]
 
 
 def test_the_older_event_shape(tmp_path: Path) -> None:
     """Older Codex: user_message / agent_message events, task_complete without ids, error events."""
     ev = [
-        {"timestamp": "2025-08-01T10:00:00.000Z", "type": "session_meta",
-         "payload": {"id": "th-old", "timestamp": "2025-08-01T10:00:00.000Z", "cwd": "/w", "originator": "codex_cli_rs"}},
-        {"timestamp": "2025-08-01T10:00:01.000Z", "type": "event_msg", "payload": {"type": "user_message", "message": "hi"}},
-        {"timestamp": "2025-08-01T10:00:02.000Z", "type": "event_msg", "payload": {"type": "agent_reasoning", "text": "hm"}},
-        {"timestamp": "2025-08-01T10:00:03.000Z", "type": "event_msg", "payload": {"type": "agent_message", "message": "Hello."}},
-        {"timestamp": "2025-08-01T10:00:03.100Z", "type": "event_msg",
-         "payload": {"type": "task_complete", "last_agent_message": "Hello."}},
-        {"timestamp": "2025-08-01T10:01:00.000Z", "type": "event_msg", "payload": {"type": "user_message", "message": "again"}},
-        {"timestamp": "2025-08-01T10:01:01.000Z", "type": "event_msg", "payload": {"type": "agent_message", "message": "Part"}},
-        {"timestamp": "2025-08-01T10:01:02.000Z", "type": "event_msg", "payload": {"type": "error", "message": "stream died"}},
-        {"timestamp": "2025-08-01T10:02:00.000Z", "type": "event_msg", "payload": {"type": "user_message", "message": "third"}},
-        {"timestamp": "2025-08-01T10:02:01.000Z", "type": "response_item",
-         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "From the item"}]}},
+        {
+            "timestamp": "2025-08-01T10:00:00.000Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "th-old",
+                "timestamp": "2025-08-01T10:00:00.000Z",
+                "cwd": "/w",
+                "originator": "codex_cli_rs",
+            },
+        },
+        {
+            "timestamp": "2025-08-01T10:00:01.000Z",
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "hi"},
+        },
+        {
+            "timestamp": "2025-08-01T10:00:02.000Z",
+            "type": "event_msg",
+            "payload": {"type": "agent_reasoning", "text": "hm"},
+        },
+        {
+            "timestamp": "2025-08-01T10:00:03.000Z",
+            "type": "event_msg",
+            "payload": {"type": "agent_message", "message": "Hello."},
+        },
+        {
+            "timestamp": "2025-08-01T10:00:03.100Z",
+            "type": "event_msg",
+            "payload": {"type": "task_complete", "last_agent_message": "Hello."},
+        },
+        {
+            "timestamp": "2025-08-01T10:01:00.000Z",
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "again"},
+        },
+        {
+            "timestamp": "2025-08-01T10:01:01.000Z",
+            "type": "event_msg",
+            "payload": {"type": "agent_message", "message": "Part"},
+        },
+        {
+            "timestamp": "2025-08-01T10:01:02.000Z",
+            "type": "event_msg",
+            "payload": {"type": "error", "message": "stream died"},
+        },
+        {
+            "timestamp": "2025-08-01T10:02:00.000Z",
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "third"},
+        },
+        {
+            "timestamp": "2025-08-01T10:02:01.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "From the item"}],
+            },
+        },
         {"timestamp": "2025-08-01T10:02:02.000Z", "type": "event_msg", "payload": {"type": "task_complete"}},
     ]
     path = tmp_path / "old.jsonl"
@@ -210,7 +267,9 @@ def test_baton_extract_prints_the_answer_exactly(capsys: pytest.CaptureFixture[s
     assert out["turn_id"] == "01a236f3-e6bd-7483-a511-0772d9de0559" and out["source"] == "transcript"
 
 
-def test_baton_extract_says_why_when_there_is_no_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_baton_extract_says_why_when_there_is_no_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     interrupted = next(p for p in ROLLOUTS if "01a236f5-bc20" in p.name)
     assert baton(["extract", "--agent", "codex", str(interrupted)]) == 1
     assert "failed: interrupted; it left no answer" in capsys.readouterr().err

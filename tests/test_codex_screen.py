@@ -70,13 +70,20 @@ def test_every_hook_payload() -> None:
     records = [json.loads(line) for line in (CODEX / "hooks" / "hooks.jsonl").read_text().splitlines()]
     parsed = [notify_turn(r["stdin"]) for r in records]
     stops = [r["stdin"] for r in records if r["stdin"]["hook_event_name"] == "Stop"]
-    assert [p for p in parsed if p] == [(s["session_id"], s["turn_id"], s["last_assistant_message"]) for s in stops]
+    assert [p for p in parsed if p] == [
+        (s["session_id"], s["turn_id"], s["last_assistant_message"]) for s in stops
+    ]
     assert len(stops) == 1 and sum(p is None for p in parsed) == len(records) - 1
 
 
 def test_malformed_payloads_are_not_turns() -> None:
-    for payload in ({}, {"type": "agent-turn-complete"}, {"type": "agent-turn-complete", "thread-id": 3, "turn-id": "t"},
-                    {"hook_event_name": "Interrupt", "session_id": "s", "turn_id": "t"}, {"value": [1, 2]}):
+    for payload in (
+        {},
+        {"type": "agent-turn-complete"},
+        {"type": "agent-turn-complete", "thread-id": 3, "turn-id": "t"},
+        {"hook_event_name": "Interrupt", "session_id": "s", "turn_id": "t"},
+        {"value": [1, 2]},
+    ):
         assert notify_turn(payload) is None
     assert notify_turn({"type": "agent-turn-complete", "thread-id": "a", "turn-id": "b",
                         "last-assistant-message": None}) == ("a", "b", None)

@@ -1,4 +1,5 @@
-"""Turn ends of the older Codex rollout shapes (SPEC §6.1; tests/fixtures/codex-old, written from those facts):
+"""Turn ends of the older Codex rollout shapes (SPEC §6.1; tests/fixtures/codex-old, written from those
+facts):
 Codex before ~0.104 (no task events: a turn ends at the next prompt, the last one when the session goes idle
 or codex exits) and the legacy format (no envelope). Through the real ``baton extract``, the adapter's
 catch-up (``finished_turns``), its live follow, and a real ``baton run`` handing the answers on."""
@@ -116,11 +117,25 @@ def test_baton_extract_says_why_nothing_finished(tmp_path: Path) -> None:
     second_prompt = prompt_lines(pre)[1]
     cases = {
         # a preamble, then a tool call with no answer after it yet (the first turn is finished, so cut it off)
-        "open": ([pre[0], *pre[second_prompt:first_tool_call + 1]], "the last turn is still open (no answer on disk yet)"),
-        "only a prompt": (pre[:prompt_lines(pre)[0] + 1], "the last turn is still open (no answer on disk yet)"),
-        "interrupted": ([*pre[:prompt_lines(pre)[0] + 1], {"timestamp": pre[5]["timestamp"], "type": "event_msg",
-                         "payload": {"type": "turn_aborted", "reason": "interrupted"}}],
-                        "failed: interrupted; it left no answer"),
+        "open": (
+            [pre[0], *pre[second_prompt : first_tool_call + 1]],
+            "the last turn is still open (no answer on disk yet)",
+        ),
+        "only a prompt": (
+            pre[: prompt_lines(pre)[0] + 1],
+            "the last turn is still open (no answer on disk yet)",
+        ),
+        "interrupted": (
+            [
+                *pre[: prompt_lines(pre)[0] + 1],
+                {
+                    "timestamp": pre[5]["timestamp"],
+                    "type": "event_msg",
+                    "payload": {"type": "turn_aborted", "reason": "interrupted"},
+                },
+            ],
+            "failed: interrupted; it left no answer",
+        ),
         "legacy header only": (records(LEGACY)[:4], "holds no turn: no prompt was written to it"),
         "not a rollout": (["hello", "world"], "holds no turn: it has no JSON lines"),
     }
@@ -147,7 +162,10 @@ class OldCodex:
         self.tid = self.home.thread(at)
         self.rollout = rollout_path(self.home.root, self.tid, at)
         self.rollout.parent.mkdir(parents=True)
-        script = f"exec 3>>{shlex.quote(str(self.rollout))}; cat {shlex.quote(str(SCREENS / screen))}; sleep 300; true"
+        script = (
+            f"exec 3>>{shlex.quote(str(self.rollout))}; cat {shlex.quote(str(SCREENS / screen))}; "
+            "sleep 300; true"
+        )
         inner = f"{bin_dir / 'codex'} -c {shlex.quote(script)}; exec bash --norc --noprofile"
         self.pane = server.new_pane(f"bash -c {shlex.quote(inner)}", cwd=self.project,
                                     env={"CODEX_HOME": str(self.home.root)})
@@ -182,7 +200,9 @@ async def test_catch_up_settles_the_last_turn_only_once_the_rollout_is_quiet(tmu
     fresh = CodexAdapter(old.ctx)
     ends = await fresh.finished_turns(0)
     assert [(e.outcome, e.text) for e in ends] == PRE_TASK_TURNS
-    assert ends[2].detail == "no answer before the next prompt (interrupted?)" and ends[-1].cwd == str(old.project)
+    assert ends[2].detail == "no answer before the next prompt (interrupted?)" and ends[-1].cwd == str(
+        old.project
+    )
     assert [e.turn_id for e in ends] == list(fold(old.rollout).turns)  # the ids a file read gives
     later = await CodexAdapter(old.ctx).finished_turns(ends[1].ended_at + 0.001)
     assert [e.turn_id for e in later] == [e.turn_id for e in ends[2:]]
@@ -193,7 +213,9 @@ async def test_catch_up_settles_the_last_turn_only_once_the_rollout_is_quiet(tmu
 async def test_catch_up_of_a_legacy_rollout_takes_no_old_history_for_news(tmux_server: TmuxServer,
                                                                          tmp_path: Path) -> None:
     old = OldCodex(tmux_server, tmp_path)
-    append(old.rollout, old.lines(LEGACY, time.time() - 86400))  # a session begun yesterday, answered just now
+    append(
+        old.rollout, old.lines(LEGACY, time.time() - 86400)
+    )  # a session begun yesterday, answered just now
     age(old.rollout, 20)
     ends = await old.adapter.finished_turns(time.time() - 60)
     assert [(e.outcome, e.text) for e in ends] == LEGACY_TURNS[1:]
@@ -265,7 +287,9 @@ async def test_an_unanswered_turn_long_quiet_with_an_idle_screen_takes_hand_offs
 
 @pytest.mark.tmux
 @pytest.mark.parametrize("shape", SHAPES)
-def test_baton_run_hands_each_older_codex_answer_on_once(shape: str, tmux_server: TmuxServer, tmp_path: Path) -> None:
+def test_baton_run_hands_each_older_codex_answer_on_once(
+    shape: str, tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     fixture, turns = SHAPES[shape]
     old = OldCodex(tmux_server, tmp_path)
     log = tmp_path / "target.jsonl"
@@ -279,8 +303,12 @@ def test_baton_run_hands_each_older_codex_answer_on_once(shape: str, tmux_server
     err = tmp_path / "run.err"
     daemon = start_baton("-v", "run", "-c", str(config), stderr=err)
     try:
-        wait_for(lambda: Journal(default_journal_path()).followed_until("old") is not None or daemon.poll() is not None,
-                 what="baton run following the codex tile")
+        wait_for(
+            lambda: (
+                Journal(default_journal_path()).followed_until("old") is not None or daemon.poll() is not None
+            ),
+            what="baton run following the codex tile",
+        )
         assert daemon.poll() is None, err.read_text()
         lines = old.lines(fixture)
         prompts = prompt_lines(lines)

@@ -53,7 +53,8 @@ routes.yaml:3:3: error: tmux.socket: unknown key 'socket'
 routes.yaml:7:12: error: tiles.coder.agent: unknown agent 'claud'; known: auto, {agents}
 routes.yaml:8:5: error: tiles.coder.colour: unknown key 'colour'
 routes.yaml:10:5: error: tiles.reviewer.pane: missing required key 'pane'
-routes.yaml:13:9: error: routes[0].to: route to tile 'reviewr' is not defined under tiles; known tiles: coder, reviewer
+routes.yaml:13:9: error: routes[0].to: route to tile 'reviewr' is not defined under tiles; known tiles: \
+coder, reviewer
 routes.yaml:14:9: error: routes[0].on: Input should be 'completed', 'failed' or 'any'
 routes.yaml:15:12: error: routes[0].match: bad regex: missing ), unterminated subpattern at position 0
 routes.yaml:17:9: error: routes[1].to: route goes from tile 'reviewer' to itself
@@ -72,8 +73,13 @@ def registries():
 
 
 def run_check(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "check", "-c", path.name, *args], cwd=path.parent,
-                          capture_output=True, text=True, env={"BATON_DISABLE_EXTERNAL_PLUGINS": "1", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "check", "-c", path.name, *args],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        env={"BATON_DISABLE_EXTERNAL_PLUGINS": "1", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_check_names_every_problem_with_line_and_column(tmp_path: Path, registries) -> None:
@@ -93,14 +99,19 @@ def test_repo_example_is_valid(registries) -> None:
 
 
 def test_check_ok_exit_zero(tmp_path: Path) -> None:
-    (tmp_path / "routes.yaml").write_text("version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\nroutes:\n  - {from: a, to: b}\n")
+    (tmp_path / "routes.yaml").write_text(
+        "version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\nroutes:\n  - {from: a, to: b}\n"
+    )
     result = run_check(tmp_path / "routes.yaml")
     assert result.returncode == 0, result.stderr
     assert "ok" in result.stdout
 
 
 def test_cycle_without_max_hops_is_a_warning(registries) -> None:
-    text = "version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\nroutes:\n  - {from: a, to: b}\n  - {from: b, to: a}\n"
+    text = (
+        "version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\n"
+        "routes:\n  - {from: a, to: b}\n  - {from: b, to: a}\n"
+    )
     config, warnings = parse_config(text, "r.yaml", registries)
     assert [str(w) for w in warnings] == [
         "r.yaml:6:3: warning: routes: routes form a cycle (a -> b -> a) and settings.max_hops is not set; "
@@ -120,14 +131,23 @@ def test_template_placeholders_checked_at_load(registries) -> None:
     assert "unknown placeholder {nope}" in problem.message
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("", "r.yaml:1:1: error: the file is empty; it needs at least `version: 1` and `tiles:`"),
-    ("version: 1\ntiles: [\n", "r.yaml:3:1: error: invalid YAML"),
-    ("version: 2\ntiles: {}\n", "r.yaml:1:10: error: version: unsupported version; this batonpass reads version 1"),
-    ("- a\n- b\n", "r.yaml:1:1: error: the top level must be a mapping"),
-    ("version: 1\ntiles: {a: {pane: '%1'}, b: {pane: '%2'}}\nroutes:\n  - {from: a, to: b, trnsform: raw}\n",
-     "r.yaml:4:22: error: routes[0].trnsform: unknown key 'trnsform'"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", "r.yaml:1:1: error: the file is empty; it needs at least `version: 1` and `tiles:`"),
+        ("version: 1\ntiles: [\n", "r.yaml:3:1: error: invalid YAML"),
+        (
+            "version: 2\ntiles: {}\n",
+            "r.yaml:1:10: error: version: unsupported version; this batonpass reads version 1",
+        ),
+        ("- a\n- b\n", "r.yaml:1:1: error: the top level must be a mapping"),
+        (
+            "version: 1\ntiles: {a: {pane: '%1'}, b: {pane: '%2'}}\n"
+            "routes:\n  - {from: a, to: b, trnsform: raw}\n",
+            "r.yaml:4:22: error: routes[0].trnsform: unknown key 'trnsform'",
+        ),
+    ],
+)
 def test_single_problems(text: str, expected: str, registries) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(text, "r.yaml", registries)

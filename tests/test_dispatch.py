@@ -27,7 +27,9 @@ def make_config(tiles: dict[str, dict], routes: list[dict], **settings) -> Confi
 
 
 @contextlib.asynccontextmanager
-async def running(config: Config, server: TmuxServer, deliveries: list | None = None) -> AsyncIterator[Pipeline]:
+async def running(
+    config: Config, server: TmuxServer, deliveries: list | None = None
+) -> AsyncIterator[Pipeline]:
     def report(event) -> None:
         if deliveries is not None and isinstance(event, Delivery):
             deliveries.append(event)
@@ -50,7 +52,9 @@ def start_demo(server: TmuxServer, log: Path, **kw) -> str:
 async def test_multiline_prompt_arrives_as_one_message(tmux_server: TmuxServer, tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     pane = start_demo(tmux_server, log)
-    adapter = REGISTRIES.agents.get("demo")(TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux))
+    adapter = REGISTRIES.agents.get("demo")(
+        TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+    )
     hostile = "first line\nsecond line\x1b[201~\n\x1b[31mthird\x1b[0m line\x07\x9b\x00\n\n"
     confirmed, pane_id = await type_prompt(adapter, hostile)
     assert confirmed and pane_id == pane
@@ -74,7 +78,9 @@ async def test_busy_target_gets_the_prompt_only_once_idle(tmux_server: TmuxServe
     deliveries: list[Delivery] = []
     async with running(config, tmux_server, deliveries) as pipeline:
         for i in (1, 2, 3):
-            await pipeline.submit(Prompt(route="test", source="you", target="b", text=f"prompt {i}", turn_id=f"t{i}", hop=0))
+            await pipeline.submit(
+                Prompt(route="test", source="you", target="b", text=f"prompt {i}", turn_id=f"t{i}", hop=0)
+            )
         await until(lambda: len(deliveries) == 3, timeout=30, what="three deliveries")
     assert [d.state for d in deliveries] == ["delivered"] * 3
     assert messages(log) == ["prompt 1", "prompt 2", "prompt 3"]  # in order, each once
@@ -86,9 +92,16 @@ async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServ
     shell = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
     target = start_demo(tmux_server, log)
-    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
-                         [{"from": "sh", "to": "agent", "transform": {"type": "template",
-                                                                      "template": "Output of {source}:\n{response}"}}])
+    config = make_config(
+        {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
+        [
+            {
+                "from": "sh",
+                "to": "agent",
+                "transform": {"type": "template", "template": "Output of {source}:\n{response}"},
+            }
+        ],
+    )
     deliveries: list[Delivery] = []
     async with running(config, tmux_server, deliveries):
         await anyio.sleep(0.5)  # the shell tile learns its prompt
@@ -99,13 +112,17 @@ async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServ
     assert len(deliveries) == 1 and deliveries[0].state == "delivered"
 
 
-async def test_failed_command_and_quick_commands_are_turns_too(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_failed_command_and_quick_commands_are_turns_too(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     log = tmp_path / "target.jsonl"
     shell = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
     target = start_demo(tmux_server, log, work_s=0.1)
-    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
-                         [{"from": "sh", "to": "agent"}])
+    config = make_config(
+        {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
+        [{"from": "sh", "to": "agent"}],
+    )
     async with running(config, tmux_server):
         await anyio.sleep(0.5)
         tmux_server.type(shell, "echo one")
@@ -150,8 +167,11 @@ async def test_bare_shell_where_agent_declared_gets_nothing_and_handoff_is_kept(
 async def test_gone_pane_gives_up_as_failed_with_reason(tmux_server: TmuxServer, tmp_path: Path) -> None:
     shell = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(shell))
-    config = make_config({"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": "%999", "agent": "demo"}},
-                         [{"from": "sh", "to": "agent"}], give_up_s=1.5)
+    config = make_config(
+        {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": "%999", "agent": "demo"}},
+        [{"from": "sh", "to": "agent"}],
+        give_up_s=1.5,
+    )
     deliveries: list[Delivery] = []
     async with running(config, tmux_server, deliveries):
         await anyio.sleep(0.5)
@@ -167,14 +187,32 @@ def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Pa
 
     bare = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(bare))
-    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, "--agent", "demo",
-                             bare, "echo PWNED"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "send",
+            "-L",
+            tmux_server.socket,
+            "--agent",
+            "demo",
+            bare,
+            "echo PWNED",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1 and "absent" in result.stderr
     assert "PWNED" not in tmux_server.capture(bare)
     log = tmp_path / "a.jsonl"
     agent = start_demo(tmux_server, log)
-    result = subprocess.run([sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, agent, "-"],
-                            input="from\nstdin\x1b[201~", capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, agent, "-"],
+        input="from\nstdin\x1b[201~",
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     wait_for(lambda: messages(log), what="the sent message")
     assert messages(log) == ["from\nstdin"]

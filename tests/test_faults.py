@@ -37,8 +37,11 @@ class Daemon:
         self.starts += 1
         self.err = self.tmp / f"daemon-{self.starts}.err"
         with self.err.open("w") as errs:
-            self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *self.verbose, "run", "-c", str(self.config)],
-                                         stdout=subprocess.DEVNULL, stderr=errs)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pipeline.cli", *self.verbose, "run", "-c", str(self.config)],
+                stdout=subprocess.DEVNULL,
+                stderr=errs,
+            )
 
     def wait_running(self) -> None:
         wait_for(lambda: "running:" in self.err.read_text() or self.proc.poll() is not None, what="baton run")
@@ -66,7 +69,9 @@ class Daemon:
 def wait_followed(daemon: Daemon, tile: str) -> None:
     """Until the daemon's first look at ``tile`` is in the journal (before that, its turns are history)."""
     daemon.wait_running()
-    wait_for(lambda: Journal(default_journal_path()).followed_until(tile) is not None, what=f"{tile} followed")
+    wait_for(
+        lambda: Journal(default_journal_path()).followed_until(tile) is not None, what=f"{tile} followed"
+    )
 
 
 def write_config(path: Path, socket: str, tiles: dict[str, dict], routes: list[dict], **settings) -> Path:
@@ -108,14 +113,21 @@ def daemon_factory(tmp_path: Path):
             d.proc.wait()
 
 
-def test_loop_between_two_agents_stops_at_max_hops(tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+def test_loop_between_two_agents_stops_at_max_hops(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
     alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a, b = start_agent(tmux_server, alog, "a", work_s=0.2), start_agent(tmux_server, blog, "b", work_s=0.2)
-    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
-                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
-                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "{response} +b"}},
-                           {"from": "b", "to": "a", "transform": {"type": "template", "template": "{response} +a"}}],
-                          max_hops=3)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+        [
+            {"from": "a", "to": "b", "transform": {"type": "template", "template": "{response} +b"}},
+            {"from": "b", "to": "a", "transform": {"type": "template", "template": "{response} +a"}},
+        ],
+        max_hops=3,
+    )
     daemon = daemon_factory(config)
     daemon.start()
     daemon.wait_running()
@@ -129,7 +141,9 @@ def test_loop_between_two_agents_stops_at_max_hops(tmux_server: TmuxServer, tmp_
     assert [h.state for h in history] == ["delivered", "delivered", "delivered", "skipped"]
     assert history[-1].note == "the chain reached max_hops=3"
     # a person's prompt resets the count
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "history", "--json"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "history", "--json"], capture_output=True, text=True
+    )
     assert [h["hop"] for h in json.loads(out.stdout)] == [1, 2, 3, 4]
 
 
@@ -140,17 +154,26 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
     alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a = start_agent(tmux_server, alog, "a", role="writer", work_s=0.25)
     b = start_agent(tmux_server, blog, "b", work_s=0.25)
-    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
-                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
-                          [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}])
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
+    )
     daemon = daemon_factory(config)
     daemon.start()
     wait_followed(daemon, "a")  # the first run: what a did before is history, what it does next is news
     next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     for i in range(turns):
         # a person types the next task once a has answered the last one
-        wait_for(lambda i=i: len(transcript_answers(private_state)) >= i and "demo❯ " in tmux_server.capture(a).rstrip().split("\n")[-1] + " ",
-                 timeout=30, what=f"a to finish turn {i}")
+        wait_for(
+            lambda i=i: (
+                len(transcript_answers(private_state)) >= i
+                and "demo❯ " in tmux_server.capture(a).rstrip().split("\n")[-1] + " "
+            ),
+            timeout=30,
+            what=f"a to finish turn {i}",
+        )
         tmux_server.type(a, f"task {i}")
         while time.monotonic() < next_kill and len(transcript_answers(private_state)) <= i:
             time.sleep(0.02)
@@ -161,13 +184,17 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
             next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     wait_for(lambda: len(transcript_answers(private_state)) >= turns, timeout=30, what="a's last answer")
     expected = [f"from a: {t}" for t in transcript_answers(private_state) if t.startswith("Draft")]
-    wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60 + turns, what="every hand-off to arrive")
+    wait_for(
+        lambda: len(messages(blog)) >= len(expected), timeout=60 + turns, what="every hand-off to arrive"
+    )
     time.sleep(1.5)
     assert daemon.stop() == 0
     got = collections.Counter(messages(blog))
     lost = [m for m in expected if got[m] == 0]
     repeated = {m: n for m, n in got.items() if n > 1}
-    report = f"turns={turns} kills={daemon.kills} starts={daemon.starts} lost={len(lost)} repeated={len(repeated)}"
+    report = (
+        f"turns={turns} kills={daemon.kills} starts={daemon.starts} lost={len(lost)} repeated={len(repeated)}"
+    )
     print(report)
     (tmp_path / "fault-report.txt").write_text(report)
     assert lost == [] and repeated == {}, report + "\n" + daemon.stderr()[-4000:]
@@ -212,7 +239,11 @@ def test_invalid_reload_keeps_running_config_and_valid_reload_applies(tmux_serve
     a = start_agent(tmux_server, alog, "a", work_s=0.1)
     b = start_agent(tmux_server, blog, "b", work_s=0.1)
     c = start_agent(tmux_server, clog, "c", work_s=0.1)
-    tiles = {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}, "c": {"pane": c, "agent": "demo"}}
+    tiles = {
+        "a": {"pane": a, "agent": "demo"},
+        "b": {"pane": b, "agent": "demo"},
+        "c": {"pane": c, "agent": "demo"},
+    }
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles, [{"from": "a", "to": "b"}])
     daemon = daemon_factory(config)
     daemon.start()
@@ -235,14 +266,19 @@ def test_target_killed_mid_queue_and_tmux_server_restarted(tmux_server: TmuxServ
                                                            daemon_factory) -> None:
     """The target pane dies with prompts queued for it; the whole tmux server then dies and comes back
     (a new server on the same socket, the agent restarted under the same title). Nothing is typed into
-    the wrong place, the failure is recorded with its reason, and the queue resumes once the target is back."""
+    the wrong place, the failure is recorded with its reason, and the queue resumes once the target is
+    back."""
     alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a = start_agent(tmux_server, alog, "a", work_s=0.1)
     b = start_agent(tmux_server, blog, "b", work_s=3.0)
     tmux_server.run("select-pane", "-t", b, "-T", "target-b")
-    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
-                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": "title:target-b", "agent": "demo"}},
-                          [{"from": "a", "to": "b"}], give_up_s=60)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": {"pane": a, "agent": "demo"}, "b": {"pane": "title:target-b", "agent": "demo"}},
+        [{"from": "a", "to": "b"}],
+        give_up_s=60,
+    )
     daemon = daemon_factory(config)
     daemon.start()
     daemon.wait_running()
@@ -264,7 +300,9 @@ def test_target_killed_mid_queue_and_tmux_server_restarted(tmux_server: TmuxServ
     assert messages(blog2) == ["job 1", "job 2"]
 
 
-def test_agent_exits_between_completion_and_dispatch(tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+def test_agent_exits_between_completion_and_dispatch(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
     a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1)
     bare = tmux_server.new_pane()  # b's pane: an agent that "exited" leaves a bare shell
     wait_for(lambda: "$" in tmux_server.capture(bare))
@@ -280,7 +318,9 @@ def test_agent_exits_between_completion_and_dispatch(tmux_server: TmuxServer, tm
     assert "should-never-run-in-bash" not in tmux_server.capture(bare)
     (record,) = Journal(default_journal_path()).history()
     assert record.state == "failed" and "shows no demo agent" in record.last_error
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True
+    ).stdout
     assert "failed" in out and "shows no demo agent" in out
 
 

@@ -28,27 +28,74 @@ CLAUDE_LINES = [ln for f in sorted((FIXTURES / "claude-code/home/.claude/project
 CODEX_LINES = [ln for f in sorted((FIXTURES / "codex").rglob("rollout-*.jsonl"))
                for ln in f.read_bytes().splitlines(keepends=True)]
 
-NASTY = st.sampled_from([b"\x1b[201~", b"\x1b]0;x\x07", b"\xff\xfe", b"\xc3", b"\x00", b"\r", b"\n", b"{", b"}",
-                         b'"', b"\\u0000", b"\\ud800", b"\x9b", b"\xe2\x9d", b" " * 70000])
+NASTY = st.sampled_from(
+    [
+        b"\x1b[201~",
+        b"\x1b]0;x\x07",
+        b"\xff\xfe",
+        b"\xc3",
+        b"\x00",
+        b"\r",
+        b"\n",
+        b"{",
+        b"}",
+        b'"',
+        b"\\u0000",
+        b"\\ud800",
+        b"\x9b",
+        b"\xe2\x9d",
+        b" " * 70000,
+    ]
+)
 
 
 def mutated(lines: list[bytes]) -> st.SearchStrategy[bytes]:
     """Real recorded lines, cut, spliced and salted with hostile bytes."""
-    piece = st.one_of(st.sampled_from(lines), st.binary(max_size=200), NASTY,
-                      st.sampled_from(lines).flatmap(lambda ln: st.integers(0, len(ln)).map(lambda i: ln[:i])))
+    piece = st.one_of(
+        st.sampled_from(lines),
+        st.binary(max_size=200),
+        NASTY,
+        st.sampled_from(lines).flatmap(lambda ln: st.integers(0, len(ln)).map(lambda i: ln[:i])),
+    )
     return st.lists(piece, max_size=40).map(b"".join)
 
 
 def hostile_text_line(kind: str) -> st.SearchStrategy[bytes]:
     """A well-formed JSON line whose text fields carry escape sequences and controls."""
-    evil = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20) | st.sampled_from(
-        ["\x1b[201~", "\x1b]52;c;x\x07", "\x00", "\x9b", "\u202e"]), max_size=8).map("".join)
+    evil = st.lists(
+        st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+        | st.sampled_from(["\x1b[201~", "\x1b]52;c;x\x07", "\x00", "\x9b", "\u202e"]),
+        max_size=8,
+    ).map("".join)
     if kind == "claude":
-        return evil.map(lambda t: json.dumps({
-            "type": "assistant", "uuid": "u", "message": {"id": "m", "role": "assistant", "stop_reason": "end_turn",
-                                                          "content": [{"type": "text", "text": t}]}}).encode() + b"\n")
-    return evil.map(lambda t: json.dumps({
-        "type": "event_msg", "payload": {"type": "task_complete", "turn_id": "t", "last_agent_message": t}}).encode() + b"\n")
+        return evil.map(
+            lambda t: (
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "uuid": "u",
+                        "message": {
+                            "id": "m",
+                            "role": "assistant",
+                            "stop_reason": "end_turn",
+                            "content": [{"type": "text", "text": t}],
+                        },
+                    }
+                ).encode()
+                + b"\n"
+            )
+        )
+    return evil.map(
+        lambda t: (
+            json.dumps(
+                {
+                    "type": "event_msg",
+                    "payload": {"type": "task_complete", "turn_id": "t", "last_agent_message": t},
+                }
+            ).encode()
+            + b"\n"
+        )
+    )
 
 
 def write(data: bytes) -> Path:

@@ -10,7 +10,11 @@ from pipeline.plugin.events import Completion, Prompt
 
 
 def completion(turn: str = "t1", hop: int = 0, at: float | None = None) -> Completion:
-    return Completion(tile="a", turn_id=turn, hop=hop) if at is None else Completion(tile="a", turn_id=turn, hop=hop, at=at)
+    return (
+        Completion(tile="a", turn_id=turn, hop=hop)
+        if at is None
+        else Completion(tile="a", turn_id=turn, hop=hop, at=at)
+    )
 
 
 def routed(j: Journal, turn: str) -> bool:
@@ -75,7 +79,10 @@ def test_pending_before_the_transform_then_its_outcome(tmp_path: Path) -> None:
     assert {h.key: h.state for h in j.history()} == {"r@t1": "pending", "r2@t1": "pending"}
     assert not routed(j, "t1")  # a crash now: the turn is reported again and redone
     p = Prompt(route="r", source="a", target="b", text="hi", turn_id="t1", hop=1)
-    j.record_routing(c, [(p, "r", "b", "transformed", "fell back to raw: no key"), (None, "r2", "c", "skipped", "no match")])
+    j.record_routing(
+        c,
+        [(p, "r", "b", "transformed", "fell back to raw: no key"), (None, "r2", "c", "skipped", "no match")],
+    )
     states = {h.key: (h.state, h.note) for h in j.history()}
     assert states == {"r@t1": ("transformed", "fell back to raw: no key"), "r2@t1": ("skipped", "no match")}
     j.set_state("r@t1", "delivered")

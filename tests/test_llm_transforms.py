@@ -49,7 +49,9 @@ def registries():
 
 def make(registries, kind: str, settings: Settings | None = None, **options: Any) -> Transform:
     transform = registries.transforms.get(kind).from_config(options)
-    transform.configure(settings or Settings(llm=LLMSettings(model="claude-test", max_tokens=333, timeout_s=10)))
+    transform.configure(
+        settings or Settings(llm=LLMSettings(model="claude-test", max_tokens=333, timeout_s=10))
+    )
     return transform
 
 
@@ -68,7 +70,9 @@ def handoff(text: str = ANSWER, outcome: str = "completed") -> TransformInput:
 # ---- what is sent, what comes back ------------------------------------------------------------------
 
 
-async def test_ai_routing_sends_the_answer_and_hands_on_the_models_prompt(registries, anthropic_api: FakeAnthropicAPI):
+async def test_ai_routing_sends_the_answer_and_hands_on_the_models_prompt(
+    registries, anthropic_api: FakeAnthropicAPI
+):
     anthropic_api.default = Reply(text=MODEL_PROMPT)
     transform = make(registries, "ai-routing", instructions="Ask for a security review.")
     result = await transform.apply(handoff())
@@ -98,7 +102,9 @@ async def test_route_options_override_settings_llm(registries, anthropic_api: Fa
     assert "(none: write the natural next step for the target)" in request.user_text
 
 
-async def test_summary_asks_for_max_words_with_its_own_system_prompt(registries, anthropic_api: FakeAnthropicAPI):
+async def test_summary_asks_for_max_words_with_its_own_system_prompt(
+    registries, anthropic_api: FakeAnthropicAPI
+):
     anthropic_api.default = Reply(text="  Moved token checks to src/auth/tokens.py.  \n")
     transform = make(registries, "summary", max_words=40, instructions="For the release notes.")
     result = await transform.apply(handoff())
@@ -112,7 +118,9 @@ async def test_summary_asks_for_max_words_with_its_own_system_prompt(registries,
 
 async def test_the_sdk_retries_overloaded_and_server_errors(registries, anthropic_api: FakeAnthropicAPI):
     fast = {"retry-after-ms": "10"}
-    anthropic_api.script(Reply(status=529, headers=fast), Reply(status=500, headers=fast), Reply(text=MODEL_PROMPT))
+    anthropic_api.script(
+        Reply(status=529, headers=fast), Reply(status=500, headers=fast), Reply(text=MODEL_PROMPT)
+    )
     result = await make(registries, "ai-routing").apply(handoff())
     assert result.text == MODEL_PROMPT and result.note == ""
     assert len(anthropic_api.messages) == 3
@@ -175,9 +183,12 @@ async def test_concurrent_calls_share_one_limiter(registries, anthropic_api: Fak
     assert anthropic_api.max_in_flight == MAX_CONCURRENT_CALLS
 
 
-async def test_a_long_answer_is_cut_in_the_middle_with_a_visible_marker(registries, anthropic_api: FakeAnthropicAPI,
-                                                                         caplog):
-    answer = "FIRST LINE src/a.py\n" + "".join(f"middle line {i}\n" for i in range(500)) + "LAST LINE src/z.py"
+async def test_a_long_answer_is_cut_in_the_middle_with_a_visible_marker(
+    registries, anthropic_api: FakeAnthropicAPI, caplog
+):
+    answer = (
+        "FIRST LINE src/a.py\n" + "".join(f"middle line {i}\n" for i in range(500)) + "LAST LINE src/z.py"
+    )
     caplog.set_level(logging.WARNING, logger="batonpass")
     result = await make(registries, "ai-routing", max_input_chars=1000).apply(handoff(answer))
     cut = len(answer) - 1000
@@ -213,10 +224,10 @@ def test_check_warns_at_the_transform_when_no_key_is_set(registries, monkeypatch
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     _, warnings = parse_config(ROUTES, "routes.yaml", registries)
     assert [str(w) for w in warnings] == [
-        "routes.yaml:8:16: warning: routes[0].transform: transform 'ai-routing' needs ANTHROPIC_API_KEY, which "
-        "is not set: this route will hand on the raw answer instead",
-        "routes.yaml:11:23: warning: routes[1].transform.type: transform 'summary' needs ANTHROPIC_API_KEY, which "
-        "is not set: this route will skip its hand-offs instead",
+        "routes.yaml:8:16: warning: routes[0].transform: transform 'ai-routing' needs ANTHROPIC_API_KEY, "
+        "which is not set: this route will hand on the raw answer instead",
+        "routes.yaml:11:23: warning: routes[1].transform.type: transform 'summary' needs ANTHROPIC_API_KEY, "
+        "which is not set: this route will skip its hand-offs instead",
     ]
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     assert parse_config(ROUTES, "routes.yaml", registries)[1] == []
@@ -234,7 +245,9 @@ def test_options_are_checked_when_the_config_loads(registries):
 async def test_the_fake_also_streams_server_sent_events(anthropic_api: FakeAnthropicAPI):
     anthropic_api.default = Reply(text=MODEL_PROMPT * 3)
     async with anthropic.AsyncAnthropic() as client:
-        async with client.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as s:
+        async with client.messages.stream(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        ) as s:
             assert await s.get_final_text() == MODEL_PROMPT * 3
     assert anthropic_api.messages[0].body["stream"] is True
 
@@ -250,13 +263,19 @@ async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery
     agent = tmux_server.new_pane(demo_agent_command("reviewer", work_s=0.1, log=log))
     await until(lambda: "$" in tmux_server.capture(shell) and "demo❯" in tmux_server.capture(agent),
                 what="both panes to show their prompts")
-    config = Config.model_validate({
-        "version": 1,
-        "tiles": {"sh": {"pane": shell, "agent": "shell", "description": "runs the tests"},
-                  "rev": {"pane": agent, "agent": "demo", "description": "fixes what fails"}},
-        "routes": [{"from": "sh", "to": "rev", "transform": {"type": "ai-routing", "instructions": "Fix it."}}],
-        "settings": {"max_hops": 1, "llm": {"model": "claude-e2e", "timeout_s": 20}},
-    })
+    config = Config.model_validate(
+        {
+            "version": 1,
+            "tiles": {
+                "sh": {"pane": shell, "agent": "shell", "description": "runs the tests"},
+                "rev": {"pane": agent, "agent": "demo", "description": "fixes what fails"},
+            },
+            "routes": [
+                {"from": "sh", "to": "rev", "transform": {"type": "ai-routing", "instructions": "Fix it."}}
+            ],
+            "settings": {"max_hops": 1, "llm": {"model": "claude-e2e", "timeout_s": 20}},
+        }
+    )
     deliveries: list[Delivery] = []
 
     def report(event: Completion | Delivery) -> None:
@@ -277,7 +296,9 @@ async def hand_off_one_turn(tmux_server, registries, log: Path) -> list[Delivery
 
 
 @pytest.mark.tmux
-async def test_ai_routing_hands_the_target_the_models_prompt(tmux_server, registries, anthropic_api, tmp_path):
+async def test_ai_routing_hands_the_target_the_models_prompt(
+    tmux_server, registries, anthropic_api, tmp_path
+):
     anthropic_api.default = Reply(text=MODEL_PROMPT)
     log = tmp_path / "agent.jsonl"
     [delivery] = await hand_off_one_turn(tmux_server, registries, log)

@@ -34,8 +34,12 @@ def test_the_input_box_draft_is_read_from_recorded_screens() -> None:
     assert input_draft((SCREENS / "screen_startup.txt").read_text()) == ""  # the placeholder is not a draft
     done = strip_ansi((SCREENS / "screen_done.txt").read_text())
     assert input_draft(done) == ""
-    assert input_draft(done.replace("  ┃  Build · Fake Fake", "  ┃  fix the tests\n  ┃\n  ┃  Build · Fake Fake", 1)) \
+    assert (
+        input_draft(
+            done.replace("  ┃  Build · Fake Fake", "  ┃  fix the tests\n  ┃\n  ┃  Build · Fake Fake", 1)
+        )
         == "fix the tests"
+    )
     assert input_draft("no OpenCode here\n$ ") == ""
     adapter = OpenCodeAdapter.__new__(OpenCodeAdapter)
     assert adapter.is_busy(strip_ansi((SCREENS / "screen_working.txt").read_text()))
@@ -62,7 +66,9 @@ class Scene:
 
     def start(self, *, shell: bool = False) -> str:
         """A pane running the stand-in (``shell``: typed into a bash, so that it can exit to a bare shell)."""
-        command = standin_command("opencode", prompt="┃  ", busy="⬝⬝■■  esc interrupt", answer="screen answer {n}")
+        command = standin_command(
+            "opencode", prompt="┃  ", busy="⬝⬝■■  esc interrupt", answer="screen answer {n}"
+        )
         if shell:
             pane = self.server.new_pane(cwd=self.project, env=self.env())
             self.server.type(pane, command)
@@ -101,7 +107,9 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
     scene = Scene(tmux_server, tmp_path)
     w = scene.writer
     stale = w.session(scene.project, created_ms=int(time.time() * 1000) - 60_000)
-    w.turn(stale, "an older run's prompt", "an older run's answer")  # another process's session: never reported
+    w.turn(
+        stale, "an older run's prompt", "an older run's answer"
+    )  # another process's session: never reported
     pane = scene.start()
     session = w.session(scene.project)
     before = w.turn(session, "first", "finished before batonpass looked")  # reported once: catch-up
@@ -118,7 +126,11 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
         w.user(session, "touch the store again")
         await anyio.sleep(0.8)
         turns = [(c.turn_id, c.outcome, c.signal) for c in got["oc"]]
-        assert turns == [(before, "completed", "catch-up"), (tool_turn, "completed", "store"), (step, "failed", "store")]
+        assert turns == [
+            (before, "completed", "catch-up"),
+            (tool_turn, "completed", "store"),
+            (step, "failed", "store"),
+        ]
         answer = await adapter.response(got["oc"][1])
         assert (answer.text, answer.source) == ("listed:\n```\nREADME.md\n```", "store")
         assert (await adapter.response(got["oc"][2])).note == "turn ended: MessageAbortedError: Aborted"

@@ -37,8 +37,10 @@ from tests.fakes.openai_chat import FakeChat, opencode_config
 #: the release SPEC §7 was recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
 PROMPT = "Write the greeting helper and show it to me (e2e)"
-ANSWER = ("Here is the helper:\n\n```python\ndef greet(name: str) -> str:\n    return f\"hello {name}\"\n```\n\n"
-          "- it takes a name\n- it returns the greeting\n\nE2E_ANSWER_END")
+ANSWER = (
+    'Here is the helper:\n\n```python\ndef greet(name: str) -> str:\n    return f"hello {name}"\n```\n\n'
+    "- it takes a name\n- it returns the greeting\n\nE2E_ANSWER_END"
+)
 
 
 @pytest.fixture(scope="session")
@@ -58,12 +60,20 @@ def fake_chat() -> Iterator[FakeChat]:
 
 
 def opencode_env(home: Path, command: Path) -> dict[str, str]:
-    env = {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
-           "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
-           "npm_config_registry": "http://127.0.0.1:9/", "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
-           "PATH": f"{command.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    env = {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "npm_config_registry": "http://127.0.0.1:9/",
+        "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
+        "PATH": f"{command.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
     for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
     return env
@@ -72,8 +82,13 @@ def opencode_env(home: Path, command: Path) -> dict[str, str]:
 @pytest.mark.tmux
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer, tmp_path: Path, opencode_bin: Path,
-                                                        fake_chat: FakeChat, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_real_opencode_hands_off_and_takes_prompts(
+    tmux_server: TmuxServer,
+    tmp_path: Path,
+    opencode_bin: Path,
+    fake_chat: FakeChat,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     home, project = tmp_path / "home", tmp_path / "web"
     project.mkdir()
     env = opencode_env(home, opencode_bin)
@@ -102,7 +117,9 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
             await tg.start(pipeline.run)
             assert pipeline.tiles["oc"].adapter.name == "opencode"  # agent: auto, from the process tree
             # (b) a prompt handed to OpenCode starts a turn: a new user message in its store
-            await pipeline.submit(Prompt(route="test", source="test", target="oc", text=PROMPT, turn_id="e2e-1", hop=0))
+            await pipeline.submit(
+                Prompt(route="test", source="test", target="oc", text=PROMPT, turn_id="e2e-1", hop=0)
+            )
             with anyio.fail_after(30):
                 while not any(d.prompt.target == "oc" for d in deliveries):
                     await anyio.sleep(0.05)
@@ -123,17 +140,23 @@ async def test_real_opencode_hands_off_and_takes_prompts(tmux_server: TmuxServer
         received = next(r["t"] for r in read_log(log) if "message" in r)
         paste = received - registries.agents.get("demo").submit_delay_s
         last_chunk = fake_chat.turns()[-1].t_last_chunk
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:  # when the answer's text part was written
+        with sqlite3.connect(
+            f"file:{db}?mode=ro", uri=True
+        ) as conn:  # when the answer's text part was written
             [(text_ms,)] = conn.execute("SELECT max(time_updated) FROM part WHERE message_id = ? AND "
                                         "json_extract(data, '$.type') = 'text'", (end.turn_id,)).fetchall()
         done = end.completed_ms / 1000
         with capsys.disabled():
-            print(f"\nOpenCode e2e: model's last chunk -> text in the store {text_ms / 1000 - last_chunk:.3f}s"
-                  f" -> turn completed in the store {done - text_ms / 1000:.3f}s"
-                  f" -> paste in the target {paste - done:.3f}s")
+            print(
+                f"\nOpenCode e2e: model's last chunk -> text in the store {text_ms / 1000 - last_chunk:.3f}s"
+                f" -> turn completed in the store {done - text_ms / 1000:.3f}s"
+                f" -> paste in the target {paste - done:.3f}s"
+            )
 
         # (c) baton resolve names the session
-        assert await anyio.to_thread.run_sync(cli.main, ["resolve", oc, "-L", tmux_server.socket, "--json"]) == 0
+        assert (
+            await anyio.to_thread.run_sync(cli.main, ["resolve", oc, "-L", tmux_server.socket, "--json"]) == 0
+        )
         steps = {s["step"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
         assert steps["session"]["value"]["session_id"] == session.id
         assert steps["answer"]["value"] == end.turn_id

@@ -79,7 +79,8 @@ def test_a_process_names_its_folder_and_how_far_back_its_sessions_go() -> None:
 
 
 def test_the_typed_prompt_decides_only_while_it_is_the_sessions_newest() -> None:
-    """After batonpass's prompt the person typed on, then started a new session (/new): the new one is followed."""
+    """After batonpass's prompt the person typed on, then started a new session (/new): the new one is
+    followed."""
     s1 = ses("s1", T0 + 5_000, T0 + 20_000, "a person's follow-up", "the prompt batonpass typed")
     s2 = ses("s2", T0 + 30_000, T0 + 40_000, "in the new session")
     match = choose_session([s2, s1], me=proc(T0), last_prompt="the prompt batonpass typed")

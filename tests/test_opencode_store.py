@@ -32,7 +32,9 @@ from tests.fakes.opencode_store import StoreWriter
 DIR = FIXTURES / "opencode"
 DB = DIR / "opencode.db"
 RUN_SESSION = "ses_dc8f17e47ffeab8GULcqzFgvSu"  # `opencode run`: one text turn
-TUI_SESSION = "ses_dc8f096a4ffeWFuw0M4C3iwELG"  # the TUI: text, tool, slow tool, tool with a permission prompt
+TUI_SESSION = (
+    "ses_dc8f096a4ffeWFuw0M4C3iwELG"  # the TUI: text, tool, slow tool, tool with a permission prompt
+)
 
 
 def dump() -> dict:
@@ -67,7 +69,9 @@ def test_recorded_turns_end_at_their_final_message_with_its_exact_text() -> None
     assert len(tool_steps) == 3 and not tool_steps & {e.turn_id for e in ends}
     # the permission turn: the `read` step ended with tool-calls, the answer is the step after it
     assert ends[-1].text.startswith("PROBE_TOOL_FINAL_BEGIN") and "/etc/hostname" in ends[-1].text
-    assert store.last_turn(RUN_SESSION).text == expected_answers(RUN_SESSION)["msg_2370e8914001Ka9v3R6tOJknuv"]
+    assert (
+        store.last_turn(RUN_SESSION).text == expected_answers(RUN_SESSION)["msg_2370e8914001Ka9v3R6tOJknuv"]
+    )
     assert store.state(TUI_SESSION) == (False, "msg_23710522b001YbX3nZ679c6yj1")
 
 
@@ -104,9 +108,17 @@ def test_the_recorded_poll_shows_each_turn_ending_exactly_once() -> None:
         if role == "user":
             last_user[session] = rec["id"]
         parent = rows[rec["id"]].parent_id if rec["id"] in rows else last_user.get(session)
-        rows[rec["id"]] = MessageRow(id=rec["id"], session_id=session, created_ms=rec["time"]["created"], role=role,
-                                     parent_id=None if role == "user" else parent, finish=rec.get("finish"),
-                                     completed_ms=rec["time"].get("completed"), error=None, cwd=None)
+        rows[rec["id"]] = MessageRow(
+            id=rec["id"],
+            session_id=session,
+            created_ms=rec["time"]["created"],
+            role=role,
+            parent_id=None if role == "user" else parent,
+            finish=rec.get("finish"),
+            completed_ms=rec["time"].get("completed"),
+            error=None,
+            cwd=None,
+        )
         for end in turn_ends(list(rows.values())):
             if end.id not in reported:
                 reported.append(end.id)

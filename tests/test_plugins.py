@@ -43,7 +43,9 @@ def test_builtins_come_from_the_same_hooks() -> None:
     pm = make_plugin_manager(load_external=False)
     assert [pm.get_name(p) for p in pm.get_plugins() if pm.get_name(p) in DEFAULT_PLUGINS]
     registries = load_registries(pm)
-    assert {"claude", "codex", "shell", "terminal", "demo", "amp", "opencode"} <= set(registries.agents.names())
+    assert {"claude", "codex", "shell", "terminal", "demo", "amp", "opencode"} <= set(
+        registries.agents.names()
+    )
     assert {"raw", "full-output", "template"} <= set(registries.transforms.names())
     assert registries.transforms.origin("raw") == "batonpass (built-in)"
 
@@ -115,8 +117,11 @@ def shout_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def baton(*args: str, pythonpath: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "PYTHONPATH": f"{pythonpath}{os.pathsep}{REPO}", **env}
-    environ.pop("BATON_DISABLE_EXTERNAL_PLUGINS", None) if "BATON_DISABLE_EXTERNAL_PLUGINS" not in env else None
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, env=environ)
+    if "BATON_DISABLE_EXTERNAL_PLUGINS" not in env:
+        environ.pop("BATON_DISABLE_EXTERNAL_PLUGINS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, env=environ
+    )
 
 
 def test_plugins_command_lists_the_third_party_plugin(shout_plugin: Path) -> None:
@@ -135,7 +140,10 @@ def test_third_party_options_are_checked_at_load(shout_plugin: Path, tmp_path: P
                                           "  - {from: a, to: b, transform: {type: shout, sufix: '?'}}\n")
     result = baton("check", "-c", str(tmp_path / "routes.yaml"), pythonpath=shout_plugin)
     assert result.returncode == 1
-    assert "routes.yaml:4:47: error: routes[0].transform.sufix: unknown option 'sufix' for transform 'shout'" in result.stderr
+    assert (
+        "routes.yaml:4:47: error: routes[0].transform.sufix: unknown option 'sufix' for transform 'shout'"
+        in result.stderr
+    )
 
 
 @pytest.mark.tmux
@@ -150,8 +158,11 @@ async def test_a_hand_off_goes_through_the_third_party_transform(
     shell = tmux_server.new_pane()
     target = tmux_server.new_pane(demo_agent_command(log=log, work_s=0.1))
     wait_for(lambda: "$" in tmux_server.capture(shell) and "demo❯" in tmux_server.capture(target))
-    text = (f"version: 1\ntiles:\n  sh: {{pane: '{shell}', agent: shell}}\n  agent: {{pane: '{target}', agent: demo}}\n"
-            "routes:\n  - {from: sh, to: agent, transform: {type: shout, suffix: ' !!'}}\n")
+    text = (
+        f"version: 1\ntiles:\n  sh: {{pane: '{shell}', agent: shell}}\n  agent: "
+        f"{{pane: '{target}', agent: demo}}\n"
+        "routes:\n  - {from: sh, to: agent, transform: {type: shout, suffix: ' !!'}}\n"
+    )
     config: Config = parse_config(text, "r.yaml", registries)[0]
     deliveries: list[Delivery] = []
     pipeline = Pipeline(config, registries, tmux_server.tmux,

@@ -59,9 +59,13 @@ def answer_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_with_a_key_it_prints_the_models_prompt(capsys, tmp_path, answer_file, anthropic_api: FakeAnthropicAPI):
+def test_with_a_key_it_prints_the_models_prompt(
+    capsys, tmp_path, answer_file, anthropic_api: FakeAnthropicAPI
+):
     anthropic_api.default = Reply(text=MODEL_PROMPT)
-    status, out, err = preview(capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file))
+    status, out, err = preview(
+        capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file)
+    )
     assert (status, out) == (0, MODEL_PROMPT + "\n")
     [request] = anthropic_api.messages
     assert f"<answer>\n{ANSWER.strip()}\n</answer>" in request.user_text
@@ -71,7 +75,9 @@ def test_with_a_key_it_prints_the_models_prompt(capsys, tmp_path, answer_file, a
 def test_without_a_key_it_shows_the_raw_answer_run_would_hand_on(capsys, tmp_path, answer_file, anthropic_api,
                                                                   monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    status, out, err = preview(capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file))
+    status, out, err = preview(
+        capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file)
+    )
     assert (status, out) == (0, ANSWER.strip() + "\n")  # what `baton check` says the route does without a key
     assert "fell back to the raw answer: ANTHROPIC_API_KEY is not set" in err
     assert anthropic_api.requests == []
@@ -79,7 +85,9 @@ def test_without_a_key_it_shows_the_raw_answer_run_would_hand_on(capsys, tmp_pat
 
 def test_dry_run_shows_the_request_without_calling_the_model(capsys, tmp_path, anthropic_api, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(ANSWER))
-    status, out, err = preview(capsys, "review", "-c", str(write_routes(tmp_path)), "--input", "-", "--dry-run")
+    status, out, err = preview(
+        capsys, "review", "-c", str(write_routes(tmp_path)), "--input", "-", "--dry-run"
+    )
     assert status == 0 and "--- user ---" in out and ANSWER.strip() in out
     assert "--dry-run: this is the request" in err
     assert anthropic_api.requests == []
@@ -93,7 +101,9 @@ def test_a_transform_without_a_model_is_simply_applied(capsys, tmp_path, monkeyp
 
 def test_a_failed_call_shows_the_fallback_and_says_why(capsys, tmp_path, answer_file, anthropic_api):
     anthropic_api.default = Reply(status=400)
-    status, out, err = preview(capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file))
+    status, out, err = preview(
+        capsys, "review", "-c", str(write_routes(tmp_path)), "--input", str(answer_file)
+    )
     assert (status, out) == (0, ANSWER)
     assert "ai-routing fell back to the raw answer: the API answered HTTP 400" in err
 
@@ -119,7 +129,9 @@ def test_without_input_it_reads_the_source_tiles_last_answer(capsys, tmp_path, t
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     shell = tmux_server.new_pane()
     tmux_server.type(shell, "printf 'FAIL %s\\n' tests/test_app.py::test_total")
-    wait_for(lambda: "FAIL tests/test_app.py::test_total" in tmux_server.capture(shell), what="the shell's output")
+    wait_for(
+        lambda: "FAIL tests/test_app.py::test_total" in tmux_server.capture(shell), what="the shell's output"
+    )
     routes = write_routes(tmp_path, coder=shell, agent="shell", socket=tmux_server.socket)
     status, out, err = preview(capsys, "review", "-c", str(routes))
     # without a key the route hands on the raw answer: the last command's output, as `run` cuts it

@@ -54,7 +54,9 @@ def start_target(server: TmuxServer, log: Path) -> str:
     return pane
 
 
-async def test_already_received_is_marked_delivered_without_typing(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_already_received_is_marked_delivered_without_typing(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     log = tmp_path / "b.jsonl"
     target = start_target(tmux_server, log)
     await tmux_server.tmux.paste(target, TEXT)  # the crash came after Enter
@@ -67,7 +69,9 @@ async def test_already_received_is_marked_delivered_without_typing(tmux_server: 
     assert journal.handoff("a->b@t1").state == "delivered"
 
 
-async def test_a_paste_left_unsubmitted_is_submitted_not_pasted_again(tmux_server: TmuxServer, tmp_path: Path) -> None:
+async def test_a_paste_left_unsubmitted_is_submitted_not_pasted_again(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
     log = tmp_path / "b.jsonl"
     target = start_target(tmux_server, log)
     await tmux_server.tmux.paste(target, TEXT)  # the crash came between the paste and Enter

@@ -22,9 +22,16 @@ from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
 
 def test_redact_masks_env_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "my-very-own-secret-value")
-    text = "auth failed for my-very-own-secret-value and sk-ant-api03-abcdefghijklmnop; Bearer abcdefghijklmnopqrstuv"
+    text = (
+        "auth failed for my-very-own-secret-value and sk-ant-api03-abcdefghijklmnop; "
+        "Bearer abcdefghijklmnopqrstuv"
+    )
     out = redact(text)
-    assert "my-very-own-secret-value" not in out and "sk-ant-api03" not in out and "abcdefghijklmnopqrstuv" not in out
+    assert (
+        "my-very-own-secret-value" not in out
+        and "sk-ant-api03" not in out
+        and "abcdefghijklmnopqrstuv" not in out
+    )
     assert out.count("[redacted]") == 3
 
 
@@ -43,7 +50,9 @@ def test_log_lines_and_tracebacks_are_redacted(monkeypatch: pytest.MonkeyPatch) 
     finally:
         logger.removeHandler(handler)
     assert "another-secret-1234" not in out.getvalue()
-    assert out.getvalue().count("[redacted]") == 3 and "RuntimeError" in out.getvalue()  # message, source, error
+    assert (
+        out.getvalue().count("[redacted]") == 3 and "RuntimeError" in out.getvalue()
+    )  # message, source, error
 
 
 def test_spool_files_are_private(private_state: Path) -> None:
@@ -60,8 +69,14 @@ def test_hook_returns_zero_fast_even_when_it_cannot_write(tmp_path: Path) -> Non
     blocked.write_text("a file where the state folder should be")
     for stdin in ("{not json", json.dumps({"session_id": "s"})):
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "pipeline.spool", "claude"], input=stdin, text=True,
-                                capture_output=True, env={**os.environ, "XDG_STATE_HOME": str(blocked)}, timeout=10)
+        result = subprocess.run(
+            [sys.executable, "-m", "pipeline.spool", "claude"],
+            input=stdin,
+            text=True,
+            capture_output=True,
+            env={**os.environ, "XDG_STATE_HOME": str(blocked)},
+            timeout=10,
+        )
         assert result.returncode == 0
         assert time.monotonic() - started < 10
         assert "batonpass hook" in result.stderr

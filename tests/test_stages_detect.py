@@ -104,7 +104,9 @@ async def test_a_turn_older_than_catch_up_s_is_recorded_skipped_with_the_reason(
     assert state == "skipped" and "catch_up_s=10" in note
 
 
-async def test_a_turn_seen_but_not_routed_before_a_crash_is_reported_again_with_its_hop(tmp_path: Path) -> None:
+async def test_a_turn_seen_but_not_routed_before_a_crash_is_reported_again_with_its_hop(
+    tmp_path: Path,
+) -> None:
     journal = Journal(tmp_path / "j.sqlite3")
     first = Run(journal)
     await first.detector.catch_up(first.a)

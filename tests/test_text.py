@@ -12,8 +12,11 @@ from hypothesis import strategies as st
 from pipeline.system.text import sanitize, strip_ansi
 from tests.conftest import FIXTURES
 
-SCREENS = sorted((FIXTURES / "claude-code" / "screens").glob("*.txt")) + sorted(
-    (FIXTURES / "codex" / "screens").glob("*.txt")) + sorted((FIXTURES / "opencode" / "screens").glob("*.txt"))
+SCREENS = (
+    sorted((FIXTURES / "claude-code" / "screens").glob("*.txt"))
+    + sorted((FIXTURES / "codex" / "screens").glob("*.txt"))
+    + sorted((FIXTURES / "opencode" / "screens").glob("*.txt"))
+)
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -66,7 +69,9 @@ def test_sanitize(raw: str, expected: str) -> None:
     assert sanitize(raw) == expected
 
 
-PIECES = st.sampled_from(["\x1b", "[", "]", "201~", "200~", "\x9b", "\x07", "\x1b\\", "\r", "\n", "P", "\x00"])
+PIECES = st.sampled_from(
+    ["\x1b", "[", "]", "201~", "200~", "\x9b", "\x07", "\x1b\\", "\r", "\n", "P", "\x00"]
+)
 
 
 @given(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",))) | PIECES).map("".join))

@@ -26,17 +26,27 @@ def test_up_creates_missing_panes_once(tmux_server: TmuxServer, tmp_path: Path) 
         "manual": {"pane": "title:mine", "agent": "shell"}}}))
 
     def up() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", "up", "-c", str(config)], capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "up", "-c", str(config)], capture_output=True, text=True
+        )
 
     first = up()
     assert first.returncode == 1  # %7 cannot be created
     lines = {line.split()[0]: line.split()[1] for line in first.stdout.splitlines()}
     assert lines == {"a": "created", "b": "created", "tests": "created", "fixed": "error", "manual": "no"}
-    panes = tmux_server.run("list-panes", "-a", "-F", "#{session_name}:#{window_index}.#{pane_index} #{pane_title}")
+    panes = tmux_server.run(
+        "list-panes", "-a", "-F", "#{session_name}:#{window_index}.#{pane_index} #{pane_title}"
+    )
     assert sorted(panes.split("\n")[:-1]) == ["batonpass:0.0 tests", "work:0.0 a", "work:0.1 b"]
     wait_for(lambda: "demo❯" in tmux_server.capture("work:0.1"), what="agent b started")
     second = up()
-    assert [line.split()[1] for line in second.stdout.splitlines()] == ["exists", "exists", "exists", "error", "no"]
+    assert [line.split()[1] for line in second.stdout.splitlines()] == [
+        "exists",
+        "exists",
+        "exists",
+        "error",
+        "no",
+    ]
 
 
 @pytest.mark.anyio
@@ -63,7 +73,11 @@ def test_status_shows_agent_transcript_state_and_last_answer(tmux_server: TmuxSe
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     a, gone = json.loads(out.stdout)
-    assert (a["agent"], a["pane_id"], a["state"]) == ("demo", pane, "ready")  # agent: auto found the demo agent
+    assert (a["agent"], a["pane_id"], a["state"]) == (
+        "demo",
+        pane,
+        "ready",
+    )  # agent: auto found the demo agent
     assert a["agent_pid"] and a["transcript"].endswith(f"{a['agent_pid']}.jsonl")
     assert a["last_response"].startswith('Draft 1 by a, answering "plan the release"')
     assert gone["state"] == "gone" and "s9:0.0" in gone["error"]

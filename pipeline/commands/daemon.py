@@ -20,6 +20,7 @@ import anyio
 from pipeline.commands.presence import watch_presence
 from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
+from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.watch import FileWatcher
@@ -32,9 +33,10 @@ log = logging.getLogger("batonpass")
 
 
 async def run_daemon(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux], *,
-                     dry_run: bool = False) -> None:
+                     dry_run: bool = False, host: str | None = None) -> None:
     """Route until a signal. ``server`` picks the tmux server for a config (the command line's ``-L``/``-S``
     win over the file's ``tmux.socket_name``). Raises TmuxError when tmux cannot run at all."""
+    host = host or local_host()
     journal = Journal(MEMORY) if dry_run else Journal()
     if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
@@ -46,9 +48,9 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
             while True:
                 tmux = server(config)
                 async with anyio.create_task_group() as tg:
-                    await tg.start(watch_presence, config, registries, tmux)
+                    await tg.start(watch_presence, config.on_host(host), registries, tmux)
                     tg.start_soon(Pipeline(config, registries, tmux, dry_run=dry_run, journal=journal,
-                                           watcher=watcher).run)
+                                           watcher=watcher, host=host).run)
                     config = await _next_valid_config(sub, path, registries, config)
                     log.info("reloading: %s changed; restarting the pipeline with the new routes", path)
                     tg.cancel_scope.cancel()
@@ -80,7 +82,9 @@ async def _next_valid_config(sub, path: Path, registries: Registries, current: C
         except ConfigError as exc:
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
-            log.error("%s is invalid (%s); the running config stays", path, count(len(exc.problems), "problem"))
+            log.error(
+                "%s is invalid (%s); the running config stays", path, count(len(exc.problems), "problem")
+            )
             continue
         for problem in warnings:
             print(problem, file=sys.stderr)

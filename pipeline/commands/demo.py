@@ -41,7 +41,9 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
     started = time.monotonic()
     try:
-        alice = await tmux.new_session("demo", f"{agent} --name alice --role writer", width=160, height=40, env=env)
+        alice = await tmux.new_session(
+            "demo", f"{agent} --name alice --role writer", width=160, height=40, env=env
+        )
         bob = await tmux.split(alice.pane_id, f"{agent} --name bob --role reviewer", env=env)
         await tmux.set_title(alice.pane_id, "alice")
         await tmux.set_title(bob.pane_id, "bob")
@@ -50,11 +52,23 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
         await _wait_for_agents(tmux, [alice.pane_id, bob.pane_id])
         config = Config(
             version=1,
-            tiles={"alice": Tile(pane=alice.pane_id, agent="demo", description="writes plans"),
-                   "bob": Tile(pane=bob.pane_id, agent="demo", description="reviews plans")},
-            routes=[Route.model_validate({"from": "alice", "to": "bob", "transform": "raw"}),
-                    Route.model_validate({"from": "bob", "to": "alice", "transform": {
-                        "type": "template", "template": "The reviewer ({source}) says:\n{response}\nRevise the plan."}})],
+            tiles={
+                "alice": Tile(pane=alice.pane_id, agent="demo", description="writes plans"),
+                "bob": Tile(pane=bob.pane_id, agent="demo", description="reviews plans"),
+            },
+            routes=[
+                Route.model_validate({"from": "alice", "to": "bob", "transform": "raw"}),
+                Route.model_validate(
+                    {
+                        "from": "bob",
+                        "to": "alice",
+                        "transform": {
+                            "type": "template",
+                            "template": "The reviewer ({source}) says:\n{response}\nRevise the plan.",
+                        },
+                    }
+                ),
+            ],
             settings=Settings(max_hops=handoffs),
         )
         done = anyio.Event()
@@ -87,8 +101,12 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
                 await done.wait()
                 tg.cancel_scope.cancel()
         ok = len(seen) >= handoffs and all(d.state == "delivered" for d in seen)
-        out(f"demo: {len(seen)} hand-offs in {time.monotonic() - started:.1f}s; "
-            f"the chain stopped at max_hops={handoffs}" if ok else f"demo: only {len(seen)} of {handoffs} hand-offs")
+        out(
+            f"demo: {len(seen)} hand-offs in {time.monotonic() - started:.1f}s; "
+            f"the chain stopped at max_hops={handoffs}"
+            if ok
+            else f"demo: only {len(seen)} of {handoffs} hand-offs"
+        )
         return 0 if ok else 1
     finally:
         if keep:

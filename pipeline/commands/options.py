@@ -94,11 +94,22 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """The options every command takes. ``top``: the top-level parser, which holds the defaults."""
     default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
     group = parser.add_argument_group("common options (anywhere on the line)")
-    group.add_argument("-L", dest="socket", metavar="NAME", type=non_blank("the socket name"), default=default(None),
-                       help="tmux socket name, like tmux -L (default: routes.yaml's tmux.socket_name, "
-                            "else the server of $TMUX, else tmux's default)")
+    group.add_argument(
+        "-L",
+        dest="socket",
+        metavar="NAME",
+        type=non_blank("the socket name"),
+        default=default(None),
+        help="tmux socket name, like tmux -L (default: routes.yaml's tmux.socket_name, "
+        "else the server of $TMUX, else tmux's default)",
+    )
     group.add_argument("-S", dest="socket_path", metavar="PATH", type=non_blank("the socket path"),
                        default=default(None), help="tmux socket path, like tmux -S")
-    group.add_argument("-c", "--config", type=Path, default=default(None),
-                       help="routes.yaml (default ./routes.yaml, then $XDG_CONFIG_HOME/batonpass/routes.yaml)")
+    group.add_argument(
+        "-c",
+        "--config",
+        type=Path,
+        default=default(None),
+        help="routes.yaml (default ./routes.yaml, then $XDG_CONFIG_HOME/batonpass/routes.yaml)",
+    )
     group.add_argument("-v", "--verbose", action="store_true", default=default(False), help="debug logging")

@@ -38,8 +38,10 @@ def read_input(stream: IO[bytes] | IO[str], what: str) -> str:
 
 def check_size(size: int, what: str) -> None:
     if size > MAX_INPUT_BYTES:
-        raise InputTooLarge(f"{what} is over {MAX_INPUT_BYTES // (1024 * 1024)} MB ({MAX_INPUT_BYTES} bytes); "
-                            "nothing was typed")
+        raise InputTooLarge(
+            f"{what} is over {MAX_INPUT_BYTES // (1024 * 1024)} MB ({MAX_INPUT_BYTES} bytes); "
+            "nothing was typed"
+        )
 
 
 async def adapter_for(pane: str, agent: str, registries: Registries, tmux: Tmux) -> AgentAdapter:

@@ -35,7 +35,9 @@ class TilePresence:
 
     def describe(self) -> str:
         if self.state == "gone":
-            return f"tile {self.tile}: pane {self.pane} is gone (no such pane); nothing is handed to or from it"
+            return (
+                f"tile {self.tile}: pane {self.pane} is gone (no such pane); nothing is handed to or from it"
+            )
         if self.state == "absent":
             return (f"tile {self.tile}: pane {self.pane} runs no {self.agent} agent; "
                     "hand-offs to it wait until the agent runs there again")

@@ -61,10 +61,13 @@ def find_route(config: Config, name: str) -> Route:
         return between[0]
     if between:
         names = ", ".join(r.label for r in between)
-        raise PreviewError(f"{len(between)} routes go from {src.strip()} to {dst.strip()} ({names}); name one")
+        raise PreviewError(
+            f"{len(between)} routes go from {src.strip()} to {dst.strip()} ({names}); name one"
+        )
     shown = [r.label for r in config.routes[:KNOWN_SHOWN]]
-    known = ", ".join(shown) + (f", … ({len(config.routes) - len(shown)} more)" if len(config.routes) > len(shown)
-                                else "")
+    known = ", ".join(shown) + (
+        f", … ({len(config.routes) - len(shown)} more)" if len(config.routes) > len(shown) else ""
+    )
     raise PreviewError(f"no route {name!r} in {config.path}; routes: {known or '(none)'}")
 
 
@@ -113,7 +116,9 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
     if dry_run:
         request = transform.dry_run(data)
         if request is not None:
-            notes.append(f"--dry-run: this is the request {route.transform_type} would send; the model was not called")
+            notes.append(
+                f"--dry-run: this is the request {route.transform_type} would send; the model was not called"
+            )
             return PreviewResult(request, notes)
     try:
         result = TransformResult.of(await transform.apply(data))

@@ -14,10 +14,15 @@ from pipeline.system.tmux import Tmux, TmuxError
 __all__ = ["tile_status"]
 
 #: resolve steps whose value is worth a column of its own
-FILE_STEPS = {"session": ("session", "session file", "thread"), "transcript": ("transcript", "rollout", "store")}
+FILE_STEPS = {
+    "session": ("session", "session file", "thread"),
+    "transcript": ("transcript", "rollout", "store"),
+}
 
 
-async def tile_status(config: Config, registries: Registries, tmux: Tmux, preview_chars: int = 80) -> list[dict[str, Any]]:
+async def tile_status(
+    config: Config, registries: Registries, tmux: Tmux, preview_chars: int = 80
+) -> list[dict[str, Any]]:
     rows = []
     for name, runtime in (await build_tiles(config, registries.agents, tmux)).items():
         row: dict[str, Any] = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,

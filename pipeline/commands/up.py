@@ -54,9 +54,12 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
             # a placeholder first, so the pane can keep its command's exit status before the command runs
             info = await _create(tmux, tile.pane, PLACEHOLDER, cwd)
             await tmux.run("set-option", "-p", "-t", info.pane_id, "remain-on-exit", "on")
-            await tmux.run("respawn-pane", "-k", "-t", info.pane_id, *(["-c", cwd] if cwd else []), tile.command)
-            await tmux.set_title(info.pane_id, tile.pane.removeprefix("title:") if tile.pane.startswith("title:")
-                                 else name)
+            await tmux.run(
+                "respawn-pane", "-k", "-t", info.pane_id, *(["-c", cwd] if cwd else []), tile.command
+            )
+            await tmux.set_title(
+                info.pane_id, tile.pane.removeprefix("title:") if tile.pane.startswith("title:") else name
+            )
         except (TmuxError, ValueError) as exc:
             results[name] = UpResult(name, "error", str(exc))
             continue
@@ -97,7 +100,9 @@ async def _exited(tmux: Tmux, pane_id: str) -> str:
 
 async def _create(tmux: Tmux, target: str, command: str, cwd: str | None):
     if target.startswith("%"):
-        raise ValueError(f"cannot create pane {target}: tmux chooses pane ids; name it session:window.pane or title:")
+        raise ValueError(
+            f"cannot create pane {target}: tmux chooses pane ids; name it session:window.pane or title:"
+        )
     if target.startswith("title:"):
         session, window = DEFAULT_SESSION, None
     else:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline.engine.hosts import BusSettings, crossing_problems, tile_host
 from pipeline.plugin.registry import UnknownName
 
 __all__ = [
@@ -50,6 +51,8 @@ class Tile(Strict):
     command: str | None = None
     cwd: str | None = None
     description: str = ""
+    #: the machine whose ``baton run`` follows this tile (none: the machine baton run runs on)
+    host: str | None = None
 
     @field_validator("pane")
     @classmethod
@@ -80,7 +83,11 @@ class Route(Strict):
 
     @property
     def transform_options(self) -> dict[str, Any]:
-        return {} if isinstance(self.transform, str) else {k: v for k, v in self.transform.items() if k != "type"}
+        return (
+            {}
+            if isinstance(self.transform, str)
+            else {k: v for k, v in self.transform.items() if k != "type"}
+        )
 
 
 # numbers are strict: `true` or "600" is a mistake in routes.yaml, not the number 1 or 600
@@ -96,6 +103,8 @@ class Settings(Strict):
     #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
     give_up_s: float = Field(default=600, gt=0, allow_inf_nan=False, strict=True)
     llm: LLMSettings = LLMSettings()
+    #: the NATS servers joining hosts (only needed when a route crosses hosts)
+    bus: BusSettings | None = None
 
     @property
     def hop_limit(self) -> int:
@@ -113,6 +122,19 @@ class Config(Strict):
 
     def routes_from(self, tile: str) -> list[Route]:
         return [r for r in self.routes if r.from_ == tile]
+
+    def tiles_on(self, host: str) -> dict[str, Tile]:
+        """The tiles ``baton run --host HOST`` follows and types into."""
+        return {name: t for name, t in self.tiles.items() if tile_host(t, host) == host}
+
+    def on_host(self, host: str) -> Config:
+        """This config with only the tiles of ``host`` (what its daemon follows, checks and types into)."""
+        return self.model_copy(update={"tiles": self.tiles_on(host)})
+
+    def crosses_hosts(self, host: str) -> bool:
+        """Whether any route starting or ending on ``host`` has its other end on another host."""
+        here = self.tiles_on(host)
+        return any((r.from_ in here) != (r.to in here) for r in self.routes)
 
 
 @dataclass(frozen=True)
@@ -157,7 +179,9 @@ def load_config(path: str | os.PathLike[str], registries: Any = None) -> tuple[C
     return parse_config(text, str(path), registries)
 
 
-def parse_config(text: str, filename: str = "<string>", registries: Any = None) -> tuple[Config, list[Problem]]:
+def parse_config(
+    text: str, filename: str = "<string>", registries: Any = None
+) -> tuple[Config, list[Problem]]:
     """Validate YAML text; see :func:`load_config`. ``registries`` (from
     :func:`pipeline.plugin.manager.load_registries`) enables the agent and transform checks."""
     try:
@@ -168,12 +192,16 @@ def parse_config(text: str, filename: str = "<string>", registries: Any = None) 
         msg = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
         raise ConfigError([Problem(filename, line, col, "", f"invalid YAML: {msg or exc}")]) from None
     if root is None:
-        raise ConfigError([Problem(filename, 1, 1, "", "the file is empty; it needs at least `version: 1` and `tiles:`")])
+        raise ConfigError(
+            [Problem(filename, 1, 1, "", "the file is empty; it needs at least `version: 1` and `tiles:`")]
+        )
     positions = _Positions(filename)
     data = positions.build(root, ())
     problems: list[Problem] = []
     if not isinstance(data, dict):
-        raise ConfigError([positions.problem((), "the top level must be a mapping (version, tiles, routes, ...)")])
+        raise ConfigError(
+            [positions.problem((), "the top level must be a mapping (version, tiles, routes, ...)")]
+        )
     config: Config | None = None
     try:
         config = Config.model_validate(data)
@@ -281,7 +309,9 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
             agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
             if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
                 known = ", ".join(["auto", *registries.agents.names()])
-                problems.append(positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}"))
+                problems.append(
+                    positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}")
+                )
     edges: list[tuple[str, str]] = []
     names_seen: dict[str, int] = {}
     for i, route in enumerate(routes):
@@ -299,8 +329,12 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
         if isinstance(label, str):
             if label in names_seen:
                 hint = "" if route.get("name") else "; give one of them a `name:`"
-                problems.append(positions.problem(("routes", i, "name" if route.get("name") else "from"),
-                                                  f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}"))
+                problems.append(
+                    positions.problem(
+                        ("routes", i, "name" if route.get("name") else "from"),
+                        f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}",
+                    )
+                )
             names_seen.setdefault(label, i)
         if isinstance(route.get("match"), str):
             try:
@@ -310,6 +344,7 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
         if registries is not None:
             problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
                                                 positions, registries))
+    problems.extend(crossing_problems(data, positions))
     settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
     if "max_hops" not in settings:
         for cycle in _cycles(edges):
@@ -331,7 +366,9 @@ def _unknown_tile(tile: str, i: int, key: str, tiles: dict[str, Any]) -> str:
     return f"route {key} tile {tile!r} is not defined under tiles; known tiles: {known}"
 
 
-def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions, registries: Any) -> list[Problem]:
+def _transform_problems(
+    spec: Any, path: tuple[Any, ...], positions: _Positions, registries: Any
+) -> list[Problem]:
     if isinstance(spec, str):
         kind, options, type_path = spec, {}, path
     elif isinstance(spec, dict):
@@ -344,7 +381,9 @@ def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions,
     try:
         cls = registries.transforms.get(kind)
     except UnknownName as exc:
-        return [positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")]
+        return [
+            positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")
+        ]
     try:
         validated = cls.Options.model_validate(options)
     except ValidationError as exc:
@@ -352,8 +391,11 @@ def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions,
         for err in exc.errors():
             loc = path + tuple(err["loc"])
             if err["type"] == "extra_forbidden":
-                problems.append(positions.problem(loc, f"unknown option {err['loc'][-1]!r} for transform {kind!r}",
-                                                  key=True))
+                problems.append(
+                    positions.problem(
+                        loc, f"unknown option {err['loc'][-1]!r} for transform {kind!r}", key=True
+                    )
+                )
             elif err["type"] == "missing":
                 problems.append(Problem(positions.filename, *positions.mark(path), _dotted(loc),
                                         f"transform {kind!r} needs option {err['loc'][-1]!r}"))
@@ -363,15 +405,22 @@ def _transform_problems(spec: Any, path: tuple[Any, ...], positions: _Positions,
     return _api_key_problems(cls, kind, validated, type_path, positions)
 
 
-def _api_key_problems(cls: Any, kind: str, options: Any, path: tuple[Any, ...], positions: _Positions) -> list[Problem]:
+def _api_key_problems(
+    cls: Any, kind: str, options: Any, path: tuple[Any, ...], positions: _Positions
+) -> list[Problem]:
     """A warning when the transform calls a service whose key (``needs_api_key_env``) is not set: the
     config is valid, but every hand-off of the route will fall back."""
     env = getattr(cls, "needs_api_key_env", None)
     if not env or os.environ.get(env):
         return []
     then = "skip its hand-offs" if getattr(options, "on_error", "raw") == "skip" else "hand on the raw answer"
-    return [positions.problem(path, f"transform {kind!r} needs {env}, which is not set: this route will {then} "
-                                    "instead", severity="warning")]
+    return [
+        positions.problem(
+            path,
+            f"transform {kind!r} needs {env}, which is not set: this route will {then} instead",
+            severity="warning",
+        )
+    ]
 
 
 def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:

@@ -5,6 +5,9 @@ It is what makes batonpass exactly-once across crashes. State is written *before
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
+A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target
+host's journal records it from ``transformed`` on (:meth:`Journal.record_incoming`), keyed the same.
+
 A completion counts as seen only once its hand-offs are recorded (``routed``): a crash between the two
 makes the adapter's start-up report of the same turn go through again. A hand-off found ``delivering``
 after a crash has an unknown outcome: it is confirmed against the target before anything is retyped.
@@ -29,8 +32,10 @@ from pipeline.system.logs import redact
 
 __all__ = ["MEMORY", "HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
 
-HandoffState = Literal["pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped"]
-FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped")
+HandoffState = Literal[
+    "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped", "published"
+]
+FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
 #: how long finished records are kept (``baton history`` looks back this far)
 KEEP_S = 30 * 24 * 3600.0
 
@@ -121,7 +126,9 @@ class Journal:
             "ON CONFLICT (tile, turn_id) DO UPDATE SET hop=excluded.hop",
             (c.tile, c.turn_id, c.outcome, c.signal, c.hop, c.at, time.time()))
 
-    def record_routing(self, c: Completion, decisions: list[tuple[Prompt | None, str, str, str, str]]) -> None:
+    def record_routing(
+        self, c: Completion, decisions: list[tuple[Prompt | None, str, str, str, str]]
+    ) -> None:
         """All hand-offs of one completion, and the completion marked routed, in one transaction.
         Each decision is (prompt or None, route, target, state, reason)."""
         now = time.time()
@@ -132,11 +139,25 @@ class Journal:
                     "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
                     " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                     " ON CONFLICT (key) DO UPDATE SET state=excluded.state, prompt=excluded.prompt,"
-                    " prompt_digest=excluded.prompt_digest, note=excluded.note, last_error=excluded.last_error,"
+                    " prompt_digest=excluded.prompt_digest, note=excluded.note, "
+                    "last_error=excluded.last_error,"
                     " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
-                    (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
-                     prompt.hop if prompt is not None else c.hop + 1, state, text, digest(text) if text else None,
-                     redact(reason) if state != "failed" else "", redact(reason) if state == "failed" else "", now, now))
+                    (
+                        f"{route}@{c.turn_id}",
+                        route,
+                        c.tile,
+                        target,
+                        c.turn_id,
+                        prompt.hop if prompt is not None else c.hop + 1,
+                        state,
+                        text,
+                        digest(text) if text else None,
+                        redact(reason) if state != "failed" else "",
+                        redact(reason) if state == "failed" else "",
+                        now,
+                        now,
+                    ),
+                )
             self.db.execute("UPDATE completions SET routed=1 WHERE tile=? AND turn_id=?", (c.tile, c.turn_id))
 
     def record_pending(self, c: Completion, routes: list[tuple[str, str]]) -> None:
@@ -145,9 +166,35 @@ class Journal:
         with self._tx():
             for route, target in routes:
                 self.db.execute(
-                    "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, created, updated)"
-                    " VALUES (?,?,?,?,?,?,'pending',?,?)", (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id,
-                                                            c.hop + 1, now, now))
+                    "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, "
+                    "created, updated)"
+                    " VALUES (?,?,?,?,?,?,'pending',?,?)",
+                    (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id, c.hop + 1, now, now),
+                )
+
+    def record_incoming(self, prompt: Prompt, note: str = "") -> bool:
+        """A prompt that came over the bus from another host, as ``transformed``; False when its key is
+        already here (a redelivery: it must not be typed twice)."""
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, prompt, "
+            "prompt_digest,"
+            " note, created, updated) VALUES (?,?,?,?,?,?,'transformed',?,?,?,?,?)",
+            (
+                prompt.key,
+                prompt.route,
+                prompt.source,
+                prompt.target,
+                prompt.turn_id,
+                prompt.hop,
+                prompt.text,
+                digest(prompt.text),
+                redact(note),
+                prompt.created,
+                now,
+            ),
+        )
+        return cur.rowcount == 1
 
     # ---- hand-offs --------------------------------------------------------------------------------------
 
@@ -212,8 +259,11 @@ class Journal:
         """``tiles`` were followed up to ``until`` (never moves a tile's mark back)."""
         with self._tx():
             for tile in tiles:
-                self.db.execute("INSERT INTO tiles (tile, followed_until) VALUES (?,?) ON CONFLICT (tile) DO UPDATE"
-                                " SET followed_until=max(followed_until, excluded.followed_until)", (tile, until))
+                self.db.execute(
+                    "INSERT INTO tiles (tile, followed_until) VALUES (?,?) ON CONFLICT (tile) DO UPDATE"
+                    " SET followed_until=max(followed_until, excluded.followed_until)",
+                    (tile, until),
+                )
 
     # ---- hops (so a loop's count survives a restart) -------------------------------------------------------
 
@@ -222,7 +272,9 @@ class Journal:
 
     def pop_hop(self, tile: str) -> int | None:
         with self._tx():
-            row = self.db.execute("SELECT id, hop FROM hops WHERE tile=? ORDER BY id LIMIT 1", (tile,)).fetchone()
+            row = self.db.execute(
+                "SELECT id, hop FROM hops WHERE tile=? ORDER BY id LIMIT 1", (tile,)
+            ).fetchone()
             if row is None:
                 return None
             self.db.execute("DELETE FROM hops WHERE id=?", (row[0],))
@@ -232,8 +284,10 @@ class Journal:
         return _Transaction(self.db)
 
 
-_COLUMNS = ("key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
-            " created, updated")
+_COLUMNS = (
+    "key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
+    " created, updated"
+)
 
 
 class _Transaction:

@@ -17,6 +17,7 @@ from anyio.abc import TaskStatus
 
 from pipeline.engine.config import Config
 from pipeline.engine.hops import HopLedger
+from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.stages.detect import CompletionDetector
 from pipeline.engine.stages.dispatch import PromptDispatcher
@@ -39,8 +40,13 @@ class Pipeline:
 
     def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
                  report: Callable[[Completion | Delivery], None] | None = None,
-                 journal: Journal | None = None, watcher: FileWatcher | None = None) -> None:
+                 journal: Journal | None = None, watcher: FileWatcher | None = None,
+                 host: str | None = None) -> None:
         self.config, self.registries, self.tmux = config, registries, tmux
+        #: the host this pipeline runs the tiles of (``baton run --host``)
+        self.host = host or local_host()
+        #: the bus end (pipeline.bus.node.BusNode) when a route crosses hosts; None on a single machine
+        self.bus: Any = None
         #: the shared file watcher; a pipeline given none runs its own
         self.watcher = watcher
         self.dry_run, self.report = dry_run, report
@@ -52,7 +58,8 @@ class Pipeline:
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
         watcher = self.watcher or FileWatcher()
-        self.tiles = await build_tiles(self.config, self.registries.agents, self.tmux, watcher=watcher)
+        self.tiles = await build_tiles(self.config.on_host(self.host), self.registries.agents, self.tmux,
+                                       watcher=watcher)
         detector = CompletionDetector(self.tiles, self.hops, report=self.report, journal=self.journal,
                                       config=self.config)
         extractor = ResponseExtractor(self.tiles)
@@ -63,13 +70,22 @@ class Pipeline:
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
         self._prompts_in = prompts_in.clone()
+        if self.config.crosses_hosts(self.host):
+            from pipeline.bus.node import BusNode  # only here: a single machine never loads the NATS client
+
+            self.bus = BusNode(self.config, self.host, self.journal)
+            local_in, local_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
         async with anyio.create_task_group() as tg:
             if self.watcher is None:
                 tg.start_soon(watcher.run)
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
-            tg.start_soon(self.dispatcher.run, prompts_out)
+            if self.bus is not None:
+                tg.start_soon(self.bus.split, prompts_out, local_in)
+                tg.start_soon(self.dispatcher.run, local_out)
+            else:
+                tg.start_soon(self.dispatcher.run, prompts_out)
             tiles, routes = len(self.tiles), len(self.config.routes)
             log.info("running: %d tile%s, %d route%s on %s", tiles, "s" * (tiles != 1), routes,
                      "s" * (routes != 1), self.tmux.describe())
@@ -88,12 +104,15 @@ class Pipeline:
                     self.journal.set_state(record.key, "failed", error="batonpass stopped while transforming "
                                            "and the source turn was not reported again")
                 continue
-            if record.target not in self.tiles:
+            remote = self.bus is not None and self.bus.is_remote(record.target)
+            if record.target not in self.tiles and not remote:
                 continue  # the tile is gone from the config: left as it is for a config that has it
             if record.state == "delivering":
                 self.dispatcher.unsure.add(record.key)
             log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
             await self.submit(record.to_prompt())
+        if self.bus is not None:  # after the recovery: a redelivered hand-off finds its key queued already
+            await self.bus.run(self.submit)
 
     async def submit(self, prompt: Prompt) -> None:
         """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""

@@ -54,7 +54,9 @@ async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
                 log.info("tile %s: agent auto -> %s (from the process tree of %s)", name, kind, info.pane_id)
             except TmuxError as exc:
                 kind = "terminal"
-                log.warning("tile %s: cannot see pane %s (%s); reading it as a plain terminal", name, tile.pane, exc)
+                log.warning(
+                    "tile %s: cannot see pane %s (%s); reading it as a plain terminal", name, tile.pane, exc
+                )
         adapter = agents.get(kind)(ctx)
         fallback = adapter if adapter.reads_screen else agents.get("terminal")(ctx)
         tiles[name] = TileRuntime(ctx=ctx, adapter=adapter, fallback=fallback)

@@ -71,7 +71,8 @@ class FileWatcher:
         self._changed = anyio.Event()
 
     def subscribe(self, path: str | os.PathLike[str]) -> Subscription:
-        """Hints for ``path``. It need not exist yet: its nearest existing ancestor is watched until it does."""
+        """Hints for ``path``. It need not exist yet: its nearest existing ancestor is watched until it
+        does."""
         sub = Subscription(self, Path(os.path.abspath(path)))
         self._subs.append(sub)
         self._roots_changed()

@@ -14,7 +14,23 @@ from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, Tra
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd
 
 __all__ = [
-    "AgentAdapter", "Completion", "Delivery", "Emit", "NoOptions", "Outcome", "Prompt", "ResolveStep", "Response",
-    "ResponseSource", "Resolution", "TargetState", "TileContext", "Transform", "TransformInput",
-    "TransformResult", "TransformSkipped", "TurnEnd", "hookimpl",
+    "AgentAdapter",
+    "Completion",
+    "Delivery",
+    "Emit",
+    "NoOptions",
+    "Outcome",
+    "Prompt",
+    "ResolveStep",
+    "Response",
+    "ResponseSource",
+    "Resolution",
+    "TargetState",
+    "TileContext",
+    "Transform",
+    "TransformInput",
+    "TransformResult",
+    "TransformSkipped",
+    "TurnEnd",
+    "hookimpl",
 ]

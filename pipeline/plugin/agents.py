@@ -2,7 +2,8 @@
 
 An adapter is instantiated once per tile with a :class:`TileContext`. It knows one kind of agent: how to
 tell that a turn finished (:meth:`AgentAdapter.follow`), where the clean answer is
-(:meth:`AgentAdapter.response`), and whether the pane can take a prompt now (:meth:`AgentAdapter.target_state`).
+(:meth:`AgentAdapter.response`), and whether the pane can take a prompt now
+(:meth:`AgentAdapter.target_state`).
 Adapters never run tmux themselves; they ask the context, which is the engine's side of the contract.
 """
 
@@ -74,8 +75,10 @@ class TileContext:
         if self._server_pid is not None and self.tile.pane.startswith("%"):
             current = await self.tmux.pane(self.tile.pane)
             if current.server_pid != self._server_pid:
-                raise PaneGone(f"pane {self.tile.pane} belonged to a tmux server that has exited (pid "
-                               f"{self._server_pid}); name the pane by session:window.pane or title: to follow it")
+                raise PaneGone(
+                    f"pane {self.tile.pane} belonged to a tmux server that has exited (pid "
+                    f"{self._server_pid}); name the pane by session:window.pane or title: to follow it"
+                )
         info = await self.tmux.resolve(self.tile.pane)
         self._pane_id, self._server_pid = info.pane_id, info.server_pid
         return info
@@ -202,12 +205,25 @@ class AgentAdapter:
 
     async def find_process_steps(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                             {"pane_id": info.pane_id, "pid": info.pid})]
+        steps = [
+            ResolveStep(
+                "pane",
+                True,
+                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                {"pane_id": info.pane_id, "pid": info.pid},
+            )
+        ]
         found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
         if self.process_names:
             names = ", ".join(sorted(self.process_names))
-            steps.append(ResolveStep("process", found is not None,
-                                     f"{found.comm} pid {found.pid}" if found else f"no process named {names} under pid {info.pid}",
-                                     found.pid if found else None))
+            steps.append(
+                ResolveStep(
+                    "process",
+                    found is not None,
+                    f"{found.comm} pid {found.pid}"
+                    if found
+                    else f"no process named {names} under pid {info.pid}",
+                    found.pid if found else None,
+                )
+            )
         return steps

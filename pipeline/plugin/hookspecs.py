@@ -21,8 +21,9 @@ def register_agents(register: Callable[[type[Any]], None]) -> None:
     """Add agent adapter classes.
 
     :param register: call ``register(AdapterClass)`` once per adapter. The class subclasses
-        :class:`pipeline.plugin.agents.AgentAdapter`; its ``name`` is what ``agent:`` in routes.yaml names and its
-        ``process_names`` are the process names (``/proc/PID/comm``) that identify the agent in a pane.
+        :class:`pipeline.plugin.agents.AgentAdapter`; its ``name`` is what ``agent:`` in routes.yaml names
+        and its ``process_names`` are the process names (``/proc/PID/comm``) that identify the agent in a
+        pane.
         A later registration of the same name replaces an earlier one, so a third-party plugin can
         override a built-in adapter.
     """
@@ -33,7 +34,7 @@ def register_transforms(register: Callable[[type[Any]], None]) -> None:
     """Add transform classes.
 
     :param register: call ``register(TransformClass)`` once per transform. The class subclasses
-        :class:`pipeline.plugin.transforms.Transform`; its ``name`` is what ``transform:`` in routes.yaml names and
-        its ``Options`` pydantic model (``extra="forbid"``) validates the route's options when the config
-        loads, so a wrong option is reported before anything runs.
+        :class:`pipeline.plugin.transforms.Transform`; its ``name`` is what ``transform:`` in routes.yaml
+        names and its ``Options`` pydantic model (``extra="forbid"``) validates the route's options when the
+        config loads, so a wrong option is reported before anything runs.
     """

@@ -15,8 +15,13 @@ import sys
 
 __all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "redact", "setup_logging"]
 
-SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY")
-_KEY_SHAPES = re.compile(r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})")
+SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
+                   "BATON_BUS_PASSWORD", "BATON_BUS_TOKEN")
+#: a URL's user:password@ (or token@) part (a bus URL may carry credentials)
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})"
+)
 
 
 def redact(text: str) -> str:
@@ -24,7 +29,7 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 6:
             text = text.replace(value, "[redacted]")
-    return _KEY_SHAPES.sub("[redacted]", text)
+    return _KEY_SHAPES.sub("[redacted]", _URL_USERINFO.sub("[redacted]@", text))
 
 
 class RedactingFormatter(logging.Formatter):

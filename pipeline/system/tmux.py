@@ -76,14 +76,24 @@ class PaneInfo:
 def _parse(line: str) -> PaneInfo:
     v = dict(zip(_FIELDS, line.split("\x1f"), strict=False))
     return PaneInfo(
-        pane_id=v["pane_id"], pid=int(v["pane_pid"] or 0), dead=v["pane_dead"] == "1",
-        history_size=int(v["history_size"] or 0), cursor_x=int(v["cursor_x"] or 0),
-        cursor_y=int(v["cursor_y"] or 0), height=int(v["pane_height"] or 0), width=int(v["pane_width"] or 0),
-        current_command=v["pane_current_command"], title=v["pane_title"],
-        address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}", in_mode=v["pane_in_mode"] == "1",
-        alternate_on=v.get("alternate_on") == "1", server_pid=int(v.get("pid") or 0),
+        pane_id=v["pane_id"],
+        pid=int(v["pane_pid"] or 0),
+        dead=v["pane_dead"] == "1",
+        history_size=int(v["history_size"] or 0),
+        cursor_x=int(v["cursor_x"] or 0),
+        cursor_y=int(v["cursor_y"] or 0),
+        height=int(v["pane_height"] or 0),
+        width=int(v["pane_width"] or 0),
+        current_command=v["pane_current_command"],
+        title=v["pane_title"],
+        address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}",
+        in_mode=v["pane_in_mode"] == "1",
+        alternate_on=v.get("alternate_on") == "1",
+        server_pid=int(v.get("pid") or 0),
         window_name=v.get("window_name", ""),
-        dead_status=int(v["pane_dead_status"]) if v.get("pane_dead_status", "").lstrip("-").isdigit() else None,
+        dead_status=int(v["pane_dead_status"])
+        if v.get("pane_dead_status", "").lstrip("-").isdigit()
+        else None,
     )
 
 
@@ -147,7 +157,9 @@ class Tmux:
                 raise PaneGone(f"no pane has the title {title!r} on {self.describe()}")
             if len(matches) > 1:
                 ids = ", ".join(p.pane_id for p in matches)
-                raise PaneGone(f"{len(matches)} panes have the title {title!r} ({ids}); give each a unique title")
+                raise PaneGone(
+                    f"{len(matches)} panes have the title {title!r} ({ids}); give each a unique title"
+                )
             return matches[0]
         info = await self.pane(target)
         if ":" in target and not target.startswith("%") and not info.matches_address(target):

@@ -1,4 +1,5 @@
-"""Claude Code, read from its own files: the resolution chain, the transcript answer, three completion signals.
+"""Claude Code, read from its own files: the resolution chain, the transcript answer, three completion
+signals.
 
 A turn is reported by whichever comes first of: the transcript's end-of-turn lines, the session file's
 ``busy → idle`` (``waiting`` on a permission prompt is not an end), and the Stop hook installed by
@@ -10,8 +11,8 @@ is logged with its reason.
 
 Background agents (2.1.332): a turn that ends with subagents still running is held by the reader (see
 :mod:`plugins.claude_code.turns`) and reported as no completion — so it fires no route, not even ``on: any``,
-and uses no hop; the Stop hook it fires (``background_tasks`` running) is dropped. The tile's completion is the
-later turn that ends with none running, or, if the session goes idle and no such turn comes within
+and uses no hop; the Stop hook it fires (``background_tasks`` running) is dropped. The tile's completion
+is the later turn that ends with none running, or, if the session goes idle and no such turn comes within
 ``held_grace_s``, the held turn itself.
 """
 
@@ -81,14 +82,26 @@ class ClaudeCodeAdapter(FileFollowing):
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         res = await self._resolve()
-        steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                             {"pane_id": info.pane_id, "pid": info.pid})] + res.steps
+        steps = [
+            ResolveStep(
+                "pane",
+                True,
+                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                {"pane_id": info.pane_id, "pid": info.pid},
+            )
+        ] + res.steps
         activity = await anyio.to_thread.run_sync(self._activity, res)
         if activity:
             steps.append(ResolveStep("activity", True, activity, activity))
         if res.transcript is None:
-            steps.append(ResolveStep("answer", False, "answers will come from the screen (terminal fallback): the "
-                                     f"chain stopped at {res.stopped_at}"))
+            steps.append(
+                ResolveStep(
+                    "answer",
+                    False,
+                    "answers will come from the screen (terminal fallback): the "
+                    f"chain stopped at {res.stopped_at}",
+                )
+            )
             return steps
         end = await anyio.to_thread.run_sync(last_finished_turn, res.transcript)
         detail = (f"last finished turn {end.turn_id}: {len(end.text)} chars: {end.text[:60]!r}" if end else
@@ -143,7 +156,9 @@ class ClaudeCodeAdapter(FileFollowing):
         if payload.get("hook_event_name", "Stop") != "Stop":
             return None
         tasks = payload.get("background_tasks")
-        if isinstance(tasks, list) and any(isinstance(t, dict) and t.get("status") == "running" for t in tasks):
+        if isinstance(tasks, list) and any(
+            isinstance(t, dict) and t.get("status") == "running" for t in tasks
+        ):
             return None  # 2.1.332: the turn ended with background agents running — not the end of the work
         session_id = payload.get("session_id")
         if not isinstance(session_id, str) or not UUID.match(session_id):
@@ -192,7 +207,9 @@ class ClaudeCodeAdapter(FileFollowing):
             return None  # the extractor takes the hook's text and says so
         log.info("%s: answer from the terminal: %s", self.ctx.name, why)
         screen = await super().response(completion)
-        return Response(completion=completion, text=screen.text if screen else "", source="terminal", note=why)
+        return Response(
+            completion=completion, text=screen.text if screen else "", source="terminal", note=why
+        )
 
     async def _await_end(self, tid: str) -> TurnEnd | None:
         _, session_id, key = tid.split(":", 2)
@@ -236,7 +253,9 @@ class ClaudeCodeAdapter(FileFollowing):
         end = last_finished_turn(path)
         if end is None:
             raise LookupError(nothing_finished(path))
-        completion = Completion(tile=Path(path).name, turn_id=end.turn_id, signal="transcript", detail=end.reason)
+        completion = Completion(
+            tile=Path(path).name, turn_id=end.turn_id, signal="transcript", detail=end.reason
+        )
         return Response(completion=completion, text=end.text, source="transcript", cwd=end.cwd)
 
     # ---- as a target -----------------------------------------------------------------------------
@@ -279,8 +298,12 @@ class ClaudeCodeAdapter(FileFollowing):
         res = resolve_pid(info.pid, info.pane_id)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
-        return {"status_at": res.session.status_updated_at if res.session else None, "transcript": res.transcript,
-                "key": key, "screen": screen}
+        return {
+            "status_at": res.session.status_updated_at if res.session else None,
+            "transcript": res.transcript,
+            "key": key,
+            "screen": screen,
+        }
 
     async def turn_started(self, before: Any) -> bool:
         if not isinstance(before, dict):

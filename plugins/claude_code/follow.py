@@ -135,7 +135,9 @@ class FileFollowing(TerminalAdapter):
         assert self.ctx.watcher is not None and res.process is not None and res.config is not None
         pid, start_ticks = res.process.pid, res.process.start_ticks
         # the process's own file, or the one whose ``tmux`` key names this pane (resolve.py)
-        session_path = res.session.path if res.session is not None else res.config / "sessions" / f"{pid}.json"
+        session_path = (
+            res.session.path if res.session is not None else res.config / "sessions" / f"{pid}.json"
+        )
         folder = res.project_dir or res.config / "projects" / project_folder_name(res.cwd or "/")
         tail = self._tail_for(res.transcript, existed=True)
         await self.ctx.resolved()
@@ -143,11 +145,18 @@ class FileFollowing(TerminalAdapter):
         idle_deadline: float | None = None
         # a turn left open while the session is idle already is history, not news
         handled: set[str | None] = {None, tail.tracker.key if tail and tail.tracker.open else None}
-        log.info("%s: following %s (rule %s) and %s", self.ctx.name, res.transcript or f"{folder}/ (no transcript yet)",
-                 res.rule or "-", session_path.name)
+        log.info(
+            "%s: following %s (rule %s) and %s",
+            self.ctx.name,
+            res.transcript or f"{folder}/ (no transcript yet)",
+            res.rule or "-",
+            session_path.name,
+        )
         with self.ctx.watcher.subscribe(session_path.parent) as s1, self.ctx.watcher.subscribe(folder) as s2:
             while True:
-                timeout = self.liveness_s if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
+                timeout = (
+                    self.liveness_s if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
+                )
                 changed = await wait_any([s1, s2], timeout)
                 live = proc.read_proc(pid)
                 if live is None or live.start_ticks != start_ticks:
@@ -159,10 +168,14 @@ class FileFollowing(TerminalAdapter):
                     session = None
                 if session is not None and session.session_id != session_id:
                     return  # a new session (or the file appeared): run the chain again
-                if tail is None or any(p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed):
+                if tail is None or any(
+                    p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed
+                ):
                     fresh = resolve_process(live)
                     if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
-                        log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule)
+                        log.info(
+                            "%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule
+                        )
                         tail = self._tail_for(fresh.transcript, existed=False)
                         self._resolution = fresh
                 for end in tail.read_new() if tail else []:
@@ -210,8 +223,11 @@ class FileFollowing(TerminalAdapter):
                 return deadline
             held = tail.tracker.release_held()
             if held is not None:
-                log.info("%s: idle and no turn after the background agents of %s: that turn completes", self.ctx.name,
-                         held.key)
+                log.info(
+                    "%s: idle and no turn after the background agents of %s: that turn completes",
+                    self.ctx.name,
+                    held.key,
+                )
                 await self._emit_end(emit, held, "status")
             return None
         if status != "idle" or not tail.tracker.open or tail.tracker.key in handled:
@@ -229,10 +245,17 @@ class FileFollowing(TerminalAdapter):
         handled.add(key)
         silent = tail.tracker.close_silent()
         if silent is None:
-            log.info("%s: idle after %s, which was not a prompt to the model; no turn to report", self.ctx.name, key)
+            log.info(
+                "%s: idle after %s, which was not a prompt to the model; no turn to report",
+                self.ctx.name,
+                key,
+            )
             return None
-        log.info("%s: idle, but the transcript shows no end of turn %s (interrupted before any text?): failed",
-                 self.ctx.name, key)
+        log.info(
+            "%s: idle, but the transcript shows no end of turn %s (interrupted before any text?): failed",
+            self.ctx.name,
+            key,
+        )
         await self._emit_end(emit, silent, "status")
         return None
 

@@ -1,7 +1,7 @@
 """Claude Code's wrapper around pasted text, removed from prompts read back from its transcript.
 
-Seen on the real 2.1.332 (SPEC §5.1): a bracketed paste of 4 lines or more, or of more than 800
-characters (tests/test_claude_e2e.py finds these limits on the real CLI), reaches the transcript — and the model — as
+Seen on the real 2.1.332 (SPEC §5.1): a bracketed paste of 4 lines or more, or of more than 800 characters
+(tests/test_claude_e2e.py finds these limits on the real CLI), reaches the transcript — and the model — as
 ``\\n\\n<pasted_content id="00d6">\\n<the text>\\n</pasted_content id="00d6">\\n``, the text inside intact.
 Anything that looks for a hand-off's prompt in the target's transcript (``received()`` after a crash
 mid-delivery, "was this prompt already typed?") compares the unwrapped text, or a delivered prompt would be
@@ -17,7 +17,9 @@ import re
 
 __all__ = ["normalized", "unwrap_paste"]
 
-_WRAPPED = re.compile(r'\n*<pasted_content id="([^"\n]{1,64})">\n(.*?)\n?</pasted_content id="\1">\n?', re.DOTALL)
+_WRAPPED = re.compile(
+    r'\n*<pasted_content id="([^"\n]{1,64})">\n(.*?)\n?</pasted_content id="\1">\n?', re.DOTALL
+)
 
 
 def unwrap_paste(text: str) -> str:

@@ -73,7 +73,12 @@ def scan_back(path: str | os.PathLike[str], enough: Callable[[TailScan], bool],
                 data, start = data[cut + 1:], start + cut + 1
             last_nl = data.rfind(b"\n")
             complete = data[: last_nl + 1] if last_nl >= 0 else b""
-            scan = TailScan(TurnTracker(at_start=start == 0), from_start=start == 0, end_offset=start + len(complete), window=window)
+            scan = TailScan(
+                TurnTracker(at_start=start == 0),
+                from_start=start == 0,
+                end_offset=start + len(complete),
+                window=window,
+            )
             scan.ends.extend(scan.tracker.feed_lines(complete.split(b"\n")))
             if scan.from_start or enough(scan):
                 return scan

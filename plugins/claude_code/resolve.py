@@ -138,11 +138,19 @@ def read_session_file(path: Path) -> SessionFile:
         value = data.get(key)
         return int(value) if isinstance(value, int | float) else None
 
-    return SessionFile(path=path, pid=pid, session_id=session_id.lower(), cwd=data.get("cwd") or None,
-                       proc_start=str(data["procStart"]) if data.get("procStart") is not None else None,
-                       status=data.get("status"), waiting_for=data.get("waitingFor"),
-                       status_updated_at=opt_int("statusUpdatedAt"), started_at=opt_int("startedAt"),
-                       version=data.get("version"), tmux=data["tmux"] if isinstance(data.get("tmux"), str) else None)
+    return SessionFile(
+        path=path,
+        pid=pid,
+        session_id=session_id.lower(),
+        cwd=data.get("cwd") or None,
+        proc_start=str(data["procStart"]) if data.get("procStart") is not None else None,
+        status=data.get("status"),
+        waiting_for=data.get("waitingFor"),
+        status_updated_at=opt_int("statusUpdatedAt"),
+        started_at=opt_int("startedAt"),
+        version=data.get("version"),
+        tmux=data["tmux"] if isinstance(data.get("tmux"), str) else None,
+    )
 
 
 def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
@@ -236,7 +244,9 @@ def resolve_process(p: proc.Proc, pane_id: str | None = None) -> Resolution:
             res.add("session-file", True, f"{session_path}: session {session.session_id}, status {state}",
                     {"path": str(session_path), "sessionId": session.session_id, "status": session.status})
     except FileNotFoundError:
-        res.add("session-file", False, f"{session_path} missing (written ~1.5 s after start; removed on /exit)")
+        res.add(
+            "session-file", False, f"{session_path} missing (written ~1.5 s after start; removed on /exit)"
+        )
     except ValueError as exc:
         res.add("session-file", False, f"{session_path}: {exc}", str(session_path))
     if pane_id is not None:
@@ -259,8 +269,13 @@ def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
         if res.session.pane_id == pane_id:
             res.add("tmux", True, f"the session file names this pane ({res.session.tmux})", res.session.tmux)
         elif res.session.pane_id is not None:  # another tmux server's pane of the same number, say
-            res.add("tmux", True, f"the session file names pane {res.session.pane_id} ({res.session.tmux}), not "
-                    f"{pane_id}: another tmux server's? The process tree decided", res.session.tmux)
+            res.add(
+                "tmux",
+                True,
+                f"the session file names pane {res.session.pane_id} ({res.session.tmux}), not "
+                f"{pane_id}: another tmux server's? The process tree decided",
+                res.session.tmux,
+            )
         return
     try:
         names = sorted(os.listdir(res.config / "sessions"))
@@ -290,8 +305,13 @@ def _refuse_outside(res: Resolution, config: Path) -> None:
     folder, saying why."""
     if res.transcript is not None and transcript_inside(res.transcript, config) is None:
         real = os.path.realpath(res.transcript)
-        res.add("transcript", False, f"{res.transcript} leads to {real}, outside {config / 'projects'}: refused "
-                "(a transcript is only read from Claude Code's own projects folder)", str(res.transcript))
+        res.add(
+            "transcript",
+            False,
+            f"{res.transcript} leads to {real}, outside {config / 'projects'}: refused "
+            "(a transcript is only read from Claude Code's own projects folder)",
+            str(res.transcript),
+        )
         res.transcript, res.rule = None, ""
 
 
@@ -311,8 +331,12 @@ def _find_transcript(res: Resolution, started: float) -> None:
     elif folder is not None:
         res.add("project-dir", True, f"{folder} (the encoded cwd {res.cwd})", str(folder))
     if folder is None:
-        res.add("project-dir", False, f"{projects / next(iter(names))} does not exist yet (created on the first prompt)",
-                str(projects / next(iter(names))))
+        res.add(
+            "project-dir",
+            False,
+            f"{projects / next(iter(names))} does not exist yet (created on the first prompt)",
+            str(projects / next(iter(names))),
+        )
         return
     res.project_dir = folder
     claimed = _claimed_elsewhere(res)
@@ -321,15 +345,24 @@ def _find_transcript(res: Resolution, started: float) -> None:
         newer = _newest_unclaimed(folder, claimed | {sid}, after=max(started, _mtime(named)), head=CLEAR_MARK)
         if newer is not None:
             res.transcript, res.rule = newer, "newer-transcript"
-            res.add("transcript", True, f"{newer} (fallback: {named.name} "
-                    f"{'stopped growing' if named.exists() else 'does not exist'}; this newer transcript of the "
-                    "same folder starts with /clear and belongs to no other live session)", str(newer))
+            res.add(
+                "transcript",
+                True,
+                f"{newer} (fallback: {named.name} "
+                f"{'stopped growing' if named.exists() else 'does not exist'}; this newer transcript of the "
+                "same folder starts with /clear and belongs to no other live session)",
+                str(newer),
+            )
         elif named.exists():
             res.transcript, res.rule = named, "session-file"
             res.add("transcript", True, f"{named}", str(named))
         else:
-            res.add("transcript", False, f"{named} not created yet (Claude Code creates it on the first prompt)",
-                    str(named))
+            res.add(
+                "transcript",
+                False,
+                f"{named} not created yet (Claude Code creates it on the first prompt)",
+                str(named),
+            )
         return
     newest = _newest_unclaimed(folder, claimed, after=started)
     if newest is not None:
@@ -370,7 +403,9 @@ def _claimed_elsewhere(res: Resolution) -> set[str]:
     return claimed
 
 
-def _newest_unclaimed(folder: Path, claimed: set[str], *, after: float, head: bytes | None = None) -> Path | None:
+def _newest_unclaimed(
+    folder: Path, claimed: set[str], *, after: float, head: bytes | None = None
+) -> Path | None:
     """The most recently written ``<UUID>.jsonl`` of ``folder`` written after ``after``, that no other live
     session claims and (with ``head``) whose first lines contain ``head``."""
     candidates: list[tuple[float, Path]] = []

@@ -66,5 +66,7 @@ def screen_answer(captured: str) -> str:
                   if lines[i].startswith(_ANSWER) and not _TOOL_CALL.match(lines[i])), None)
     if start is None:
         return "\n".join(lines).strip("\n")
-    block = [lines[start][len(_ANSWER):]] + [ln[2:] if ln.startswith("  ") else ln for ln in lines[start + 1:]]
+    block = [lines[start][len(_ANSWER) :]] + [
+        ln[2:] if ln.startswith("  ") else ln for ln in lines[start + 1 :]
+    ]
     return "\n".join(ln.rstrip() for ln in block).strip("\n")

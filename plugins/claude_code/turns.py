@@ -1,4 +1,5 @@
-"""Claude Code's transcript lines, classified into turns: where a turn starts, what proves it ended, its answer.
+"""Claude Code's transcript lines, classified into turns: where a turn starts, what proves it ended, its
+answer.
 
 Fed lines *forwards* by :class:`TurnTracker` (the readers in :mod:`plugins.claude_code.reader` choose which
 lines). A turn starts with a main-chain ``user`` prompt line; its key is the line's ``promptId`` (2.x: every
@@ -49,7 +50,13 @@ SYNTHETIC_MODEL = "<synthetic>"
 #: stop reasons of a model message that ends the turn (``tool_use`` does not)
 FINISH_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "refusal"})
 #: user lines that are a local command's echo, not a prompt to the model
-LOCAL_COMMAND_TAGS = ("<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>")
+LOCAL_COMMAND_TAGS = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "<bash-input>",
+    "<bash-stdout>",
+)
 
 Outcome = Literal["completed", "failed"]
 
@@ -186,7 +193,9 @@ class TurnTracker:
         if kind == "assistant":
             self._assistant(obj)
         elif kind == "system" and obj.get("subtype") == "turn_duration":
-            return self._end("completed", "turn_duration", obj, background=_count(obj.get("pendingBackgroundAgentCount")))
+            return self._end(
+                "completed", "turn_duration", obj, background=_count(obj.get("pendingBackgroundAgentCount"))
+            )
         elif kind == "system" and obj.get("subtype") == "stop_hook_summary":
             if self.open and self._answer_texts and not self._msg_tool and self.proof in ("", "final text"):
                 self.answered, self.proof = True, "stop_hook_summary"
@@ -199,7 +208,9 @@ class TurnTracker:
         content = message.get("content") if isinstance(message, dict) else None
         tool_results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
             if isinstance(content, list) else []
-        texts = _text_blocks(content) + [b["content"] for b in tool_results if isinstance(b.get("content"), str)]
+        texts = _text_blocks(content) + [
+            b["content"] for b in tool_results if isinstance(b.get("content"), str)
+        ]
         if any(t.startswith(INTERRUPT_PREFIX) for t in texts):
             return self._end("failed", "interrupted", obj)
         if tool_results:

@@ -134,7 +134,9 @@ class CodexAdapter(TerminalAdapter):
                     self._process = process
             if process is None:
                 return None
-            new_files = {p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout} - self._foreign
+            new_files = {
+                p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout
+            } - self._foreign
             unconfirmed = (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
                            and self._state is not None and not self._state.received(self.last_prompt))
             due = force or now - self._resolved_at > RESOLVE_MIN_INTERVAL_S
@@ -192,7 +194,12 @@ class CodexAdapter(TerminalAdapter):
         """End an older Codex's open turn when the session went idle after its answer (see the module doc)."""
         state = self._state
         turn = state.provisional if state is not None else None
-        if state is None or turn is None or not turn.answered or time.monotonic() - self._fed_at < IDLE_QUIET_S:
+        if (
+            state is None
+            or turn is None
+            or not turn.answered
+            or time.monotonic() - self._fed_at < IDLE_QUIET_S
+        ):
             return
         try:
             busy = self.is_busy(strip_ansi(await self.ctx.capture()))
@@ -274,7 +281,11 @@ class CodexAdapter(TerminalAdapter):
     async def _turn(self, turn_id: str, wait_s: float = 0.0) -> Turn | None:
         """The finished turn ``turn_id`` from the rollout, waiting up to ``wait_s`` for its last line."""
         deadline = time.monotonic() + wait_s
-        sub = self.ctx.watcher.subscribe(self.rollout) if wait_s > 0 and self.ctx.watcher and self.rollout else None
+        sub = (
+            self.ctx.watcher.subscribe(self.rollout)
+            if wait_s > 0 and self.ctx.watcher and self.rollout
+            else None
+        )
         try:
             while True:
                 try:
@@ -406,8 +417,13 @@ class CodexAdapter(TerminalAdapter):
             await self._refresh(force=True)
         except TmuxError:
             pass
-        return _Snapshot(self.rollout, self._state.turn_starts if self._state else 0, await self.ctx.capture(),
-                         time.monotonic(), time.time())
+        return _Snapshot(
+            self.rollout,
+            self._state.turn_starts if self._state else 0,
+            await self.ctx.capture(),
+            time.monotonic(),
+            time.time(),
+        )
 
     async def turn_started(self, before: Any) -> bool:
         """A ``task_started`` (or older ``user_message``) appended after the snapshot; the screen only
@@ -430,8 +446,14 @@ class CodexAdapter(TerminalAdapter):
 
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [ResolveStep("pane", True, f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                             {"pane_id": info.pane_id, "pid": info.pid})]
+        steps = [
+            ResolveStep(
+                "pane",
+                True,
+                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                {"pane_id": info.pane_id, "pid": info.pid},
+            )
+        ]
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps
@@ -441,9 +463,18 @@ class CodexAdapter(TerminalAdapter):
             for record in tail.read():
                 state.feed(record)
             last = state.last_finished()
-            steps.append(ResolveStep("turn", True, ("busy: turn " + str(state.open_turn)) if state.busy else
-                                     f"idle; last turn {last.turn_id} {last.outcome} ({last.answer_from})" if last
-                                     else "idle, no finished turn", {"thread": state.thread_id, "busy": state.busy}))
+            steps.append(
+                ResolveStep(
+                    "turn",
+                    True,
+                    ("busy: turn " + str(state.open_turn))
+                    if state.busy
+                    else f"idle; last turn {last.turn_id} {last.outcome} ({last.answer_from})"
+                    if last
+                    else "idle, no finished turn",
+                    {"thread": state.thread_id, "busy": state.busy},
+                )
+            )
         return steps
 
 

@@ -29,9 +29,17 @@ def notify_turn(payload: dict[str, Any]) -> tuple[str, str, str | None] | None:
     """(thread id, turn id, answer) from a Codex ``notify`` payload (``agent-turn-complete``) or a trusted
     ``hooks.json`` Stop hook's stdin; None for anything else (other hook events, malformed records)."""
     if payload.get("type") == "agent-turn-complete":
-        thread, turn, text = payload.get("thread-id"), payload.get("turn-id"), payload.get("last-assistant-message")
+        thread, turn, text = (
+            payload.get("thread-id"),
+            payload.get("turn-id"),
+            payload.get("last-assistant-message"),
+        )
     elif payload.get("hook_event_name") == "Stop":
-        thread, turn, text = payload.get("session_id"), payload.get("turn_id"), payload.get("last_assistant_message")
+        thread, turn, text = (
+            payload.get("session_id"),
+            payload.get("turn_id"),
+            payload.get("last_assistant_message"),
+        )
     else:
         return None
     if not isinstance(thread, str) or not isinstance(turn, str) or not thread or not turn:
@@ -61,7 +69,9 @@ def install_notify(config_path: Path, hook_command: list[str]) -> str:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{config_path} is not valid TOML ({exc}); fix it first — nothing was changed") from None
+        raise ValueError(
+            f"{config_path} is not valid TOML ({exc}); fix it first — nothing was changed"
+        ) from None
     current = data.get("notify")
     if current is not None and not (isinstance(current, list) and all(isinstance(a, str) for a in current)):
         raise ValueError(f"{config_path}: notify is {current!r}, not a list of strings; nothing was changed")

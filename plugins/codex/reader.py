@@ -49,11 +49,27 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 TURN_MEMORY = 256
 #: items and events that mean the model went on working after a message (a tool call, its output, more
 #: reasoning): the message before them was not the turn's answer
-WORK_ITEMS = frozenset({
-    "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "local_shell_call",
-    "reasoning", "web_search_call", "agent_reasoning", "agent_reasoning_raw_content", "exec_command_begin",
-    "exec_command_end", "patch_apply_begin", "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end",
-    "web_search_begin", "web_search_end"})
+WORK_ITEMS = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+        "web_search_call",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "exec_command_begin",
+        "exec_command_end",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "web_search_begin",
+        "web_search_end",
+    }
+)
 #: user messages Codex writes itself (context, instructions, an interrupt notice): not prompts
 INJECTED = ("<environment_context>", "<user_instructions>", "<turn_aborted>", "# AGENTS.md instructions",
             "<user_shell_command>")
@@ -101,8 +117,8 @@ def message_text(content: Any) -> str | None:
 
 
 class JsonlTail(AppendedLines):
-    """The rollout's lines appended since the last :meth:`read` (see :class:`pipeline.system.jsonl.AppendedLines`),
-    with a bound on one unfinished line."""
+    """The rollout's lines appended since the last :meth:`read` (see
+    :class:`pipeline.system.jsonl.AppendedLines`), with a bound on one unfinished line."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, max_line_bytes=MAX_LINE_BYTES)
@@ -297,10 +313,18 @@ class RolloutState:
         elif event == "task_complete":
             error = payload.get("error")
             message = error.get("message") if isinstance(error, dict) else error
-            self._finish(turn_id, at, "failed" if error else "completed", answer=_str(payload.get("last_agent_message")),
-                         error=str(message) if error else None, ordinal=ordinal)
+            self._finish(
+                turn_id,
+                at,
+                "failed" if error else "completed",
+                answer=_str(payload.get("last_agent_message")),
+                error=str(message) if error else None,
+                ordinal=ordinal,
+            )
         elif event == "turn_aborted":
-            self._finish(turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal)
+            self._finish(
+                turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal
+            )
         elif event == "error" and self.open_turn is not None:  # older Codex: the turn ends in an error
             self._finish(turn_id, at, "failed", error=str(payload.get("message") or "error"), ordinal=ordinal)
 

@@ -33,7 +33,14 @@ from pipeline.plugin.agents import ResolveStep
 from pipeline.system import proc
 from plugins.codex.reader import ROLLOUT_NAME, message_text, parse_timestamp, thread_id_of, uuid7_time
 
-__all__ = ["CodexProcess", "Resolution", "ThreadInfo", "default_codex_home", "find_codex_process", "resolve_rollout"]
+__all__ = [
+    "CodexProcess",
+    "Resolution",
+    "ThreadInfo",
+    "default_codex_home",
+    "find_codex_process",
+    "resolve_rollout",
+]
 
 #: the thread of a TUI starts this long after its process at most (the first start in a fresh
 #: CODEX_HOME copies a 315 MB binary first)
@@ -96,7 +103,10 @@ def find_codex_process(pane_pid: int) -> CodexProcess | None:
         elif env.get("HOME"):
             home, home_from = Path(env["HOME"]) / ".codex", "$HOME/.codex of the process"
         else:
-            home, home_from = default_codex_home(), "batonpass's own $CODEX_HOME (the process environment is unreadable)"
+            home, home_from = (
+                default_codex_home(),
+                "batonpass's own $CODEX_HOME (the process environment is unreadable)",
+            )
         cwd = proc.cwd(p.pid)
         for flag in ("-C", "--cd"):  # codex -C DIR runs the session in DIR
             if flag in argv[1:-1]:
@@ -130,9 +140,18 @@ def session_meta(path: Path) -> dict[str, Any] | None:
             line = f.readline(16 * 1024 * 1024)
         if line.endswith(b"\n"):
             record = orjson.loads(line)
-            if isinstance(record, dict) and record.get("type") == "session_meta" and isinstance(record.get("payload"), dict):
+            if (
+                isinstance(record, dict)
+                and record.get("type") == "session_meta"
+                and isinstance(record.get("payload"), dict)
+            ):
                 meta = record["payload"]
-            elif isinstance(record, dict) and "type" not in record and "payload" not in record and "id" in record:
+            elif (
+                isinstance(record, dict)
+                and "type" not in record
+                and "payload" not in record
+                and "id" in record
+            ):
                 meta = record
     except (OSError, orjson.JSONDecodeError):
         return None  # not written yet, or unreadable: ask again next time
@@ -202,8 +221,13 @@ def _threads_from_sqlite(home: Path, since: float) -> tuple[dict[str, ThreadInfo
                 continue
             ms = r.get("created_at_ms")
             started = ms / 1000.0 if isinstance(ms, int) else uuid7_time(tid) or float(r["created_at"])
-            found[tid] = ThreadInfo(tid, started, rollout=Path(r["rollout_path"]) if r.get("rollout_path") else None,
-                                    cwd=r.get("cwd"), originator=r.get("originator") or r.get("source"))
+            found[tid] = ThreadInfo(
+                tid,
+                started,
+                rollout=Path(r["rollout_path"]) if r.get("rollout_path") else None,
+                cwd=r.get("cwd"),
+                originator=r.get("originator") or r.get("source"),
+            )
     except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:
         return found, f"state_5.sqlite not usable ({type(exc).__name__}: {exc})"
     finally:
@@ -225,7 +249,9 @@ def known_threads(home: Path, since: float) -> tuple[list[ThreadInfo], str]:
             info.cwd = info.cwd or meta.get("cwd")
             info.originator = info.originator or meta.get("originator")
             info.started_at = info.started_at or parse_timestamp(meta.get("timestamp"))
-    ordered = sorted((t for t in threads.values() if t.started_at is not None), key=lambda t: t.started_at or 0.0)
+    ordered = sorted(
+        (t for t in threads.values() if t.started_at is not None), key=lambda t: t.started_at or 0.0
+    )
     return ordered, f"{note}; {len(ordered)} threads since the process started"
 
 
@@ -253,9 +279,15 @@ def user_prompts(path: Path) -> list[tuple[float, str]]:
                 item = payload.get("item")
                 if isinstance(item, dict) and item.get("type") == "UserMessage":
                     prompts.append((at, message_text(item.get("content")) or ""))
-                if "payload" not in record and record.get("type") == "message" and record.get("role") == "user":
+                if (
+                    "payload" not in record
+                    and record.get("type") == "message"
+                    and record.get("role") == "user"
+                ):
                     # no time of its own: no later than the file's last write
-                    prompts.append((at or os.fstat(f.fileno()).st_mtime, message_text(record.get("content")) or ""))
+                    prompts.append(
+                        (at or os.fstat(f.fileno()).st_mtime, message_text(record.get("content")) or "")
+                    )
     except OSError:
         pass
     return prompts
@@ -286,9 +318,20 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
         res.steps.append(ResolveStep("process", False, f"no codex process under pid {pane_pid}"))
         return res
     started = datetime.fromtimestamp(process.started_at).strftime("%Y-%m-%d %H:%M:%S")
-    res.steps.append(ResolveStep("process", True, f"codex pid {process.pid} ({' '.join(process.argv[1:3]) or 'TUI'}), "
-                                 f"started {started}, cwd {process.cwd}", process.pid))
-    res.steps.append(ResolveStep("codex home", True, f"{process.codex_home} ({process.home_from})", str(process.codex_home)))
+    res.steps.append(
+        ResolveStep(
+            "process",
+            True,
+            f"codex pid {process.pid} ({' '.join(process.argv[1:3]) or 'TUI'}), "
+            f"started {started}, cwd {process.cwd}",
+            process.pid,
+        )
+    )
+    res.steps.append(
+        ResolveStep(
+            "codex home", True, f"{process.codex_home} ({process.home_from})", str(process.codex_home)
+        )
+    )
 
     def decide(rule: str, path: Path, detail: str) -> Resolution:
         res.rollout, res.rule = path, rule
@@ -313,8 +356,12 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
                                  if not thread else f"no: thread {thread} has no rollout"))
 
     threads, note = known_threads(process.codex_home, process.started_at - CLOCK_SLACK_S)
-    mine = [t for t in threads if (t.cwd is None or process.cwd is None or os.path.realpath(t.cwd) == process.cwd)
-            and t.originator != "codex_exec"]
+    mine = [
+        t
+        for t in threads
+        if (t.cwd is None or process.cwd is None or os.path.realpath(t.cwd) == process.cwd)
+        and t.originator != "codex_exec"
+    ]
     window = [t for t in mine if (t.started_at or 0) <= process.started_at + MAX_STARTUP_S]
     res.steps.append(ResolveStep("threads", True, f"{note}; {len(window)} in cwd {process.cwd} within "
                                  f"{MAX_STARTUP_S:.0f}s of the start"))
@@ -327,8 +374,11 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
             if info.rollout is None or (info.started_at or 0.0) < floor:
                 continue
             if any(at >= since and _norm(text) == wanted for at, text in user_prompts(info.rollout)):
-                return decide("last prompt", info.rollout, f"{info.rollout.name} holds the prompt batonpass last "
-                              "typed here")
+                return decide(
+                    "last prompt",
+                    info.rollout,
+                    f"{info.rollout.name} holds the prompt batonpass last typed here",
+                )
         res.steps.append(ResolveStep("last prompt", True, "no: no rollout of this cwd holds the last prompt"))
 
     if window:
@@ -336,16 +386,33 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
         delay = (first.started_at or 0) - process.started_at
         if first.rollout is None:
             res.rule = "none yet"
-            res.steps.append(ResolveStep("start time", True, f"thread {first.thread_id} started {delay:+.1f}s after "
-                                         "the process and has no rollout yet"))
+            res.steps.append(
+                ResolveStep(
+                    "start time",
+                    True,
+                    f"thread {first.thread_id} started {delay:+.1f}s after "
+                    "the process and has no rollout yet",
+                )
+            )
         elif not ambiguous:
-            return decide("start time + cwd", first.rollout, f"thread {first.thread_id} started {delay:+.1f}s after the "
-                          f"process, in its cwd")
+            return decide(
+                "start time + cwd",
+                first.rollout,
+                f"thread {first.thread_id} started {delay:+.1f}s after the process, in its cwd",
+            )
         else:
             res.rule = "ambiguous"
-            res.steps.append(ResolveStep("start time", True, f"no: {len(window)} threads started within "
-                                         f"{AMBIGUOUS_S:.0f}s of each other; type a prompt through batonpass to tell them apart"))
-    res.steps.append(ResolveStep("rollout", True, "none yet: idle, no turn (a rollout appears at the first prompt)"))
+            res.steps.append(
+                ResolveStep(
+                    "start time",
+                    True,
+                    f"no: {len(window)} threads started within "
+                    f"{AMBIGUOUS_S:.0f}s of each other; type a prompt through batonpass to tell them apart",
+                )
+            )
+    res.steps.append(
+        ResolveStep("rollout", True, "none yet: idle, no turn (a rollout appears at the first prompt)")
+    )
     return res
 
 

@@ -60,7 +60,10 @@ class DemoAdapter(TerminalAdapter):
         if agent is None:
             self._agent = self._lines = None
             return None
-        if self._agent is None or (agent.pid, agent.start_ticks) != (self._agent.pid, self._agent.start_ticks):
+        if self._agent is None or (agent.pid, agent.start_ticks) != (
+            self._agent.pid,
+            self._agent.start_ticks,
+        ):
             self._agent, self._lines = agent, AppendedLines(self._transcript(agent))
             self._prompts, self._answers_by_turn, self._open_turn = [], {}, None
         return agent
@@ -186,8 +189,14 @@ class DemoAdapter(TerminalAdapter):
             await self._find_agent()
         if self._agent is not None:
             path = self._transcript(self._agent)
-            steps.append(ResolveStep("transcript", path.exists(),
-                                     f"{path}" if path.exists() else f"{path} (not yet: no prompt so far)", str(path)))
+            steps.append(
+                ResolveStep(
+                    "transcript",
+                    path.exists(),
+                    f"{path}" if path.exists() else f"{path} (not yet: no prompt so far)",
+                    str(path),
+                )
+            )
         return steps
 
 

@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     tty.setraw(fd)
     out = sys.stdout
     out.write("\x1b[?2004h")
-    out.write(f"{args.name} — a batonpass demo agent ({args.role}). Type a prompt, Enter to send.\r\n\r\n{PROMPT}")
+    out.write(
+        f"{args.name} — a batonpass demo agent ({args.role}). Type a prompt, Enter to send.\r\n\r\n{PROMPT}"
+    )
     out.flush()
     turn, buf, pasting, pending = 0, [], False, b""
     try:

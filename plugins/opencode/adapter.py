@@ -146,13 +146,23 @@ class OpenCodeAdapter(TerminalAdapter):
         p = await self._process()
         if p is None:
             return [*steps[:-1], ResolveStep("process", False, "the opencode process exited")]
-        steps.append(ResolveStep("cwd", p.cwd is not None,
-                                 f"{p.cwd}, started {time.strftime('%H:%M:%S', time.localtime(p.started_ms / 1000))}",
-                                 {"cwd": p.cwd, "started_ms": p.started_ms}))
+        steps.append(
+            ResolveStep(
+                "cwd",
+                p.cwd is not None,
+                f"{p.cwd}, started {time.strftime('%H:%M:%S', time.localtime(p.started_ms / 1000))}",
+                {"cwd": p.cwd, "started_ms": p.started_ms},
+            )
+        )
         store = self._store(p)
         if store is None:
-            steps.append(ResolveStep("store", False, "OPENCODE_DB=:memory: in its environment: nothing on disk; "
-                                     "answers come from the screen"))
+            steps.append(
+                ResolveStep(
+                    "store",
+                    False,
+                    "OPENCODE_DB=:memory: in its environment: nothing on disk; answers come from the screen",
+                )
+            )
             return steps
         try:
             match = await self._match(p, store)
@@ -167,9 +177,16 @@ class OpenCodeAdapter(TerminalAdapter):
         steps.append(ResolveStep("session", True, f"{s.id} {s.title!r} (rule {match.rule}: {match.detail})",
                                  {"session_id": s.id, "rule": match.rule, "directory": s.directory}))
         end = await self._db(store.last_turn, s.id)
-        steps.append(ResolveStep("answer", True, f"last finished turn {end.turn_id} ({end.outcome}): {len(end.text)} "
-                                 f"chars: {end.text[:60]!r}" if end else "no finished turn in the session yet",
-                                 end.turn_id if end else None))
+        steps.append(
+            ResolveStep(
+                "answer",
+                True,
+                f"last finished turn {end.turn_id} ({end.outcome}): {len(end.text)} chars: {end.text[:60]!r}"
+                if end
+                else "no finished turn in the session yet",
+                end.turn_id if end else None,
+            )
+        )
         return steps
 
     # ---- completion ------------------------------------------------------------------------------
@@ -256,8 +273,18 @@ class OpenCodeAdapter(TerminalAdapter):
             return []
         for end in ends:
             self._remember(end)
-        return [Turns.TurnEnd(turn_id=e.turn_id, outcome=e.outcome, text=e.text, ended_at=e.completed_ms / 1000,
-                              session_id=e.session_id, cwd=e.cwd, detail=e.detail) for e in ends]
+        return [
+            Turns.TurnEnd(
+                turn_id=e.turn_id,
+                outcome=e.outcome,
+                text=e.text,
+                ended_at=e.completed_ms / 1000,
+                session_id=e.session_id,
+                cwd=e.cwd,
+                detail=e.detail,
+            )
+            for e in ends
+        ]
 
     def _remember(self, end: TurnEnd) -> None:
         self._ends[end.turn_id] = end
@@ -269,7 +296,9 @@ class OpenCodeAdapter(TerminalAdapter):
         match = await self._match(p, store)
         if match.session is None:
             return
-        for end in await self._db(partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)):
+        for end in await self._db(
+            partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)
+        ):
             if end.turn_id in self._ends:
                 continue
             self._remember(end)
@@ -382,7 +411,8 @@ class OpenCodeAdapter(TerminalAdapter):
         return input_draft(screen, self.placeholders)
 
     async def snapshot(self) -> Any:
-        """The newest user message of every session this pane's OpenCode could be writing to, and the screen."""
+        """The newest user message of every session this pane's OpenCode could be writing to, and the
+        screen."""
         screen = await self.ctx.capture()
         p = await self._process()
         store = self._store(p) if p is not None else None
@@ -409,9 +439,12 @@ class OpenCodeAdapter(TerminalAdapter):
                     sessions = None
                 if sessions is not None:
                     typed = self.last_prompt
-                    return any(s.newest_user is not None and s.newest_user != before["users"].get(s.id)
-                               and (typed is None or not s.recent_prompts or same_prompt(s.recent_prompts[0], typed))
-                               for s in sessions)
+                    return any(
+                        s.newest_user is not None
+                        and s.newest_user != before["users"].get(s.id)
+                        and (typed is None or not s.recent_prompts or same_prompt(s.recent_prompts[0], typed))
+                        for s in sessions
+                    )
         try:
             screen = await self.ctx.capture()
         except TmuxError:

@@ -140,9 +140,17 @@ class MessageRow:
             detail = error.get("data", {}).get("message") if isinstance(error.get("data"), dict) else None
             error = ": ".join(str(x) for x in (error.get("name") or "error", detail) if x)
         path = data.get("path") if isinstance(data.get("path"), dict) else {}
-        return cls(id=mid, session_id=session_id, created_ms=int(created or 0), role=str(data.get("role") or ""),
-                   parent_id=data.get("parentID"), finish=data.get("finish"),
-                   completed_ms=times.get("completed"), error=str(error) if error else None, cwd=path.get("cwd"))
+        return cls(
+            id=mid,
+            session_id=session_id,
+            created_ms=int(created or 0),
+            role=str(data.get("role") or ""),
+            parent_id=data.get("parentID"),
+            finish=data.get("finish"),
+            completed_ms=times.get("completed"),
+            error=str(error) if error else None,
+            cwd=path.get("cwd"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +172,9 @@ def is_final(message: MessageRow) -> bool:
     alone; :meth:`OpenCodeStore.turn_end` also checks that no tool part is still running."""
     if message.role != "assistant" or message.completed_ms is None:
         return False
-    return message.error is not None or (message.finish is not None and message.finish not in CONTINUING_FINISHES)
+    return message.error is not None or (
+        message.finish is not None and message.finish not in CONTINUING_FINISHES
+    )
 
 
 def turn_ends(messages: list[MessageRow]) -> list[MessageRow]:
@@ -238,7 +248,9 @@ class OpenCodeStore:
             st = os.stat(self.path)
         except FileNotFoundError:
             self._drop()
-            raise StoreMissing(f"{self.path} does not exist (OpenCode creates it when it first starts)") from None
+            raise StoreMissing(
+                f"{self.path} does not exist (OpenCode creates it when it first starts)"
+            ) from None
         if self._conn is not None and self._inode == (st.st_dev, st.st_ino):
             return self._conn
         self._drop()  # first use, or the file was replaced: the old handle would read a ghost
@@ -262,7 +274,9 @@ class OpenCodeStore:
             raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
         missing = [f"{t}.{c}" for t, need in REQUIRED_COLUMNS.items() for c in sorted(need - columns[t])]
         if missing:
-            raise UnknownSchema(f"{self.path} does not look like OpenCode 1.18's store: no {', '.join(missing)}")
+            raise UnknownSchema(
+                f"{self.path} does not look like OpenCode 1.18's store: no {', '.join(missing)}"
+            )
         self._columns = columns
 
     def read(self, query: Callable[[sqlite3.Connection], T]) -> T:
@@ -284,7 +298,9 @@ class OpenCodeStore:
                         delay = min(delay * 2, 0.5)
                         continue
                     if _busy(exc):
-                        raise StoreBusy(f"{self.path} stayed locked ({exc}) through {self.retries} retries") from None
+                        raise StoreBusy(
+                            f"{self.path} stayed locked ({exc}) through {self.retries} retries"
+                        ) from None
                     if "no such" in str(exc):
                         self._drop()
                         raise UnknownSchema(f"{self.path}: {exc} (a newer OpenCode?)") from None
@@ -325,8 +341,13 @@ class OpenCodeStore:
         def query(conn: sqlite3.Connection) -> SessionRow | None:
             r = conn.execute("SELECT id, directory, time_created, time_updated FROM session WHERE id = ?",
                              (session_id,)).fetchone()
-            return None if r is None else SessionRow(id=r[0], directory=r[1], title="", created_ms=int(r[2] or 0),
-                                                     updated_ms=int(r[3] or 0))
+            return (
+                None
+                if r is None
+                else SessionRow(
+                    id=r[0], directory=r[1], title="", created_ms=int(r[2] or 0), updated_ms=int(r[3] or 0)
+                )
+            )
 
         return self.read(query)
 
@@ -343,10 +364,14 @@ class OpenCodeStore:
             if row is None:
                 return None
             message = MessageRow.from_row(row)
-            later = conn.execute("SELECT id, session_id, time_created, data FROM message WHERE session_id = ? "
-                                 "AND time_created >= ? AND id != ?",
-                                 (message.session_id, message.created_ms, message.id)).fetchall()
-            if any(MessageRow.from_row(r).parent_id == message.parent_id for r in later) or not is_final(message):
+            later = conn.execute(
+                "SELECT id, session_id, time_created, data FROM message WHERE session_id = ? "
+                "AND time_created >= ? AND id != ?",
+                (message.session_id, message.created_ms, message.id),
+            ).fetchall()
+            if any(MessageRow.from_row(r).parent_id == message.parent_id for r in later) or not is_final(
+                message
+            ):
                 return None  # a later step of the same turn exists: this one did not end it
             return _turn_end(conn, message)
 

@@ -88,7 +88,9 @@ def read_process(p: proc.Proc) -> OpenCodeProcess:
     (``OPENCODE_DB``, ``XDG_DATA_HOME``, ``HOME``), which may differ from the daemon's."""
     try:
         with open(f"/proc/{p.pid}/environ", "rb") as f:
-            env = dict(item.split("=", 1) for item in f.read().decode("utf-8", "replace").split("\0") if "=" in item)
+            env = dict(
+                item.split("=", 1) for item in f.read().decode("utf-8", "replace").split("\0") if "=" in item
+            )
     except OSError:
         env = dict(os.environ)
     try:
@@ -103,8 +105,15 @@ def read_process(p: proc.Proc) -> OpenCodeProcess:
     pwd = env.get("PWD")
     if not (pwd and cwd and pwd != cwd and os.path.realpath(pwd) == cwd):
         pwd = None
-    return OpenCodeProcess(pid=p.pid, start_ticks=p.start_ticks, started_ms=started_ms(p.start_ticks), cwd=cwd,
-                           store=store_path(env), argv=argv, pwd=pwd)
+    return OpenCodeProcess(
+        pid=p.pid,
+        start_ticks=p.start_ticks,
+        started_ms=started_ms(p.start_ticks),
+        cwd=cwd,
+        store=store_path(env),
+        argv=argv,
+        pwd=pwd,
+    )
 
 
 @dataclass(slots=True)
@@ -150,7 +159,8 @@ def _on_screen(session: SessionRow, screen: str) -> bool:
 
 def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Sequence[Claim] = (),
                    last_prompt: str | None = None, screen: str = "", previous: str | None = None) -> Match:
-    """Pick this pane's session among ``sessions`` (all in its folder, newest-updated first); see the module."""
+    """Pick this pane's session among ``sessions`` (all in its folder, newest-updated first); see the
+    module."""
     where = me.cwd or "?"
     if not sessions:
         return Match(None, "none", f"no session in {where} yet (OpenCode creates one at the first prompt)")
@@ -171,7 +181,11 @@ def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Se
     taken = {c.session_id for c in peers if c.rule in STRONG_RULES and c.session_id}
     eligible = [s for s in eligible if s.id not in taken]
     if not eligible:
-        why = "another pane's prompt is in it" if taken else f"created before this process started ({newest.id})"
+        why = (
+            "another pane's prompt is in it"
+            if taken
+            else f"created before this process started ({newest.id})"
+        )
         return Match(None, "none", f"no session in {where} is this pane's yet: {why}")
     seen = [s for s in eligible if _on_screen(s, screen)]
     if seen:
@@ -184,5 +198,9 @@ def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Se
     if previous is not None and any(s.id == previous for s in eligible):
         return Match(next(s for s in eligible if s.id == previous), "kept",
                      "the session matched before; another OpenCode in the folder could own the newer ones")
-    return Match(None, "none", f"{len(eligible)} session(s) in {where} could be this pane's or another OpenCode's "
-                 "there; waiting for a prompt to tell them apart")
+    return Match(
+        None,
+        "none",
+        f"{len(eligible)} session(s) in {where} could be this pane's or another OpenCode's "
+        "there; waiting for a prompt to tell them apart",
+    )

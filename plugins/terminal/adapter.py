@@ -281,7 +281,11 @@ class ShellAdapter(TerminalAdapter):
         prompt = await self._prompt_text(info)
         if not prompt.strip():
             return None
-        lines = strip_ansi(await self.ctx.capture_from(info.cursor_line - SHELL_LOOKBACK)).rstrip("\n").split("\n")
+        lines = (
+            strip_ansi(await self.ctx.capture_from(info.cursor_line - SHELL_LOOKBACK))
+            .rstrip("\n")
+            .split("\n")
+        )
         # a block runs from one prompt line to the next; an Enter on an empty line makes an empty block
         end = len(lines) - 1
         for i in range(len(lines) - 2, -1, -1):
@@ -291,8 +295,9 @@ class ShellAdapter(TerminalAdapter):
             text = clean_turn_text("\n".join(lines[i:end + 1]), None, None, drop_last=True)
             end = i
             if text or command:
-                completion = Completion(tile=self.ctx.name, turn_id=f"shell:{info.pane_id}:last", signal="screen",
-                                        detail=command)
+                completion = Completion(
+                    tile=self.ctx.name, turn_id=f"shell:{info.pane_id}:last", signal="screen", detail=command
+                )
                 return Response(completion=completion, text=text, source="terminal")
         return None
 

@@ -73,8 +73,11 @@ class Template(Transform):
                 raise ValueError(f"bad template ({exc}); write a literal brace as {{{{ or }}}}") from None
             for _, field, _, _ in parsed:
                 if field is not None and field not in TEMPLATE_FIELDS:
-                    raise ValueError(f"unknown placeholder {{{field}}}; use {', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
-                                     " (a literal brace is {{ or }})")
+                    raise ValueError(
+                        f"unknown placeholder {{{field}}}; use "
+                        f"{', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
+                        " (a literal brace is {{ or }})"
+                    )
             return value
 
     async def apply(self, data: TransformInput) -> str:

@@ -98,7 +98,9 @@ class LLMOptions(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0, description="overrides settings.llm.max_tokens")
     timeout_s: float | None = Field(default=None, gt=0, description="overrides settings.llm.timeout_s")
     on_error: Literal["raw", "skip"] = Field(
-        default="raw", description="when the model cannot answer: hand on the raw answer, or skip the hand-off")
+        default="raw",
+        description="when the model cannot answer: hand on the raw answer, or skip the hand-off",
+    )
     max_input_chars: int = Field(
         default=DEFAULT_MAX_INPUT_CHARS, gt=0,
         description=f"longer answers are cut in the middle, with a marker (default ≈ {DEFAULT_INPUT_TOKENS} "
@@ -151,9 +153,11 @@ class LLMTransform(Transform):
 
     def dry_run(self, data: TransformInput) -> str:
         request, _ = self.request(data)
-        return (f"model: {request['model']}\nmax_tokens: {request['max_tokens']}\ntimeout_s: {self.timeout_s}\n"
-                f"--- system (cache_control: ephemeral) ---\n{request['system'][0]['text'].rstrip()}\n"
-                f"--- user ---\n{request['messages'][0]['content']}\n")
+        return (
+            f"model: {request['model']}\nmax_tokens: {request['max_tokens']}\ntimeout_s: {self.timeout_s}\n"
+            f"--- system (cache_control: ephemeral) ---\n{request['system'][0]['text'].rstrip()}\n"
+            f"--- user ---\n{request['messages'][0]['content']}\n"
+        )
 
     async def apply(self, data: TransformInput) -> TransformResult:
         if not data.response.text.strip():
@@ -172,11 +176,13 @@ class LLMTransform(Transform):
         try:
             text, stop_reason = await self._ask(request)
         except TimeoutError:
-            return self._fall_back(data, where, f"no answer from {self.model} within timeout_s={self.timeout_s:g}",
-                                   notes)
+            return self._fall_back(
+                data, where, f"no answer from {self.model} within timeout_s={self.timeout_s:g}", notes
+            )
         except anthropic.APIStatusError as exc:
-            return self._fall_back(data, where, f"the API answered HTTP {exc.status_code}: {_api_message(exc)}",
-                                   notes)
+            return self._fall_back(
+                data, where, f"the API answered HTTP {exc.status_code}: {_api_message(exc)}", notes
+            )
         except anthropic.APIConnectionError as exc:
             base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
             return self._fall_back(data, where, f"cannot reach the API at {base}: {exc}", notes)
@@ -199,7 +205,9 @@ class LLMTransform(Transform):
 
         async with call_limiter():
             with anyio.fail_after(self.timeout_s):
-                async with anthropic.AsyncAnthropic(timeout=self.timeout_s, max_retries=MAX_RETRIES) as client:
+                async with anthropic.AsyncAnthropic(
+                    timeout=self.timeout_s, max_retries=MAX_RETRIES
+                ) as client:
                     message = await client.messages.create(**request)
         text = "".join(block.text for block in message.content if block.type == "text").strip()
         return text, message.stop_reason
@@ -239,7 +247,9 @@ class AIRouting(LLMTransform):
         ]
         if data.cwd:
             handoff.append(f"the source's working directory: {data.cwd}")
-        instructions = self.options.instructions.strip() or "(none: write the natural next step for the target)"
+        instructions = (
+            self.options.instructions.strip() or "(none: write the natural next step for the target)"
+        )
         return (f"<handoff route=\"{data.route}\">\n" + "\n".join(handoff) + "\n</handoff>\n\n"
                 f"<instructions>\n{instructions}\n</instructions>\n\n"
                 f"<answer>\n{answer}\n</answer>\n\n"

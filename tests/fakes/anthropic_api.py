@@ -45,7 +45,10 @@ class Reply:
     def error_body(self) -> dict[str, Any]:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                 529: "overloaded_error"}.get(self.status, "api_error")
-        return self.error or {"type": "error", "error": {"type": kind, "message": f"fake error {self.status}"}}
+        return self.error or {
+            "type": "error",
+            "error": {"type": kind, "message": f"fake error {self.status}"},
+        }
 
 
 @dataclass
@@ -131,7 +134,9 @@ def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
                 if reply.delay_s and api._stopping.wait(reply.delay_s):
                     return
                 if self.route != "/v1/messages":
-                    self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+                    self._json(
+                        404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}}
+                    )
                 elif reply.status != 200:
                     self._json(reply.status, reply.error_body(), reply.headers)
                 elif isinstance(body, dict) and body.get("stream"):
@@ -145,7 +150,9 @@ def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
 
         def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
             """JSON with a ``request-id`` like the real API's (the SDK puts it in its errors)."""
-            self.send_json(status, obj, {"request-id": "req_fake_" + uuid.uuid4().hex[:16], **(headers or {})})
+            self.send_json(
+                status, obj, {"request-id": "req_fake_" + uuid.uuid4().hex[:16], **(headers or {})}
+            )
 
         def _stream(self, body: dict[str, Any], reply: Reply) -> None:
             message = _message(body, reply)
@@ -157,8 +164,14 @@ def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
                                                    "content_block": {"type": "text", "text": ""}})
                 text = block["text"]
                 for j in range(0, len(text), 16):
-                    self.event("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "text_delta", "text": text[j:j + 16]}})
+                    self.event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "text_delta", "text": text[j : j + 16]},
+                        },
+                    )
                 self.event("content_block_stop", {"type": "content_block_stop", "index": i})
             self.event("message_delta", {"type": "message_delta",
                                          "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},

@@ -9,7 +9,8 @@ see what Claude Code asked.
     with ClaudeAPI(answers=["Hello."]) as api:
         env["ANTHROPIC_BASE_URL"] = api.url
 
-``blocks`` scripts a turn's whole reply instead — text and ``tool_use`` blocks (an ``Agent`` call, say), streamed
+``blocks`` scripts a turn's whole reply instead — text and ``tool_use`` blocks (an ``Agent`` call, say),
+streamed
 as the real API streams them (``input_json_delta`` for a tool's input; ``stop_reason`` ``tool_use``) — as a
 function of the request; it returns None to leave a request to ``answers``/``answer``.
 """
@@ -57,8 +58,13 @@ class RecordedRequest:
                 content = message.get("content")
                 if isinstance(content, str):
                     return content
-                return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict)
-                                 and b.get("type") == "text" and not b.get("text", "").startswith("<system-reminder>"))
+                return "\n".join(
+                    b.get("text", "")
+                    for b in content or []
+                    if isinstance(b, dict)
+                    and b.get("type") == "text"
+                    and not b.get("text", "").startswith("<system-reminder>")
+                )
         return ""
 
 
@@ -120,8 +126,14 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                 blocks = [{"type": "text", "text": api._next_answer(request.last_user_text)}]
             else:
                 wants_json = "json" in json.dumps(body.get("system", "")).lower()
-                blocks = [{"type": "text", "text": '{"title": "Fake session", "isNewTopic": true}' if wants_json
-                           else "Fake session"}]
+                blocks = [
+                    {
+                        "type": "text",
+                        "text": '{"title": "Fake session", "isNewTopic": true}'
+                        if wants_json
+                        else "Fake session",
+                    }
+                ]
             stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
             message = {"id": f"msg_fake_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
                        "model": body.get("model", "claude-fake"), "content": [], "stop_reason": None,
@@ -146,10 +158,15 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                     if block.get("type") == "tool_use":
                         start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
                         raw = json.dumps(block.get("input", {}))
-                        deltas = [{"type": "input_json_delta", "partial_json": raw[i:i + n]} for i in range(0, len(raw), n)]
+                        deltas = [
+                            {"type": "input_json_delta", "partial_json": raw[i : i + n]}
+                            for i in range(0, len(raw), n)
+                        ]
                     else:
                         start, text = {"type": "text", "text": ""}, block.get("text", "")
-                        deltas = [{"type": "text_delta", "text": text[i:i + n]} for i in range(0, len(text), n)]
+                        deltas = [
+                            {"type": "text_delta", "text": text[i : i + n]} for i in range(0, len(text), n)
+                        ]
                     self.event("content_block_start", {"type": "content_block_start", "index": index,
                                                        "content_block": start})
                     for delta in deltas:

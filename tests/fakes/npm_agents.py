@@ -36,7 +36,9 @@ class NpmInstallError(RuntimeError):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("BATON_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "batonpass-tests")
+    base = os.environ.get("BATON_TEST_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "batonpass-tests"
+    )
     return Path(base) / "npm"
 
 
@@ -103,9 +105,22 @@ def install(package: str, version: str, bin_name: str | None = None) -> Path:
 def _npm_install(prefix: Path, package: str, version: str) -> None:
     try:
         result = subprocess.run(
-            ["npm", "install", "--no-fund", "--no-audit", "--no-save", "--loglevel=error", "--prefix", str(prefix),
-             f"{package}@{version}"],
-            capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            [
+                "npm",
+                "install",
+                "--no-fund",
+                "--no-audit",
+                "--no-save",
+                "--loglevel=error",
+                "--prefix",
+                str(prefix),
+                f"{package}@{version}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise NpmInstallError(f"npm install {package}@{version} took over {INSTALL_TIMEOUT_S}s") from None
     if result.returncode != 0:

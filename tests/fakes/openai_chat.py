@@ -106,7 +106,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
     return ""
 
 
@@ -141,9 +143,13 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             cid, model = "chatcmpl-" + uuid.uuid4().hex[:12], body.get("model", "fake-model")
 
             def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> None:
-                obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
-                                       "model": model,
-                                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                obj: dict[str, Any] = {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
                 if usage is not None:
                     obj["choices"], obj["usage"] = [], usage
                 self.event(None, obj)
@@ -176,10 +182,16 @@ def _completion(body: dict[str, Any], kind: str, payload: Any) -> dict[str, Any]
             {"id": "call_" + uuid.uuid4().hex[:8], "type": "function", "function": payload}]}
     else:
         message = {"role": "assistant", "content": payload}
-    return {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "fake-model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if kind == "tool" else "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if kind == "tool" else "stop"}
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
 
 
 def opencode_config(base_url: str) -> dict[str, Any]:

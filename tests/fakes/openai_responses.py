@@ -6,7 +6,8 @@ sends ``POST /v1/responses`` and reads the answer as server-sent events (``respo
 
 * the title request Codex makes on a thread's first turn (a ``json_schema`` text format with a ``title``
   property) → ``{"title": TITLE}``;
-* anything else → the next answer queued with :meth:`FakeResponses.script`, else :attr:`FakeResponses.default`;
+* anything else → the next answer queued with :meth:`FakeResponses.script`, else
+:attr:`FakeResponses.default`;
   a :class:`Reply` with a ``status`` other than 200 answers with that HTTP error instead.
 
 Every request is recorded, with the prompt it carried and the wall-clock time the last event of its
@@ -28,8 +29,10 @@ from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 __all__ = ["DEFAULT_ANSWER", "TITLE", "FakeResponses", "RecordedRequest", "Reply", "codex_config"]
 
 TITLE = "Fake task title"
-DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN Here is the plan.\n\n```python\ndef hello(name: str) -> str:\n"
-                  "    return f\"hello {name}\"\n```\n\n- `src/app.py`\n- `README.md`\n\nDone. FAKE_ANSWER_END")
+DEFAULT_ANSWER = (
+    "FAKE_ANSWER_BEGIN Here is the plan.\n\n```python\ndef hello(name: str) -> str:\n"
+    '    return f"hello {name}"\n```\n\n- `src/app.py`\n- `README.md`\n\nDone. FAKE_ANSWER_END'
+)
 
 
 @dataclass
@@ -55,7 +58,9 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str))
+        return "".join(
+            c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+        )
     return ""
 
 
@@ -104,7 +109,10 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
         def do_GET(self) -> None:
             fake._record(RecordedRequest("GET", self.path, None))
             if self.route.endswith("/models"):
-                self.send_json(200, {"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}]})
+                self.send_json(
+                    200,
+                    {"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}]},
+                )
             else:
                 self.send_json(404, _not_found(self.path))
 
@@ -120,8 +128,16 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
                                                    kind="title" if is_title else "answer"))
             reply = Reply(json.dumps({"title": TITLE}), chunk_delay_s=0) if is_title else fake._next()
             if reply.status != 200:
-                self.send_json(reply.status, {"error": {"message": f"fake server: scripted {reply.status}",
-                                                        "type": "invalid_request_error", "code": "fake_failure"}})
+                self.send_json(
+                    reply.status,
+                    {
+                        "error": {
+                            "message": f"fake server: scripted {reply.status}",
+                            "type": "invalid_request_error",
+                            "code": "fake_failure",
+                        }
+                    },
+                )
                 request.done_at = time.time()
                 return
             self._stream(body.get("model") or "gpt-fake", reply)
@@ -140,21 +156,59 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
 
             send({"type": "response.created", "response": dict(base)})
             send({"type": "response.in_progress", "response": dict(base)})
-            send({"type": "response.output_item.added", "output_index": 0, "item": {
-                "id": msg_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-            send({"type": "response.content_part.added", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                  "part": {"type": "output_text", "text": "", "annotations": []}})
+            send(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {
+                        "id": msg_id,
+                        "type": "message",
+                        "status": "in_progress",
+                        "role": "assistant",
+                        "content": [],
+                    },
+                }
+            )
+            send(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": msg_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                }
+            )
             step = max(1, len(reply.text) // 5)
             for i in range(0, len(reply.text), step):
                 send({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
                       "content_index": 0, "delta": reply.text[i:i + step]})
                 time.sleep(reply.chunk_delay_s)
             part = {"type": "output_text", "text": reply.text, "annotations": []}
-            send({"type": "response.output_text.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                  "text": reply.text})
-            send({"type": "response.content_part.done", "item_id": msg_id, "output_index": 0, "content_index": 0,
-                  "part": part})
-            item = {"id": msg_id, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+            send(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": msg_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "text": reply.text,
+                }
+            )
+            send(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": msg_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "part": part,
+                }
+            )
+            item = {
+                "id": msg_id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
             send({"type": "response.output_item.done", "output_index": 0, "item": item})
             done = dict(base, status="completed", output=[item], usage={
                 "input_tokens": 1000, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 50,

@@ -52,20 +52,34 @@ class StoreWriter:
             self.conn.execute(sql, args)
         self.conn.execute("COMMIT")
 
-    def session(self, directory: str | Path, *, created_ms: int | None = None, title: str = "New session") -> str:
+    def session(
+        self, directory: str | Path, *, created_ms: int | None = None, title: str = "New session"
+    ) -> str:
         sid, at = _id("ses"), created_ms or _now_ms()
-        self._write(("INSERT INTO project (id, worktree, time_created, time_updated, sandboxes) VALUES "
-                     "('global', '/', ?, ?, '[]') ON CONFLICT DO NOTHING", (at, at)),
-                    ("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)"
-                     " VALUES (?, 'global', 'slug', ?, ?, '1.18.33', ?, ?)", (sid, str(directory), title, at, at)))
+        self._write(
+            (
+                "INSERT INTO project (id, worktree, time_created, time_updated, sandboxes) VALUES "
+                "('global', '/', ?, ?, '[]') ON CONFLICT DO NOTHING",
+                (at, at),
+            ),
+            (
+                "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
+                "time_updated)"
+                " VALUES (?, 'global', 'slug', ?, ?, '1.18.33', ?, ?)",
+                (sid, str(directory), title, at, at),
+            ),
+        )
         return sid
 
     def user(self, session: str, text: str) -> str:
         mid, at = _id("msg"), _now_ms()
         data = {"role": "user", "time": {"created": at}, "agent": "build",
                 "model": {"providerID": "fake", "modelID": "fake-model"}}
-        self._write(self._message(mid, session, at, data), self._part(mid, session, {"type": "text", "text": text}),
-                    self._touch(session))
+        self._write(
+            self._message(mid, session, at, data),
+            self._part(mid, session, {"type": "text", "text": text}),
+            self._touch(session),
+        )
         return mid
 
     def step(self, session: str, parent: str, *, cwd: str = "/", tool: str | None = None) -> str:
@@ -94,8 +108,14 @@ class StoreWriter:
             data["error"] = error
         writes = [self._part(message, session, {"type": "text", "text": t}) for t in texts]
         if tool_done:
-            writes.append(("UPDATE part SET data = json_set(data, '$.state.status', 'completed') WHERE message_id = ? "
-                           "AND json_extract(data, '$.type') = 'tool'", (message,)))
+            writes.append(
+                (
+                    "UPDATE part SET data = json_set(data, '$.state.status', 'completed') WHERE message_id = "
+                    "? "
+                    "AND json_extract(data, '$.type') = 'tool'",
+                    (message,),
+                )
+            )
         if finish is not None:
             writes.append(self._part(message, session, {"type": "step-finish", "reason": finish}))
         writes.append(("UPDATE message SET data = ?, time_updated = ? WHERE id = ?",
@@ -114,8 +134,10 @@ class StoreWriter:
 
     @staticmethod
     def _message(mid: str, session: str, at: int, data: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
-        return ("INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)",
-                (mid, session, at, at, json.dumps(data)))
+        return (
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)",
+            (mid, session, at, at, json.dumps(data)),
+        )
 
     @staticmethod
     def _part(mid: str, session: str, data: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:

@@ -25,11 +25,31 @@ __all__ = ["standin_command"]
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
 
-def standin_command(comm: str, *, prompt: str = "> ", busy: str = "working (esc to cancel)",
-                    answer: str = "Answer {n}: {message}", work_s: float = 0.5, log: str | None = None) -> str:
+def standin_command(
+    comm: str,
+    *,
+    prompt: str = "> ",
+    busy: str = "working (esc to cancel)",
+    answer: str = "Answer {n}: {message}",
+    work_s: float = 0.5,
+    log: str | None = None,
+) -> str:
     """The shell command that runs the stand-in (for ``TmuxServer.new_pane``)."""
-    cmd = [sys.executable, "-m", "tests.fakes.standin_tui", "--comm", comm, "--prompt", prompt, "--busy", busy,
-           "--answer", answer, "--work-s", str(work_s)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.fakes.standin_tui",
+        "--comm",
+        comm,
+        "--prompt",
+        prompt,
+        "--busy",
+        busy,
+        "--answer",
+        answer,
+        "--work-s",
+        str(work_s),
+    ]
     return shlex.join(cmd + (["--log", log] if log else []))
 
 
@@ -47,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     fd, out = sys.stdin.fileno(), sys.stdout
     saved = termios.tcgetattr(fd)
     tty.setraw(fd)
-    out.write(f"\x1b[?2004h\x1b[2J\x1b[H{args.comm} stand-in\r\n\r\n{args.prompt}")  # a clean screen, like a TUI
+    out.write(
+        f"\x1b[?2004h\x1b[2J\x1b[H{args.comm} stand-in\r\n\r\n{args.prompt}"
+    )  # a clean screen, like a TUI
     out.flush()
     turn, buf, pending = 0, "", b""
     try:

@@ -122,7 +122,9 @@ class CompletionDetector:
         """Pass ``completion`` on unless its turn was already seen (through another signal, or by a run
         before a restart)."""
         if not self.is_new(completion):
-            log.debug("%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal)
+            log.debug(
+                "%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal
+            )
             return
         seen = self.journal.seen_completion(completion.tile, completion.turn_id)
         if seen is not None and seen[1]:
@@ -131,7 +133,9 @@ class CompletionDetector:
         age = self.started - completion.at
         if age > self.catch_up_s:
             # ended while batonpass was down, too long ago to act on now: recorded, not handed off
-            self._skip(completion, f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})")
+            self._skip(
+                completion, f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})"
+            )
             return
         hop = self.hops.take(completion.tile) if seen is None else seen[0]
         completion = replace(completion, hop=hop)
@@ -177,7 +181,14 @@ class CompletionDetector:
                 await runtime.adapter.follow(self.accept)
                 return
             except Exception as exc:  # one tile's failure is reported, the others go on
-                log.error("%s: the %s adapter failed while watching (%s: %s); restarting in %.0fs",
-                          runtime.name, runtime.adapter.name, type(exc).__name__, exc, delay, exc_info=log.isEnabledFor(logging.DEBUG))
+                log.error(
+                    "%s: the %s adapter failed while watching (%s: %s); restarting in %.0fs",
+                    runtime.name,
+                    runtime.adapter.name,
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 30.0)

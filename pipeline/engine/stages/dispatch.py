@@ -111,15 +111,22 @@ class PromptDispatcher:
                     delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
                     log.error("failed      %s: %s", prompt.key, delivery.error)
                 if delivery.state != "dry-run":
-                    self.journal.set_state(prompt.key, delivery.state, error=delivery.error, pane=delivery.pane,
-                                           note=delivery.note or None)
+                    self.journal.set_state(
+                        prompt.key,
+                        delivery.state,
+                        error=delivery.error,
+                        pane=delivery.pane,
+                        note=delivery.note or None,
+                    )
                 self.report(delivery)
 
     async def deliver(self, prompt: Prompt) -> Delivery:
         adapter = self.tiles[prompt.target].adapter
         if self.dry_run:
-            print(f"--- {prompt.route} (hop {prompt.hop}) -> {prompt.target} ---\n{sanitize(prompt.text)}\n---",
-                  flush=True)
+            print(
+                f"--- {prompt.route} (hop {prompt.hop}) -> {prompt.target} ---\n{sanitize(prompt.text)}\n---",
+                flush=True,
+            )
             return Delivery(prompt, "dry-run")
         started = time.monotonic()
         if prompt.key in self.unsure:
@@ -136,14 +143,22 @@ class PromptDispatcher:
         attempts = outcome
         self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
         try:
-            confirmed, pane_id = await type_prompt(adapter, prompt.text,
-                                                   on_submit=lambda: self.hops.expect(prompt.target, prompt.hop))
+            confirmed, pane_id = await type_prompt(
+                adapter, prompt.text, on_submit=lambda: self.hops.expect(prompt.target, prompt.hop)
+            )
         except (TmuxError, ValueError) as exc:
             log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
             return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
         state = "delivered" if confirmed else "unconfirmed"
-        log.info("%-11s %s -> %s (%s, hop %d, %d chars)", state, prompt.source, prompt.target, pane_id, prompt.hop,
-                 len(prompt.text))
+        log.info(
+            "%-11s %s -> %s (%s, hop %d, %d chars)",
+            state,
+            prompt.source,
+            prompt.target,
+            pane_id,
+            prompt.hop,
+            len(prompt.text),
+        )
         return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
 
     async def _await_target(self, prompt: Prompt, started: float, wanted: tuple[str, ...]) -> int | Delivery:
@@ -169,13 +184,21 @@ class PromptDispatcher:
                 await anyio.sleep(WAIT_TICK_S)
                 continue
             attempts += 1
-            reason = (f"pane {runtime.ctx.tile.pane} shows no {adapter.name} agent (a bare shell?); not typing there"
-                      if state == "absent" else f"pane {runtime.ctx.tile.pane} is gone")
+            reason = (
+                f"pane {runtime.ctx.tile.pane} shows no {adapter.name} agent (a bare shell?); not typing "
+                "there"
+                if state == "absent"
+                else f"pane {runtime.ctx.tile.pane} is gone"
+            )
             if waited >= self.give_up_s:
-                log.error("failed      %s -> %s: %s; gave up after %.0fs", prompt.key, prompt.target, reason, waited)
+                log.error(
+                    "failed      %s -> %s: %s; gave up after %.0fs", prompt.key, prompt.target, reason, waited
+                )
                 return Delivery(prompt, "failed", attempts=attempts, error=reason)
             if said != reason:
-                log.warning("kept        %s -> %s: %s; retrying with backoff", prompt.key, prompt.target, reason)
+                log.warning(
+                    "kept        %s -> %s: %s; retrying with backoff", prompt.key, prompt.target, reason
+                )
                 said = reason
             await anyio.sleep(min(backoff, max(self.give_up_s - waited, 0.01)))
             backoff = min(backoff * 2, 30.0)
@@ -185,7 +208,9 @@ class PromptDispatcher:
         settles it, or None when the prompt is not there and may be typed."""
         received = await adapter.received(prompt.text)
         if received:
-            log.info("confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target)
+            log.info(
+                "confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target
+            )
             return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
         draft = (await adapter.current_draft()).strip()
         first = next((ln.strip() for ln in sanitize(prompt.text).split("\n") if ln.strip()), "")

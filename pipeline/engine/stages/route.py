@@ -53,8 +53,9 @@ class PromptRouter:
                 self.journal.record_pending(response.completion, [
                     (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
                 decisions = await self.decide(response)
-                self.journal.record_routing(response.completion,
-                                            [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions])
+                self.journal.record_routing(
+                    response.completion, [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]
+                )
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
@@ -113,7 +114,8 @@ class PromptRouter:
 
     def input_for(self, route: Route, response: Response) -> TransformInput:
         """What the route's transform is given for ``response`` (also used by ``baton preview``)."""
-        source, target = self.tiles[route.from_], self.tiles[route.to]
+        source, target = self.tiles[route.from_], self.tiles.get(route.to)
+        target_tile = self.config.tiles[route.to]  # a tile on another host has no runtime here
 
         async def terminal_text() -> str:
             if source.adapter.reads_screen and response.source == "terminal":
@@ -122,9 +124,15 @@ class PromptRouter:
             return fallback.text if fallback else ""
 
         data = TransformInput(
-            response=response, route=route.label, source=route.from_, target=route.to,
-            source_agent=source.adapter.name, target_agent=target.adapter.name,
-            source_description=source.ctx.tile.description, target_description=target.ctx.tile.description,
-            cwd=response.cwd or source.ctx.tile.cwd, terminal_text=terminal_text,
+            response=response,
+            route=route.label,
+            source=route.from_,
+            target=route.to,
+            source_agent=source.adapter.name,
+            target_agent=target.adapter.name if target else target_tile.agent,
+            source_description=source.ctx.tile.description,
+            target_description=target_tile.description,
+            cwd=response.cwd or source.ctx.tile.cwd,
+            terminal_text=terminal_text,
         )
         return data
