@@ -42,9 +42,11 @@ async def test_a_tile_waiting_on_a_person_shows_why_and_gets_its_hand_off_only_o
     deliveries: list[Delivery] = []
     text = "HANDOFF: the reviewer asks for a test of parse()"
     async with running(config, tmux_server, deliveries) as pipeline:
-        await pipeline.submit(Prompt(route="r", source="reviewer", target="coder", text=text, turn_id="t1", hop=1))
+        await pipeline.submit(Prompt(route="r", source="reviewer", target="coder", text=text, turn_id="t1",
+                                     hop=1))
         await anyio.sleep(2.5)  # the dispatcher looks at the target several times meanwhile
-        assert deliveries == [] and "HANDOFF" not in tmux_server.capture(scene.pane)  # never typed into a dialog
+        # never typed into the dialog
+        assert deliveries == [] and "HANDOFF" not in tmux_server.capture(scene.pane)
         scene.status("idle")
         await until(lambda: submitted, 15, "the hand-off, typed once idle")
         assert "HANDOFF" in tmux_server.capture(scene.pane)

@@ -319,7 +319,8 @@ def test_baton_run_hands_each_older_codex_answer_on_once(
             try:
                 wait_for(lambda: len(messages(log)) >= count, timeout=60, what=what)
             except AssertionError as exc:
-                raise AssertionError(f"{exc}; the target got {messages(log)}; baton run said:\n{err.read_text()}") from None
+                got, said = messages(log), err.read_text()
+                raise AssertionError(f"{exc}; the target got {got}; baton run said:\n{said}") from None
             assert messages(log) == answers[:count], err.read_text()
 
         handed_on(1, "the first answer handed on")
