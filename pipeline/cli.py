@@ -10,7 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -27,6 +29,12 @@ from pipeline.commands.table import count, table
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
+
+if TYPE_CHECKING:
+    from pipeline.plugin.agents import AgentAdapter
+    from pipeline.plugin.manager import Registries
+    from pipeline.plugin.turns import ResolveStep
+    from pipeline.system.tmux import Tmux
 from pipeline.system.tmux import TmuxError
 
 __all__ = ["main"]
@@ -50,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         user_errors, rest = group.split((TmuxError, UnknownName))
         if rest is not None or user_errors is None:
             raise
-        for exc in dict.fromkeys(str(e) for e in _leaves(user_errors)):
-            print(f"baton {args.command}: {exc}", file=sys.stderr)
+        for message in dict.fromkeys(str(e) for e in _leaves(user_errors)):
+            print(f"baton {args.command}: {message}", file=sys.stderr)
         return 1
 
 
@@ -75,7 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     add_common(p, top=True)
     sub = p.add_subparsers(metavar="COMMAND")
 
-    def cmd(name: str, func, help: str, parent=sub) -> argparse.ArgumentParser:
+    def cmd(
+        name: str,
+        func: Callable[[argparse.Namespace], int] | None,
+        help: str,
+        parent: argparse._SubParsersAction[Any] = sub,
+    ) -> argparse.ArgumentParser:
         sp = parent.add_parser(name, help=help, description=help)
         sp.set_defaults(func=func, command=name)
         add_common(sp, top=False)
@@ -88,6 +101,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
     sp.add_argument("--host", type=non_blank("--host"), default=None,
                     help="run the tiles of this host (default: this machine's host name)")
+
+    sp = cmd("bus", _bus, "start a local nats-server with JetStream (in $XDG_STATE_HOME/batonpass/bus) for "
+             "routes that cross hosts")
+    sp.add_argument("--listen", default="127.0.0.1", type=non_blank("--listen"),
+                    help="the address to listen on (default 127.0.0.1; 0.0.0.0 for other machines)")
+    sp.add_argument("--port", type=bounded_int(1, 65535), default=4222, help="the client port (default 4222)")
+    sp.add_argument("--name", default=None, type=non_blank("--name"),
+                    help="the server's name (default: batonpass-HOSTNAME)")
 
     sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
@@ -116,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("status", _status, "per tile: pane, agent, agent PID, state, session, transcript, last answer "
              "(exit 3 when no tile's pane exists)")
     json_flag(sp, "one object per tile")
+    sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
@@ -148,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "the hand-offs")
     sp.add_argument("-n", "--limit", type=bounded_int(1), default=50,
                     help="how many of the latest hand-offs (default 50)")
+    sp.add_argument("--all-hosts", action="store_true", help="every host's hand-offs, from the bus")
 
     sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
     json_flag(sp, "the plugins and their classes")
@@ -193,6 +216,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bus(args: argparse.Namespace) -> int:
+    from pipeline.bus.server import NoServerBinary, serve
+    from pipeline.engine.hosts import local_host
+
+    try:
+        serve(args.listen, args.port, args.name or f"batonpass-{local_host()}")
+    except (NoServerBinary, OSError) as exc:
+        print(f"baton bus: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     import logging
 
@@ -202,7 +237,7 @@ def _demo(args: argparse.Namespace) -> int:
     return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
 
 
-def _pane_adapter(args: argparse.Namespace):
+def _pane_adapter(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
     """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
     registries = load_registries()
     if args.agent != "auto":
@@ -244,7 +279,7 @@ def _resolve(args: argparse.Namespace) -> int:
     if setup is None:
         return 1
 
-    async def resolve():
+    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
         adapter = await adapter_for(args.pane, args.agent, *setup)
         return adapter, await adapter.resolve()
 
@@ -293,6 +328,10 @@ def _status(args: argparse.Namespace) -> int:
     config, _ = load(args, registries)
     if config is None:
         return 1
+    if args.all_hosts:
+        from pipeline.commands.allhosts import print_all_hosts
+
+        return print_all_hosts("tiles", config, args.json)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     if args.json:
@@ -375,6 +414,11 @@ def _preview(args: argparse.Namespace) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pipeline.commands.extract import print_history
 
+    if args.all_hosts:
+        from pipeline.commands.allhosts import print_all_hosts
+
+        config, ok = load_optional(args, load_registries())
+        return print_all_hosts("history", config, args.json, args.limit) if ok else 1
     return print_history(args.limit, args.json)
 
 

@@ -13,6 +13,8 @@ nothing; a hand-off still on its way is the dispatcher's already (the restart's 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,6 +34,8 @@ __all__ = ["BusNode"]
 log = logging.getLogger("batonpass")
 #: how often held messages are checked against the journal (an ack follows the outcome this closely)
 HELD_TICK_S = 0.05
+#: tests only: the daemon kills itself after the server acknowledged this key and before the journal says so
+CRASH_AFTER_PUBLISH_ENV = "BATON_TEST_CRASH_AFTER_PUBLISH"
 
 
 class BusNode:
@@ -105,6 +109,8 @@ class BusNode:
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+        if os.environ.get(CRASH_AFTER_PUBLISH_ENV) == prompt.key:  # the tests' crash between the two steps
+            os.kill(os.getpid(), signal.SIGKILL)
         dup = " (a duplicate: the server had it)" if ack.duplicate else ""
         self.journal.set_state(
             prompt.key, "published", note=f"to host {target_host}, stream seq {ack.seq}{dup}"
@@ -114,13 +120,19 @@ class BusNode:
 
     # ---- in ----------------------------------------------------------------------------------------------
 
-    async def run(self, submit: Callable[[Prompt], Awaitable[None]], *, inbox: bool = True) -> None:
-        """Connect; publish what :meth:`split` hands over; consume this host's hand-offs (``inbox``)."""
+    async def run(self, submit: Callable[[Prompt], Awaitable[None]], *, inbox: bool = True,
+                  tiles: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None) -> None:
+        """Connect; publish what :meth:`split` hands over; consume this host's hand-offs (``inbox``); keep
+        this host's view on the board (``tiles`` gives its tiles' rows) for ``--all-hosts``."""
         await self.link.connect()
         self.connected.set()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._publisher)
+                if tiles is not None:
+                    from pipeline.bus.board import publish_board
+
+                    tg.start_soon(publish_board, self.link, self.host, self.journal, tiles)
                 if inbox:
                     tg.start_soon(self._consume, submit)
                     tg.start_soon(self._settle)
@@ -132,7 +144,7 @@ class BusNode:
         log.info("bus: consuming the hand-offs for host %s", self.host)
         while True:
             try:
-                msgs = await sub.fetch(16, timeout=1.0)
+                msgs = await sub.fetch(1, timeout=1.0)  # batch 1: a batch waits to fill, adding latency
             except Exception as exc:  # a timeout (nothing waiting) or a bus outage: ask again
                 if type(exc).__name__ != "TimeoutError":
                     log.debug("bus: fetch: %s: %s", type(exc).__name__, exc)

@@ -23,7 +23,7 @@ from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
-from pipeline.engine.watch import FileWatcher
+from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
 from pipeline.system.tmux import Tmux
 
@@ -56,7 +56,9 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
                     tg.cancel_scope.cancel()
 
 
-async def _next_valid_config(sub, path: Path, registries: Registries, current: Config) -> Config:
+async def _next_valid_config(
+    sub: Subscription, path: Path, registries: Registries, current: Config
+) -> Config:
     last = path.read_bytes() if path.exists() else b""
     missing = False
     while True:

@@ -6,6 +6,7 @@ anything else happens, so a runaway pipe is refused instead of filling a pane.""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import IO
 
 from pipeline.commands.options import MAX_INPUT_BYTES
@@ -54,7 +55,7 @@ async def adapter_for(pane: str, agent: str, registries: Registries, tmux: Tmux)
     return cls(ctx)
 
 
-async def send_text(adapter: AgentAdapter, text: str, out=print) -> int:
+async def send_text(adapter: AgentAdapter, text: str, out: Callable[..., object] = print) -> int:
     """Type ``text`` if the pane runs the adapter's agent; 1 (and nothing typed) when it does not."""
     state = await adapter.target_state()
     pane = adapter.ctx.tile.pane

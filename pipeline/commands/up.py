@@ -98,7 +98,7 @@ async def _exited(tmux: Tmux, pane_id: str) -> str:
     return ""
 
 
-async def _create(tmux: Tmux, target: str, command: str, cwd: str | None):
+async def _create(tmux: Tmux, target: str, command: str, cwd: str | None) -> PaneInfo:
     if target.startswith("%"):
         raise ValueError(
             f"cannot create pane {target}: tmux chooses pane ids; name it session:window.pane or title:"

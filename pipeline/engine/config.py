@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipeline.engine.hosts import BusSettings, crossing_problems, tile_host
 from pipeline.plugin.registry import UnknownName
+from pipeline.system.jsonl import json_list, json_object
 
 __all__ = [
     "Config",
@@ -302,8 +303,8 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
     """Checks pydantic cannot make on one field: names that refer to each other, regexes, plugin names,
     transform options, and the route graph."""
     problems: list[Problem] = []
-    tiles = data.get("tiles") if isinstance(data.get("tiles"), dict) else {}
-    routes = data.get("routes") if isinstance(data.get("routes"), list) else []
+    tiles = json_object(data.get("tiles"))
+    routes = json_list(data.get("routes"))
     if registries is not None:
         for name, tile in tiles.items():
             agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
@@ -345,7 +346,7 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
             problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
                                                 positions, registries))
     problems.extend(crossing_problems(data, positions))
-    settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    settings = json_object(data.get("settings"))
     if "max_hops" not in settings:
         for cycle in _cycles(edges):
             path = " -> ".join([*cycle, cycle[0]])
@@ -369,6 +370,7 @@ def _unknown_tile(tile: str, i: int, key: str, tiles: dict[str, Any]) -> str:
 def _transform_problems(
     spec: Any, path: tuple[Any, ...], positions: _Positions, registries: Any
 ) -> list[Problem]:
+    kind: Any
     if isinstance(spec, str):
         kind, options, type_path = spec, {}, path
     elif isinstance(spec, dict):

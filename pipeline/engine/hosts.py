@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.system.jsonl import json_list, json_object
+
 __all__ = ["BUS_URL_ENV", "BusSettings", "bus_servers", "crossing_problems", "host_problem", "local_host",
            "tile_host"]
 
@@ -79,9 +81,9 @@ def host_problem(host: Any) -> str:
 def crossing_problems(data: dict[str, Any], positions: Any) -> list[Any]:
     """A route between tiles on two named hosts needs a bus; tiles that name no host while a route crosses
     hosts run on every host's ``baton run`` (a warning: they would be followed twice)."""
-    tiles = data.get("tiles") if isinstance(data.get("tiles"), dict) else {}
-    routes = data.get("routes") if isinstance(data.get("routes"), list) else []
-    settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    tiles = json_object(data.get("tiles"))
+    routes = json_list(data.get("routes"))
+    settings = json_object(data.get("settings"))
     problems = []
     for name, tile in tiles.items():
         why = host_problem(tile.get("host")) if isinstance(tile, dict) else ""

@@ -204,7 +204,8 @@ class Journal:
 
     def set_state(self, key: str, state: HandoffState, *, error: str | None = None, note: str | None = None,
                   pane: str | None = None, attempt: bool = False) -> None:
-        sets, args = ["state=?", "updated=?"], [state, time.time()]
+        sets: list[str] = ["state=?", "updated=?"]
+        args: list[object] = [state, time.time()]
         if error is not None:
             sets.append("last_error=?")
             args.append(redact(error))

@@ -20,7 +20,7 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.stages.detect import CompletionDetector
-from pipeline.engine.stages.dispatch import PromptDispatcher
+from pipeline.engine.stages.dispatch import PromptDispatcher, target_state
 from pipeline.engine.stages.extract import ResponseExtractor
 from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
@@ -112,7 +112,19 @@ class Pipeline:
             log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
             await self.submit(record.to_prompt())
         if self.bus is not None:  # after the recovery: a redelivered hand-off finds its key queued already
-            await self.bus.run(self.submit)
+            await self.bus.run(self.submit, tiles=self.tile_rows)
+
+    async def tile_rows(self) -> list[dict[str, Any]]:
+        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``)."""
+        rows = []
+        for name, runtime in self.tiles.items():
+            try:
+                state: str = await target_state(runtime.adapter)
+            except Exception as exc:
+                state = f"unknown ({type(exc).__name__})"
+            rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
+                         "state": state})
+        return rows
 
     async def submit(self, prompt: Prompt) -> None:
         """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""

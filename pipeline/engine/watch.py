@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["FileWatcher", "Subscription"]
 
@@ -28,8 +29,8 @@ class Subscription:
 
     def __init__(self, watcher: FileWatcher, path: Path) -> None:
         self.watcher, self.path = watcher, path
-        self._send: ObjectSendStream[None]
-        self._receive: ObjectReceiveStream[None]
+        self._send: MemoryObjectSendStream[None]
+        self._receive: MemoryObjectReceiveStream[None]
         self._send, self._receive = anyio.create_memory_object_stream[None](1)
         self.changed: set[Path] = set()
 
@@ -130,7 +131,7 @@ class FileWatcher:
                     stop.set()
                 tg.cancel_scope.cancel()
 
-    def _dispatch(self, changes: set[tuple[object, str]]) -> None:
+    def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
         for _, raw in changes:
             path = Path(raw)
             for sub in list(self._subs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
+from pipeline.plugin.hookspecs import RegisterAgent, RegisterTransform
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd
@@ -21,6 +22,8 @@ __all__ = [
     "NoOptions",
     "Outcome",
     "Prompt",
+    "RegisterAgent",
+    "RegisterTransform",
     "ResolveStep",
     "Response",
     "ResponseSource",

@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.markers import hookspec
+from pipeline.plugin.transforms import Transform
 
-__all__ = ["register_agents", "register_transforms"]
+__all__ = ["RegisterAgent", "RegisterTransform", "register_agents", "register_transforms"]
+
+#: what ``register_agents`` hands a plugin: call it with an adapter class
+RegisterAgent = Callable[[type[AgentAdapter]], None]
+#: what ``register_transforms`` hands a plugin: call it with a transform class
+RegisterTransform = Callable[[type[Transform[Any]]], None]
 
 
 @hookspec
-def register_agents(register: Callable[[type[Any]], None]) -> None:
+def register_agents(register: RegisterAgent) -> None:
     """Add agent adapter classes.
 
     :param register: call ``register(AdapterClass)`` once per adapter. The class subclasses
@@ -30,7 +37,7 @@ def register_agents(register: Callable[[type[Any]], None]) -> None:
 
 
 @hookspec
-def register_transforms(register: Callable[[type[Any]], None]) -> None:
+def register_transforms(register: RegisterTransform) -> None:
     """Add transform classes.
 
     :param register: call ``register(TransformClass)`` once per transform. The class subclasses

@@ -3,7 +3,11 @@ routes.yaml is answered with the list to choose from."""
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+from pipeline.plugin.agents import AgentAdapter
+from pipeline.plugin.transforms import Transform
 
 __all__ = ["AgentRegistry", "Registry", "TransformRegistry", "UnknownName"]
 
@@ -19,6 +23,8 @@ class UnknownName(LookupError):
 
 
 class Registry(Generic[T]):
+    """Classes (subclasses of ``T``) by their ``name``."""
+
     kind = "name"
 
     def __init__(self) -> None:
@@ -49,13 +55,13 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         return name in self._classes
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
 
-class AgentRegistry(Registry):
+class AgentRegistry(Registry[AgentAdapter]):
     kind = "agent"
 
 
-class TransformRegistry(Registry):
+class TransformRegistry(Registry[Transform[Any]]):
     kind = "transform"

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.plugin.events import Response
 
-__all__ = ["NoOptions", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
+__all__ = ["NoOptions", "OptionsT", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
 
 
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: the pydantic model of a transform's options; ``Transform[MyOptions]`` types ``self.options``
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class TransformSkipped(Exception):
@@ -51,8 +55,12 @@ class TransformInput:
     terminal_text: Callable[[], Awaitable[str]]
 
 
-class Transform:
-    """Base class. Instantiated once per route with its validated options."""
+class Transform(Generic[OptionsT]):
+    """Base class. Instantiated once per route with its validated options.
+
+    A subclass names its options model twice: as the type argument (``Transform[MyOptions]``, so that
+    ``self.options.my_field`` type-checks) and as ``Options = MyOptions`` (what the config is validated
+    with at run time)."""
 
     name: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
@@ -61,12 +69,12 @@ class Transform:
     #: warns when a route uses the transform and the variable is unset
     needs_api_key_env: ClassVar[str | None] = None
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: OptionsT) -> None:
         self.options = options
 
     @classmethod
-    def from_config(cls, options: dict) -> Transform:
-        return cls(cls.Options.model_validate(options))
+    def from_config(cls, options: dict[str, Any]) -> Transform[OptionsT]:
+        return cls(cast(OptionsT, cls.Options.model_validate(options)))
 
     def configure(self, settings: Any) -> None:
         """Called once after construction with the config's :class:`pipeline.engine.config.Settings`, for

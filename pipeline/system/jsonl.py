@@ -13,7 +13,17 @@ from typing import Any
 
 import orjson
 
-__all__ = ["AppendedLines"]
+__all__ = ["AppendedLines", "json_list", "json_object"]
+
+
+def json_object(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a field of the wrong shape reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_list(value: object) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 class AppendedLines:

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import anyio
 
+from pipeline.plugin import RegisterAgent
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
@@ -329,5 +330,5 @@ class ClaudeCodeAdapter(FileFollowing):
 
 
 @hookimpl
-def register_agents(register) -> None:
+def register_agents(register: RegisterAgent) -> None:
     register(ClaudeCodeAdapter)

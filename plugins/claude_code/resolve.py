@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,12 +75,12 @@ def project_folder_name(cwd: str) -> str:
     return f"{name[:MAX_FOLDER_NAME]}-{digits}"
 
 
-def config_dir(env: dict[str, str] | None = None) -> Path:
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$CLAUDE_CONFIG_DIR``, else ``$HOME/.claude``, from ``env`` (default: this process's)."""
-    env = os.environ if env is None else env
-    if env.get("CLAUDE_CONFIG_DIR"):
-        return Path(env["CLAUDE_CONFIG_DIR"]).expanduser()
-    return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
+    environ: Mapping[str, str] = os.environ if env is None else env
+    if environ.get("CLAUDE_CONFIG_DIR"):
+        return Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
+    return Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude"
 
 
 def process_env(pid: int) -> dict[str, str] | None:
@@ -130,7 +131,7 @@ def read_session_file(path: Path) -> SessionFile:
     if not isinstance(session_id, str) or not UUID.match(session_id):
         raise ValueError(f"refused: sessionId {str(session_id)[:60]!r} is not a UUID")
     try:
-        pid = int(data.get("pid"))
+        pid = int(data.get("pid"))  # type: ignore[arg-type]  # None or junk: the except below
     except (TypeError, ValueError):
         raise ValueError("no pid") from None
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 
+from pipeline.plugin import RegisterAgent
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -274,7 +275,7 @@ class CodexAdapter(TerminalAdapter):
 
         return [TurnEnd(turn_id=t.turn_id, outcome=t.outcome, text=t.answer or "", ended_at=ended(t),
                         session_id=state.thread_id, cwd=state.cwd, detail=t.error or "")
-                for t in finished if ended(t) >= since]
+                for t in finished if t.outcome is not None and ended(t) >= since]
 
     # ---- answers -----------------------------------------------------------------------------------------
 
@@ -320,11 +321,12 @@ class CodexAdapter(TerminalAdapter):
 
     async def last_response(self) -> Response | None:
         await self._refresh(force=True)
-        turn = self._state.last_finished() if self._state is not None else None
-        if turn is None or turn.answer is None:
+        state = self._state
+        turn = state.last_finished() if state is not None else None
+        if state is None or turn is None or turn.answer is None:
             return None
         return Response(completion=self._completion(turn, "rollout"), text=turn.answer, source="transcript",
-                        cwd=self._state.cwd, note=turn.answer_from)
+                        cwd=state.cwd, note=turn.answer_from)
 
     @classmethod
     def extract_file(cls, path: Path) -> Response | None:
@@ -491,5 +493,5 @@ def _nothing_finished(path: Path, state: RolloutState) -> str:
 
 
 @hookimpl
-def register_agents(register) -> None:
+def register_agents(register: RegisterAgent) -> None:
     register(CodexAdapter)

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.plugin.events import Outcome
-from pipeline.system.jsonl import AppendedLines
+from pipeline.system.jsonl import AppendedLines, json_object
 
 __all__ = [
     "ROLLOUT_NAME",
@@ -293,7 +293,7 @@ class RolloutState:
         elif event == "item_completed":
             if turn_id is not None and self._finished(turn_id):
                 return  # e.g. a shell command that outlived its turn: not a new turn
-            item = payload.get("item") if isinstance(payload.get("item"), dict) else {}
+            item = json_object(payload.get("item"))
             if turn_id is not None and self.open_turn is None:
                 self._start(turn_id, at)
             if item.get("type") == "AgentMessage":

@@ -432,8 +432,9 @@ def _held_rollouts(process: CodexProcess) -> list[Path]:
 
 def _rollout_of(home: Path, thread_id: str) -> Path | None:
     threads, _ = _threads_from_sqlite(home, 0)
-    if thread_id in threads and threads[thread_id].rollout and threads[thread_id].rollout.exists():
-        return threads[thread_id].rollout
+    rollout = threads[thread_id].rollout if thread_id in threads else None
+    if rollout and rollout.exists():
+        return rollout
     started = uuid7_time(thread_id)
     for info in _threads_from_files(home, (started or 0) - 86400).values():
         if info.thread_id == thread_id and info.rollout is not None:

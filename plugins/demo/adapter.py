@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from pipeline.plugin import RegisterAgent
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -209,6 +210,6 @@ def _keeps_no_transcript(agent: proc.Proc) -> bool:
 
 
 @hookimpl
-def register_agents(register) -> None:
+def register_agents(register: RegisterAgent) -> None:
     register(DemoAdapter)
 

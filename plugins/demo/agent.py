@@ -21,6 +21,7 @@ import termios
 import time
 import tty
 import uuid
+from typing import TextIO
 
 PROMPT = "demo❯ "
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.name} — a batonpass demo agent ({args.role}). Type a prompt, Enter to send.\r\n\r\n{PROMPT}"
     )
     out.flush()
-    turn, buf, pasting, pending = 0, [], False, b""
+    buf: list[str] = []
+    turn, pasting, pending = 0, False, b""
     try:
         while True:
             data = os.read(fd, 65536)
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _take(chunk: bytes, buf: list[str], out) -> None:
+def _take(chunk: bytes, buf: list[str], out: TextIO) -> None:
     text = chunk.decode("utf-8", "replace")
     buf.append(text)
     out.write(text.replace("\r\n", "\n").replace("\n", "\r\n"))
@@ -134,7 +136,7 @@ def _log(args: argparse.Namespace, **record: object) -> None:
             f.write(json.dumps({"t": time.time(), **record}) + "\n")
 
 
-def _work(args: argparse.Namespace, turn: int, message: str, out, fd: int) -> bytes:
+def _work(args: argparse.Namespace, turn: int, message: str, out: TextIO, fd: int) -> bytes:
     """Show the busy line for ``work_s`` seconds. Input typed meanwhile is kept for later and logged as
     ``input-while-busy``: the tests use that to prove batonpass never types into a busy agent."""
     _log(args, turn=turn, message=message)

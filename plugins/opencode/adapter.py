@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import anyio
 
+from pipeline.plugin import RegisterAgent
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
@@ -340,7 +341,7 @@ class OpenCodeAdapter(TerminalAdapter):
     async def last_response(self) -> Response | None:
         p = await self._process()
         store = self._store(p) if p is not None else None
-        if store is None:
+        if p is None or store is None:
             return None
         try:
             match = await self._match(p, store)
@@ -465,5 +466,5 @@ async def _wait_any(a: Any, b: Any, timeout: float) -> None:
 
 
 @hookimpl
-def register_agents(register) -> None:
+def register_agents(register: RegisterAgent) -> None:
     register(OpenCodeAdapter)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.plugin.events import Outcome
+from pipeline.system.jsonl import json_object
 
 __all__ = [
     "MessageRow",
@@ -134,12 +135,12 @@ class MessageRow:
         except (TypeError, ValueError):
             data = {}
         data = data if isinstance(data, dict) else {}
-        times = data.get("time") if isinstance(data.get("time"), dict) else {}
+        times = json_object(data.get("time"))
         error = data.get("error")
         if isinstance(error, dict):
             detail = error.get("data", {}).get("message") if isinstance(error.get("data"), dict) else None
             error = ": ".join(str(x) for x in (error.get("name") or "error", detail) if x)
-        path = data.get("path") if isinstance(data.get("path"), dict) else {}
+        path = json_object(data.get("path"))
         return cls(
             id=mid,
             session_id=session_id,
@@ -210,7 +211,7 @@ def _part_text(rows: list[tuple[Any, ...]]) -> tuple[str, bool]:
         if part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored"):
             texts.append(str(part.get("text") or ""))
         elif part.get("type") == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = json_object(part.get("state"))
             running = running or state.get("status") in ("pending", "running")
     return "".join(texts), running
 
@@ -322,7 +323,8 @@ class OpenCodeStore:
         folders = (directory,) if isinstance(directory, str) else tuple(directory or ())
 
         def query(conn: sqlite3.Connection) -> list[SessionRow]:
-            where, args = ["parent_id IS NULL", "time_updated >= ?"], [since_ms]
+            where = ["parent_id IS NULL", "time_updated >= ?"]
+            args: list[object] = [since_ms]
             if "time_archived" in self._columns["session"]:
                 where.append("time_archived IS NULL")
             if directory is not None:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import anyio
 
+from pipeline.plugin import RegisterAgent
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -350,7 +351,7 @@ class AmpAdapter(TerminalAdapter):
 
 
 @hookimpl
-def register_agents(register) -> None:
+def register_agents(register: RegisterAgent) -> None:
     register(TerminalAdapter)
     register(ShellAdapter)
     register(AmpAdapter)

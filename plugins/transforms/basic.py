@@ -6,6 +6,7 @@ import string
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.plugin import RegisterTransform
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import Transform, TransformInput, TransformSkipped
 
@@ -16,14 +17,16 @@ class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Raw(Transform):
+class RawOptions(_Options):
+    lines: int | None = Field(default=None, gt=0, description="keep only the last N lines")
+
+
+class Raw(Transform[RawOptions]):
     """The response as it is."""
 
     name = "raw"
     summary = "the response as is (option lines: keep the last N lines)"
-
-    class Options(_Options):
-        lines: int | None = Field(default=None, gt=0, description="keep only the last N lines")
+    Options = RawOptions
 
     async def apply(self, data: TransformInput) -> str:
         text = data.response.text
@@ -34,14 +37,16 @@ class Raw(Transform):
         return text
 
 
-class FullOutput(Transform):
+class FullOutputOptions(_Options):
+    max_chars: int | None = Field(default=None, gt=0, description="keep only the last N characters")
+
+
+class FullOutput(Transform[FullOutputOptions]):
     """Everything the turn printed in the source pane, ANSI-stripped."""
 
     name = "full-output"
     summary = "everything the turn printed in the source pane, ANSI-stripped (option max_chars)"
-
-    class Options(_Options):
-        max_chars: int | None = Field(default=None, gt=0, description="keep only the last N characters")
+    Options = FullOutputOptions
 
     async def apply(self, data: TransformInput) -> str:
         text = (await data.terminal_text()).strip("\n")
@@ -55,30 +60,32 @@ class FullOutput(Transform):
 TEMPLATE_FIELDS = ("response", "source", "target", "route", "cwd")
 
 
-class Template(Transform):
+class TemplateOptions(_Options):
+    template: str
+
+    @field_validator("template")
+    @classmethod
+    def _known_fields(cls, value: str) -> str:
+        try:
+            parsed = list(string.Formatter().parse(value))
+        except ValueError as exc:
+            raise ValueError(f"bad template ({exc}); write a literal brace as {{{{ or }}}}") from None
+        for _, field, _, _ in parsed:
+            if field is not None and field not in TEMPLATE_FIELDS:
+                raise ValueError(
+                    f"unknown placeholder {{{field}}}; use "
+                    f"{', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
+                    " (a literal brace is {{ or }})"
+                )
+        return value
+
+
+class Template(Transform[TemplateOptions]):
     """A template with ``{response}``, ``{source}``, ``{target}``, ``{route}``, ``{cwd}``."""
 
     name = "template"
     summary = "a template with {response} {source} {target} {route} {cwd}"
-
-    class Options(_Options):
-        template: str
-
-        @field_validator("template")
-        @classmethod
-        def _known_fields(cls, value: str) -> str:
-            try:
-                parsed = list(string.Formatter().parse(value))
-            except ValueError as exc:
-                raise ValueError(f"bad template ({exc}); write a literal brace as {{{{ or }}}}") from None
-            for _, field, _, _ in parsed:
-                if field is not None and field not in TEMPLATE_FIELDS:
-                    raise ValueError(
-                        f"unknown placeholder {{{field}}}; use "
-                        f"{', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
-                        " (a literal brace is {{ or }})"
-                    )
-            return value
+    Options = TemplateOptions
 
     async def apply(self, data: TransformInput) -> str:
         return self.options.template.format(response=data.response.text, source=data.source,
@@ -86,7 +93,7 @@ class Template(Transform):
 
 
 @hookimpl
-def register_transforms(register) -> None:
+def register_transforms(register: RegisterTransform) -> None:
     register(Raw)
     register(FullOutput)
     register(Template)

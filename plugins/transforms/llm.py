@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import os
 from importlib import resources
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import anyio
 from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.engine.config import LLMSettings
+from pipeline.plugin import RegisterTransform
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 
@@ -107,7 +108,10 @@ class LLMOptions(BaseModel):
                     f"tokens at {CHARS_PER_TOKEN} characters per token)")
 
 
-class LLMTransform(Transform):
+LLMOptionsT = TypeVar("LLMOptionsT", bound=LLMOptions)
+
+
+class LLMTransform(Transform[LLMOptionsT]):
     """Base of the transforms that ask a model. Subclasses name their prompt file and build the user
     message; the call, the limits and the fallbacks are here."""
 
@@ -116,7 +120,7 @@ class LLMTransform(Transform):
     #: the system prompt file under ``plugins/prompts/``, without ``.md``
     prompt_name: ClassVar[str] = ""
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: LLMOptionsT) -> None:
         super().__init__(options)
         self.llm = LLMSettings()
         self.system = system_prompt(self.prompt_name)
@@ -232,7 +236,7 @@ def _tile_line(role: str, tile: str, agent: str, description: str) -> str:
     return f"{role}: tile {tile!r}, agent {agent}" + (f" — {description}" if description else "")
 
 
-class AIRouting(LLMTransform):
+class AIRouting(LLMTransform[LLMOptions]):
     """The model reads the source's answer and writes the target's next prompt, ready to paste."""
 
     name = "ai-routing"
@@ -260,7 +264,7 @@ class SummaryOptions(LLMOptions):
     max_words: int = Field(default=150, gt=0, description="the summary's length limit")
 
 
-class Summary(LLMTransform):
+class Summary(LLMTransform[SummaryOptions]):
     """A faithful summary of the source's answer within ``max_words``."""
 
     name = "summary"
@@ -276,6 +280,6 @@ class Summary(LLMTransform):
 
 
 @hookimpl
-def register_transforms(register) -> None:
+def register_transforms(register: RegisterTransform) -> None:
     register(Summary)
     register(AIRouting)

@@ -20,7 +20,7 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState
-from pipeline.plugin.events import Delivery, Prompt
+from pipeline.plugin.events import Delivery, DeliveryState, Prompt
 from pipeline.system import proc
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -149,7 +149,7 @@ class PromptDispatcher:
         except (TmuxError, ValueError) as exc:
             log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
             return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
-        state = "delivered" if confirmed else "unconfirmed"
+        state: DeliveryState = "delivered" if confirmed else "unconfirmed"
         log.info(
             "%-11s %s -> %s (%s, hop %d, %d chars)",
             state,

@@ -1,0 +1,30 @@
+"""ruff and mypy, run by the README's test command: a long line, an unused import or a type error fails the
+suite like a broken test would. Both take their settings from pyproject.toml."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    tool = BIN / name
+    if not tool.exists():  # an old venv: the test extra grew; CI always installs it
+        pytest.skip(f"{name} is not installed in {BIN.parent}: run pip install -e '.[test]'")
+    return subprocess.run([str(tool), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_is_clean() -> None:
+    result = run_tool("ruff", "check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean() -> None:
+    result = run_tool("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
