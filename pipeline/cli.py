@@ -94,6 +94,10 @@ def _parser() -> argparse.ArgumentParser:
         add_common(sp, top=False)
         return sp
 
+    def host_flag(sp: argparse.ArgumentParser, verb: str) -> None:
+        sp.add_argument("--host", type=non_blank("--host"), default=None,
+                        help=f"{verb} the tiles of this host (default: this machine's host name)")
+
     def json_flag(sp: argparse.ArgumentParser, what: str) -> None:
         sp.add_argument("--json", action="store_true", help=f"{what} as JSON")
 
@@ -132,12 +136,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="the agent in the pane (default: from its process tree)")
     json_flag(sp, "the steps")
 
-    cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    host_flag(sp, "bring up")
 
     sp = cmd("status", _status, "per tile: pane, agent, agent PID, state, session, transcript, last answer "
              "(exit 3 when no tile's pane exists)")
     json_flag(sp, "one object per tile")
     sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
+    host_flag(sp, "show")
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
@@ -307,12 +313,20 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _this_host(config, host: str | None):
+    """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
+    from pipeline.engine.hosts import local_host
+
+    return config.on_host(host or local_host())
+
+
 def _up(args: argparse.Namespace) -> int:
     from pipeline.commands.up import bring_up
 
     config, _ = load(args, load_registries())
     if config is None:
         return 1
+    config = _this_host(config, args.host)
     results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
     for r in results:
         print(f"{r.tile:<14} {r.action:<10} {r.detail}")
@@ -332,6 +346,7 @@ def _status(args: argparse.Namespace) -> int:
         from pipeline.commands.allhosts import print_all_hosts
 
         return print_all_hosts("tiles", config, args.json)
+    config = _this_host(config, args.host)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     if args.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,19 @@ def test_check_cli_exit_status(tmp_path: Path, monkeypatch) -> None:
 def test_bus_credentials_in_urls_and_env_are_redacted(monkeypatch) -> None:
     monkeypatch.setenv("BATON_BUS_PASSWORD", "hunter2-secret")
     assert redact("nats://bob:pw@h:4222 and hunter2-secret") == "nats://[redacted]@h:4222 and [redacted]"
+
+
+@pytest.mark.tmux
+def test_status_and_up_show_only_the_tiles_of_this_host(tmux_server, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("BATON_BUS_URL", "nats://127.0.0.1:1")  # named, never reached by these commands
+    pane = tmux_server.new_pane()
+    tmux_server.run("select-pane", "-t", pane, "-T", "a")
+    path = tmp_path / "routes.yaml"
+    path.write_text(TWO_HOSTS.replace('"%1"', '"title:a"'))
+    base = [sys.executable, "-m", "pipeline.cli", "-L", tmux_server.socket, "-c", str(path)]
+    run = subprocess.run([*base, "status", "--host", "laptop", "--json"], capture_output=True, text=True)
+    assert sorted(r["tile"] for r in json.loads(run.stdout)) == ["a", "c"], run.stderr
+    run = subprocess.run([*base, "status", "--host", "gpu-box", "--json"], capture_output=True, text=True)
+    assert [r["tile"] for r in json.loads(run.stdout)] == ["b"]
+    run = subprocess.run([*base, "up", "--host", "nowhere"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "", run.stderr
