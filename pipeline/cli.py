@@ -31,6 +31,7 @@ from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
 
 if TYPE_CHECKING:
+    from pipeline.engine.config import Config
     from pipeline.plugin.agents import AgentAdapter
     from pipeline.plugin.manager import Registries
     from pipeline.plugin.turns import ResolveStep
@@ -313,7 +314,7 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _this_host(config, host: str | None):
+def _this_host(config: Config, host: str | None) -> Config:
     """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
     from pipeline.engine.hosts import local_host
 
@@ -446,17 +447,22 @@ def _plugins(args: argparse.Namespace) -> int:
             cls = registry.get(name)
             rows.append({"kind": kind, "name": name, "from": registry.origin(name),
                          "summary": getattr(cls, "summary", "")})
+    failed = [{"name": e.name, "from": e.origin, "error": e.error} for e in pm.failed()]
     if args.json:
-        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows}, indent=2))
+        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows,
+                          "failed": failed, "disabled": pm.disabled}, indent=2))
         return 0
     print(
         table(
             ("KIND", "NAME", "FROM", "SUMMARY"),
-            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows],
+            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows]
+            + [("plugin", f["name"], f["from"], f"failed: {f['error']}") for f in failed],
         )
     )
     if os.environ.get("BATON_DISABLE_EXTERNAL_PLUGINS") == "1":
         print("(external plugins disabled by BATON_DISABLE_EXTERNAL_PLUGINS=1)")
+    if pm.disabled:
+        print(f"(disabled by BATON_DISABLED_PLUGINS: {', '.join(pm.disabled)})")
     return 0
 
 

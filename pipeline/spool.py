@@ -95,7 +95,7 @@ def read_records(folder: Path | None = None) -> list[HookRecord]:
             )
             if time.time() - record.written_at < STALE_S:
                 records.append(record)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: "[[[[…"
             pass
         try:
             path.unlink()

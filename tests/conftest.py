@@ -132,6 +132,25 @@ def tmux_server(tmp_path: Path) -> Iterator[TmuxServer]:
         server.kill()
 
 
+@pytest.fixture
+def daemon_factory(tmp_path: Path):
+    """`baton run` subprocesses (tests.test_faults.Daemon): started, killed, restarted; killed at the end."""
+    from tests.test_faults import Daemon
+
+    daemons: list[Daemon] = []
+
+    def make(config: Path) -> Daemon:
+        d = Daemon(config, tmp_path)
+        daemons.append(d)
+        return d
+
+    yield make
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+
+
 def demo_agent_command(
     name: str = "agent", *, role: str = "echo", work_s: float = 0.3, log: Path | None = None
 ) -> str:
@@ -163,7 +182,9 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # only whole lines: the agent may be halfway through writing a long one (a 3 MB message)
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def messages(path: Path) -> list[str]:
@@ -174,5 +195,6 @@ def messages(path: Path) -> list[str]:
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("default", max_examples=150, deadline=None)
-_hypothesis_settings.register_profile("fuzz", max_examples=20000, deadline=None)
+_hypothesis_settings.register_profile("fuzz", max_examples=int(os.environ.get("BATON_FUZZ_CASES", "100000")),
+                                     deadline=None)
 _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

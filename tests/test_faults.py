@@ -97,22 +97,6 @@ def transcript_answers(state: Path) -> list[str]:
 
 
 
-@pytest.fixture
-def daemon_factory(tmp_path: Path):
-    daemons: list[Daemon] = []
-
-    def make(config: Path) -> Daemon:
-        d = Daemon(config, tmp_path)
-        daemons.append(d)
-        return d
-
-    yield make
-    for d in daemons:
-        if d.proc and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-
-
 def test_loop_between_two_agents_stops_at_max_hops(
     tmux_server: TmuxServer, tmp_path: Path, daemon_factory
 ) -> None:

@@ -99,19 +99,24 @@ def register_transforms(register):
 '''
 
 
+def install_plugin(site: Path, module: str, source: str, dist: str, version: str, entry: str) -> None:
+    """A real installed distribution with an entry point — the layout pip leaves in site-packages (the
+    module plus its ``.dist-info`` with METADATA, entry_points.txt and RECORD) — in ``site``."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{module}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[batonpass]\n{entry} = {module}\n")
+    (info / "top_level.txt").write_text(f"{module}\n")
+    (info / "RECORD").write_text("".join(f"{name},,\n" for name in (
+        f"{module}.py", f"{info.name}/METADATA", f"{info.name}/entry_points.txt", f"{info.name}/RECORD")))
+
+
 @pytest.fixture(scope="module")
 def shout_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real installed distribution with an entry point — the layout pip leaves in site-packages (the
-    module plus its ``.dist-info`` with METADATA, entry_points.txt and RECORD) — in its own folder."""
+    """The shout plugin, installed in its own folder."""
     site = tmp_path_factory.mktemp("shout-site")
-    (site / "baton_shout.py").write_text(SHOUT)
-    info = site / "baton_shout-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: baton-shout\nVersion: 1.2.3\n")
-    (info / "entry_points.txt").write_text("[batonpass]\nshout = baton_shout\n")
-    (info / "top_level.txt").write_text("baton_shout\n")
-    (info / "RECORD").write_text("baton_shout.py,,\nbaton_shout-1.2.3.dist-info/METADATA,,\n"
-                                 "baton_shout-1.2.3.dist-info/entry_points.txt,,\nbaton_shout-1.2.3.dist-info/RECORD,,\n")
+    install_plugin(site, "baton_shout", SHOUT, "baton-shout", "1.2.3", "shout")
     return site
 
 
@@ -179,3 +184,94 @@ async def test_a_hand_off_goes_through_the_third_party_transform(
         await anyio.sleep(0.5)
         tg.cancel_scope.cancel()
     assert messages(log) == ["QUIET WORDS !!"]
+
+
+BROKEN_IMPORT = "import baton_no_such_module  # the plugin's own dependency is missing\n"
+RAISING_HOOK = """\
+from pipeline.plugin.markers import hookimpl
+
+
+@hookimpl
+def register_agents(register):
+    raise RuntimeError("the agents hook broke")
+"""
+LOUD_RAW = """\
+from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.transforms import Transform
+
+
+class LoudRaw(Transform):
+    name = "raw"
+    summary = "a third-party raw"
+
+    async def apply(self, data):
+        return data.response.text.upper()
+
+
+@hookimpl
+def register_transforms(register):
+    register(LoudRaw)
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four third-party plugins in one site: shout (fine), one that cannot import, one whose hook raises,
+    and one that overrides the built-in ``raw`` transform."""
+    site = tmp_path_factory.mktemp("zoo-site")
+    install_plugin(site, "baton_shout", SHOUT, "baton-shout", "1.2.3", "shout")
+    install_plugin(site, "baton_broken", BROKEN_IMPORT, "baton-broken", "0.1", "broken")
+    install_plugin(site, "baton_raising", RAISING_HOOK, "baton-raising", "0.2", "raising")
+    install_plugin(site, "baton_loud", LOUD_RAW, "baton-loud", "0.3", "loud")
+    return site
+
+
+def test_a_broken_plugin_is_reported_by_name_and_the_rest_works(plugin_zoo: Path, tmp_path: Path) -> None:
+    result = baton("plugins", "--json", pythonpath=plugin_zoo)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    failed = {f["name"]: f for f in report["failed"]}
+    assert set(failed) == {"broken", "raising"}
+    assert failed["broken"]["from"] == "baton-broken 0.1"
+    assert (
+        "ModuleNotFoundError" in failed["broken"]["error"]
+        and "baton_no_such_module" in failed["broken"]["error"]
+    )
+    assert failed["raising"]["error"] == "register_agents raised RuntimeError: the agents hook broke"
+    names = {r["name"] for r in report["classes"]}
+    assert {"shout", "raw", "claude", "shell"} <= names  # the others, built-in or not, still register
+    assert "plugin broken (baton-broken 0.1) is left out: ModuleNotFoundError" in result.stderr
+    assert "plugin raising (baton-raising 0.2) is left out" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    table_view = baton("plugins", pythonpath=plugin_zoo)
+    assert table_view.returncode == 0
+    row = next(line for line in table_view.stdout.splitlines() if " broken " in line)
+    assert row.split()[:3] == ["plugin", "broken", "baton-broken"] and "failed: ModuleNotFoundError" in row
+
+    (tmp_path / "routes.yaml").write_text("version: 1\ntiles: {a: {pane: '%1'}, b: {pane: '%2'}}\nroutes:\n"
+                                          "  - {from: a, to: b, transform: shout}\n")
+    check = baton("check", "-c", str(tmp_path / "routes.yaml"), pythonpath=plugin_zoo)
+    assert check.returncode == 0 and "ok" in check.stdout, check.stderr
+    assert "plugin broken" in check.stderr and "Traceback" not in check.stderr
+
+
+def test_an_override_of_a_built_in_is_logged_with_both_origins(plugin_zoo: Path) -> None:
+    result = baton("plugins", "--json", pythonpath=plugin_zoo)
+    rows = {r["name"]: r for r in json.loads(result.stdout)["classes"]}
+    assert rows["raw"]["from"] == "baton-loud 0.3" and rows["raw"]["summary"] == "a third-party raw"
+    assert "transform 'raw' from baton-loud 0.3 overrides the one from batonpass (built-in)" in result.stderr
+
+
+def test_external_plugins_can_be_disabled_one_by_one(plugin_zoo: Path) -> None:
+    result = baton("plugins", "--json", pythonpath=plugin_zoo,
+                   BATON_DISABLED_PLUGINS="broken, raising,baton-loud")  # entry-point or distribution names
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["failed"] == [] and sorted(report["disabled"]) == ["broken", "loud", "raising"]
+    rows = {r["name"]: r for r in report["classes"]}
+    assert rows["raw"]["from"] == "batonpass (built-in)" and rows["shout"]["from"] == "baton-shout 1.2.3"
+    assert result.stderr == ""
+    table_view = baton("plugins", pythonpath=plugin_zoo, BATON_DISABLED_PLUGINS="shout")
+    assert " shout " not in table_view.stdout
+    assert "(disabled by BATON_DISABLED_PLUGINS: shout)" in table_view.stdout

@@ -19,6 +19,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.engine.hosts import BusSettings, crossing_problems, tile_host
+from pipeline.engine.yaml_text import (
+    NESTED_TOO_DEEP,
+    TextProblem,
+    check_text,
+    compose_checked,
+    decode_checked,
+    read_checked,
+)
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.jsonl import json_list, json_object
 
@@ -174,9 +182,11 @@ def load_config(path: str | os.PathLike[str], registries: Any = None) -> tuple[C
     """Read and validate ``path``. Returns the config and its warnings; raises :class:`ConfigError`
     listing every error (and the warnings) if there is any."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = decode_checked(read_checked(path))
     except OSError as exc:
         raise ConfigError([Problem(str(path), 1, 1, "", f"cannot read: {exc.strerror or exc}")]) from None
+    except TextProblem as exc:
+        raise ConfigError([Problem(str(path), exc.line, exc.col, "", exc.message)]) from None
     return parse_config(text, str(path), registries)
 
 
@@ -186,11 +196,16 @@ def parse_config(
     """Validate YAML text; see :func:`load_config`. ``registries`` (from
     :func:`pipeline.plugin.manager.load_registries`) enables the agent and transform checks."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        check_text(text)
+        root = compose_checked(text)
+    except TextProblem as exc:
+        raise ConfigError([Problem(filename, exc.line, exc.col, "", exc.message)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         msg = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        if "maximum nesting depth" in msg:  # libyaml's own limit (1000 levels), met while it scans ahead
+            raise ConfigError([Problem(filename, line, col, "", NESTED_TOO_DEEP)]) from None
         raise ConfigError([Problem(filename, line, col, "", f"invalid YAML: {msg or exc}")]) from None
     if root is None:
         raise ConfigError(
@@ -198,7 +213,9 @@ def parse_config(
         )
     positions = _Positions(filename)
     data = positions.build(root, ())
-    problems: list[Problem] = []
+    problems: list[Problem] = positions.problems
+    if positions.problems:  # the data is not what the file says (a key twice, a value that is no value)
+        raise ConfigError(sorted(problems, key=lambda p: (p.line, p.col)))
     if not isinstance(data, dict):
         raise ConfigError(
             [positions.problem((), "the top level must be a mapping (version, tiles, routes, ...)")]
@@ -222,20 +239,65 @@ class _Positions:
         self.filename = filename
         self.value_marks: dict[tuple[Any, ...], tuple[int, int]] = {}
         self.key_marks: dict[tuple[Any, ...], tuple[int, int]] = {}
+        #: what the YAML says that plain data cannot hold: a key written twice, a value no constructor makes
+        self.problems: list[Problem] = []
+        self._loader = _loader()
 
     def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
-        self.value_marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        """Plain data for ``node``. Recursive: :func:`~pipeline.engine.yaml_text.compose_checked` has held
+        the tree (aliases expanded) to MAX_DEPTH levels and ALIAS_BUDGET extra nodes."""
+        here = (node.start_mark.line + 1, node.start_mark.column + 1)
+        self.value_marks[path] = here
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for key_node, value_node in node.value:
-                key = yaml.SafeLoader.construct_object(_loader(), key_node) if not isinstance(
-                    key_node, yaml.ScalarNode) else key_node.value
-                self.key_marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                key = self._key(key_node, path)
+                if key is None:
+                    continue
+                at = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if key in out:
+                    first = self.key_marks[path + (key,)]
+                    what = "tile" if path == ("tiles",) else "key"
+                    self.problems.append(Problem(self.filename, *at, _dotted(path + (key,)),
+                                                 f"{what} {key!r} defined twice: at {first[0]}:{first[1]} "
+                                                 f"and {at[0]}:{at[1]}"))
+                    continue
+                self.key_marks[path + (key,)] = at
                 out[key] = self.build(value_node, path + (key,))
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
-        return _loader().construct_object(node, deep=True)
+        try:
+            value = self._loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            why = getattr(exc, "problem", None) or str(exc)
+            self.problems.append(Problem(self.filename, *here, _dotted(path),
+                                         f"cannot read this value: {why}"))
+            return None
+        if isinstance(value, str) and (unsafe := _UNSAFE_TEXT.search(value)) is not None:
+            odd = unsafe.group()
+            self.problems.append(Problem(self.filename, *here, _dotted(path),
+                                         f"the value holds character U+{ord(odd):04X}, which is not text"))
+        return value
+
+    def _key(self, node: yaml.Node, path: tuple[Any, ...]) -> str | None:
+        """A mapping key as a name (keys are names in routes.yaml); None, with a problem, when it is not
+        one."""
+        at = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if not isinstance(node, yaml.ScalarNode):
+            kind = "mapping" if isinstance(node, yaml.MappingNode) else "list"
+            self.problems.append(Problem(self.filename, *at, _dotted(path),
+                                         f"a key must be a name, not a {kind}"))
+            return None
+        if node.tag == "tag:yaml.org,2002:merge":
+            self.problems.append(Problem(self.filename, *at, _dotted(path),
+                                         "YAML merge keys (<<) are not supported; write the keys out"))
+            return None
+        if _UNSAFE_TEXT.search(node.value) or "\n" in node.value or "\t" in node.value:
+            self.problems.append(Problem(self.filename, *at, _dotted(path),
+                                         f"the key {node.value!r} holds a control character"))
+            return None
+        return node.value
 
     def mark(self, path: Iterable[Any], *, key: bool = False) -> tuple[int, int]:
         path = tuple(path)
@@ -252,6 +314,10 @@ class _Positions:
         path = tuple(path)
         line, col = self.mark(path, key=key)
         return Problem(self.filename, line, col, _dotted(path), message, severity)
+
+
+#: a string value may hold newlines and tabs (a template), never other controls, NUL or lone surrogates
+_UNSAFE_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]")
 
 
 def _loader() -> yaml.SafeLoader:

@@ -31,8 +31,8 @@ def register_agents(register: RegisterAgent) -> None:
         :class:`pipeline.plugin.agents.AgentAdapter`; its ``name`` is what ``agent:`` in routes.yaml names
         and its ``process_names`` are the process names (``/proc/PID/comm``) that identify the agent in a
         pane.
-        A later registration of the same name replaces an earlier one, so a third-party plugin can
-        override a built-in adapter.
+        Built-ins register first; a later class of the same name (a third-party plugin's) overrides the
+        earlier one, with a warning naming both origins.
     """
 
 

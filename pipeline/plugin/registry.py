@@ -30,14 +30,17 @@ class Registry(Generic[T]):
     def __init__(self) -> None:
         self._classes: dict[str, type[T]] = {}
         self._origin: dict[str, str] = {}
-        self._current_origin = "?"
 
-    def add(self, cls: type[T]) -> None:
+    def add(self, cls: type[T], origin: str = "?") -> str | None:
+        """Register ``cls`` under its ``name``, replacing any earlier class of that name; returns the
+        replaced class's origin (None when the name was new), so the caller can say so."""
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise TypeError(f"{cls!r} has no 'name' string, so routes.yaml could not name it")
+        replaced = self._origin.get(name) if name in self._classes else None
         self._classes[name] = cls
-        self._origin[name] = self._current_origin
+        self._origin[name] = origin
+        return replaced
 
     def get(self, name: str) -> type[T]:
         try:

@@ -123,7 +123,7 @@ def read_session_file(path: Path) -> SessionFile:
     try:
         raw = path.read_bytes()[:MAX_SESSION_FILE]
         data = json.loads(raw)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past Python's stack
         raise ValueError(f"unreadable: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
@@ -132,12 +132,13 @@ def read_session_file(path: Path) -> SessionFile:
         raise ValueError(f"refused: sessionId {str(session_id)[:60]!r} is not a UUID")
     try:
         pid = int(data.get("pid"))  # type: ignore[arg-type]  # None or junk: the except below
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("no pid") from None
 
     def opt_int(key: str) -> int | None:
         value = data.get(key)
-        return int(value) if isinstance(value, int | float) else None
+        return int(value) if isinstance(value, int) or (isinstance(value, float) and value == value
+                                                          and abs(value) != float("inf")) else None
 
     return SessionFile(
         path=path,

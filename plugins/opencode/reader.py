@@ -257,6 +257,7 @@ class OpenCodeStore:
         self._drop()  # first use, or the file was replaced: the old handle would read a ghost
         conn = sqlite3.connect(self.uri(), uri=True, timeout=self.busy_timeout_s, isolation_level=None,
                                check_same_thread=False)
+        conn.text_factory = _text  # a damaged store may hold bytes that are not UTF-8 anywhere
         try:
             self._check_schema(conn)
         except BaseException:
@@ -273,6 +274,8 @@ class OpenCodeStore:
             if _busy(exc):
                 raise
             raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
+        except UnicodeDecodeError:  # SQLite's own error message quoting a damaged schema's bytes
+            raise UnknownSchema(f"{self.path} is not a readable SQLite database (a damaged schema)") from None
         missing = [f"{t}.{c}" for t, need in REQUIRED_COLUMNS.items() for c in sorted(need - columns[t])]
         if missing:
             raise UnknownSchema(
@@ -312,6 +315,10 @@ class OpenCodeStore:
                 except sqlite3.DatabaseError as exc:
                     self._drop()
                     raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
+                except UnicodeDecodeError:
+                    self._drop()
+                    raise UnknownSchema(f"{self.path} is not a readable SQLite database (damaged text)") \
+                        from None
         raise AssertionError("unreachable")
 
     # ---- queries ---------------------------------------------------------------------------------
@@ -410,6 +417,10 @@ class OpenCodeStore:
             return None
 
         return self.read(query)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _busy(exc: sqlite3.Error) -> bool:

@@ -1,0 +1,125 @@
+"""docs/adapters.md, run: its agent, adapter and pyproject.toml are read out of the page, built into a wheel,
+pip-installed into a folder of their own and used by `baton run` on a real tmux server.
+
+The wheel is written here (PEP 427: the module and a ``.dist-info`` with METADATA, WHEEL, entry_points.txt
+and a hashed RECORD, from the page's pyproject.toml), because a PEP 517 build needs the ``wheel`` package or a
+newer setuptools than the test environment may have; what is installed is an ordinary wheel all the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TmuxServer, messages, wait_for
+from tests.test_faults import start_agent, wait_followed, write_config
+
+GUIDE = REPO / "docs" / "adapters.md"
+
+
+def guide_files() -> dict[str, str]:
+    """The files of the guide: each fenced block right after a ``<!-- file: NAME -->`` line."""
+    found = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+    return dict(found)
+
+
+def build_wheel(src: Path, out: Path) -> Path:
+    """A wheel of the py-modules and entry points ``src/pyproject.toml`` declares."""
+    meta = tomllib.loads((src / "pyproject.toml").read_text())
+    project = meta["project"]
+    dist = project["name"].replace("-", "_")
+    info = f"{dist}-{project['version']}.dist-info"
+    files = {f"{m}.py": (src / f"{m}.py").read_bytes() for m in meta["tool"]["setuptools"]["py-modules"]}
+    requires = "".join(f"Requires-Dist: {d}\n" for d in project.get("dependencies", []))
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+        f"Summary: {project.get('description', '')}\n{requires}"
+    ).encode()
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: batonpass-tests\nRoot-Is-Purelib: true\n" \
+        b"Tag: py3-none-any\n"
+    files[f"{info}/entry_points.txt"] = "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
+        for group, points in project["entry-points"].items()
+    ).encode()
+
+    def digest(data: bytes) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+    record = "".join(f"{name},sha256={digest(data)},{len(data)}\n" for name, data in files.items())
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    wheel = out / f"{dist}-{project['version']}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return wheel
+
+
+def baton(*args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_the_guide_has_its_three_files() -> None:
+    assert set(guide_files()) == {"logbot", "baton_logbot.py", "pyproject.toml"}
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, site, home = tmp_path / "baton-logbot", tmp_path / "site", tmp_path / "logbot-home"
+    src.mkdir()
+    for name, text in guide_files().items():
+        (src / name).write_text(text)
+    wheel = build_wheel(src, tmp_path)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", "--target", str(site), str(wheel)], check=True)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # `baton run` and `baton plugins` see the installed plugin
+    monkeypatch.setenv("LOGBOT_HOME", str(home))
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
+    assert (rows["logbot"]["from"], rows["logbot"]["kind"]) == ("baton-logbot 0.1.0", "agent"), rows
+
+    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
+    bot = tmux_server.new_pane(f"{sys.executable} {src / 'logbot'}", env={"LOGBOT_HOME": str(home)})
+    wait_for(lambda: "logbot>" in tmux_server.capture(bot), what="logbot")
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "logbot"},
+         "b": {"pane": b, "agent": "demo"}},
+        [{"from": "x", "to": "bot"},  # logbot as a target
+         {"from": "bot", "to": "b", "transform": {"type": "template",
+                                                  "template": "logbot says: {response}"}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "x")
+    wait_followed(daemon, "bot")
+    tmux_server.type(x, "hello")
+    wait_for(lambda: messages(blog), timeout=30, what="the hand-off through logbot")
+    assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO"]
+
+    daemon.kill()  # a turn that ends while batonpass is down is caught up through finished_turns()
+    tmux_server.type(bot, "again")
+    wait_for(lambda: "AGAIN" in tmux_server.capture(bot), what="logbot's answer")
+    daemon.start()
+    wait_for(lambda: len(messages(blog)) >= 2, timeout=30, what="the caught-up hand-off")
+    assert daemon.stop() == 0
+    assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO",
+                              "logbot says: logbot read 5 characters: AGAIN"]
+    delivered = [(h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
+                 if h["state"] == "delivered"]
+    assert sorted(delivered) == [("bot", "b"), ("bot", "b"), ("x", "bot")], delivered

@@ -1,0 +1,141 @@
+"""The fault matrix: `baton run` killed with SIGKILL around every turn end, for each adapter reading files.
+
+One test body, parametrized over the source agents of tests/fault_sources.py (Claude Code, Codex and OpenCode
+stand-ins writing their files as the recorded ones, and the demo agent). Each turn is begun, finished a random
+moment later, and the daemon is killed at a random moment before, during or after that end, down for a while,
+and started again. What counts is what reached the target (a demo agent's own log): every turn exactly once,
+and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS (default 30) sets the turns,
+BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.engine.journal import Journal, default_journal_path
+from tests.conftest import TmuxServer, messages, wait_for
+from tests.fault_sources import SOURCES
+from tests.test_faults import start_agent, wait_followed, write_config
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+
+def history() -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "history", "--json", "-n", "100000"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("kind", list(SOURCES))
+def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
+    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
+    turns = int(os.environ.get("BATON_FAULT_TURNS", "30"))
+    seed = int(os.environ.get("BATON_FAULT_SEED") or random.randrange(1 << 32))
+    print(f"{kind}: BATON_FAULT_SEED={seed}")
+    rng = random.Random(seed)
+    started = time.monotonic()
+    source = SOURCES[kind](tmux_server, tmp_path)
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": source.tile, "b": {"pane": b, "agent": "demo"}},
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")  # the first run: what a did before is history, what it does next is news
+    for i in range(turns):
+        end = rng.uniform(0.05, 0.5)  # the answer lands this long after the prompt
+        events = [(end, "finish")]
+        if rng.random() < 0.6:  # killed before, during or after this turn's end
+            events.append((max(0.0, end + rng.uniform(-0.5, 0.7)), "kill"))
+        t0 = time.monotonic()
+        source.begin(i)
+        for at, what in sorted(events):
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            if what == "finish":
+                source.finish(i)
+            else:
+                daemon.kill()
+                time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+                daemon.start()
+    expected = [f"from a: {answer}" for answer in source.expected(turns)]
+    assert len(expected) == turns
+    wait_for(lambda: len(messages(blog)) >= turns, timeout=60 + turns, what="every hand-off to arrive")
+    time.sleep(1.5)  # anything repeated would arrive now
+    assert daemon.stop() == 0
+    got = collections.Counter(messages(blog))
+    lost = [m for m in expected if got[m] == 0]
+    duplicated = {m: n for m, n in got.items() if n > 1}
+    stray = [m for m in got if m not in expected]
+    report = (
+        f"fault matrix {kind}: turns={turns} kills={daemon.kills} lost={len(lost)} "
+        f"duplicated={len(duplicated)} seed={seed} runtime={time.monotonic() - started:.0f}s"
+    )
+    print(report)
+    assert lost == [] and duplicated == {} and stray == [], (
+        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
+    )
+    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
+    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
+    assert sum(delivered.values()) == turns, (report, delivered)
+    assert daemon.kills >= 3, "the run should have been killed a few times"
+
+
+@pytest.mark.parametrize("kind", list(SOURCES))
+def test_a_turn_ended_while_down_is_handed_off_if_younger_than_catch_up_s_else_skipped(
+    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
+    """A daemon started 10 s after a turn ended hands it off; a turn that ended more than ``catch_up_s``
+    before the start is recorded as skipped, with the reason, in ``baton history``."""
+    source = SOURCES[kind](tmux_server, tmp_path)
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": source.tile, "b": {"pane": b, "agent": "demo"}},
+        [{"from": "a", "to": "b"}],
+        catch_up_s=15,
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    assert daemon.stop() == 0
+    source.begin(0)
+    source.finish(0)  # the old turn: it will be more than catch_up_s old when the daemon starts
+    old_end = time.monotonic()
+    time.sleep(6)
+    source.begin(1)
+    source.finish(1)  # the recent one: 10 s old when the daemon starts
+    time.sleep(max(0.0, old_end + 16 - time.monotonic()))
+    daemon.start()
+    recent = source.expected(2)[1]
+    wait_for(lambda: messages(blog), timeout=30, what="the catch-up hand-off")
+    wait_for(lambda: len(Journal(default_journal_path()).history()) >= 2, what="the skipped turn recorded")
+    time.sleep(1.0)  # anything more would arrive now
+    assert daemon.stop() == 0
+    assert messages(blog) == [recent]
+    rows = [(h["state"], h["prompt"], h["note"]) for h in history()]
+    assert [r[0] for r in rows] == ["skipped", "delivered"] and rows[1][1] == recent, rows
+    assert "catch_up_s=15" in rows[0][2], rows
+    shown = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True
+    ).stdout
+    assert "skipped" in shown and "catch_up_s=15" in shown
