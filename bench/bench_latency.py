@@ -86,7 +86,8 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
             for pane in sources:
                 await tmux.send_keys(pane, "Enter")  # an empty line starts the source's own turns
             deadline = time.monotonic() + turns * EVERY_S * 1.6 + 30
-            while time.monotonic() < deadline and sum(_count(log, "paste") for log in target_logs) < pairs * turns:
+            arrived = lambda: sum(_count(log, "paste") for log in target_logs)  # noqa: E731
+            while time.monotonic() < deadline and arrived() < pairs * turns:
                 await anyio.sleep(0.25)
             tg.cancel_scope.cancel()
         answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}

@@ -11,7 +11,8 @@ Two measurement points go to ``--log`` (JSONL, ``time.time()``):
   paste starts in this pane — with the pasted text once the paste ends.
 
 ``--auto N`` makes it a source: after an empty line (Enter), N turns of its own, one every ``--every``
-seconds (±20 %, random), with no prompt needed, each answer unique (``--name`` and the turn number). Without it, it answers what it is sent.
+seconds (±20 %, random), with no prompt needed, each answer unique (``--name`` and the turn number).
+Without it, it answers what it is sent.
 
 Run (by the benches, in a tmux pane): ``python bench/claude_standin.py --name s0 --log FILE [--auto 10]``
 """
@@ -125,7 +126,7 @@ def main() -> int:
 
     def turn(text: str, answer: str) -> None:
         files.prompt(text)
-        out.write(f"\r\n✢ Working… (esc to interrupt)\r\n")
+        out.write("\r\n✢ Working… (esc to interrupt)\r\n")
         out.flush()
         time.sleep(args.work_s)
         record(event="answer", text=answer, t=files.answer(answer))
