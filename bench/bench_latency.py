@@ -117,6 +117,11 @@ def pct(values: list[float], q: int) -> float:
 
 
 async def main() -> None:
+    if os.environ.get("BENCH_LOG"):  # the pipeline's own log, with milliseconds, to see where time goes
+        import logging
+
+        logging.basicConfig(filename=os.environ["BENCH_LOG"], level=logging.DEBUG,
+                            format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
     handoffs = int(os.environ.get("BENCH_HANDOFFS", "100"))
     sizes = [1, 10] + ([50] if os.environ.get("BENCH_50") else [])
     modes = os.environ.get("BENCH_MODES", "control,subprocess").split(",")
