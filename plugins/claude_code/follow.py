@@ -23,7 +23,13 @@ from pipeline.plugin.events import Completion
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
 from plugins.claude_code.reader import TranscriptTail
-from plugins.claude_code.resolve import Resolution, project_folder_name, read_session_file, resolve_process
+from plugins.claude_code.resolve import (
+    Resolution,
+    project_folder_name,
+    read_session_file,
+    resolve_process,
+    session_owner,
+)
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
 
@@ -72,6 +78,8 @@ class FileFollowing(TerminalAdapter):
         super().__init__(ctx)
         self._ends: OrderedDict[str, TurnEnd] = OrderedDict()
         self._resolution: Resolution | None = None
+        #: the pane whose chain ``_resolution`` is
+        self._resolved_pane: str | None = None
 
     async def _resolve(self) -> Resolution:
         raise NotImplementedError
@@ -152,12 +160,14 @@ class FileFollowing(TerminalAdapter):
             res.rule or "-",
             session_path.name,
         )
-        with self.ctx.watcher.subscribe(session_path.parent) as s1, self.ctx.watcher.subscribe(folder) as s2:
+        #: transcripts of this folder that other live sessions write (pid, start ticks): not ours to re-check
+        others: dict[Path, tuple[int, int]] = {}
+        with self.ctx.watcher.subscribe(session_path.parent, folder) as sub:
             while True:
                 timeout = (
                     self.liveness_s if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
                 )
-                changed = await wait_any([s1, s2], timeout)
+                changed = await sub.wait(timeout)
                 live = proc.read_proc(pid)
                 if live is None or live.start_ticks != start_ticks:
                     log.info("%s: Claude Code pid %d exited", self.ctx.name, pid)
@@ -168,10 +178,14 @@ class FileFollowing(TerminalAdapter):
                     session = None
                 if session is not None and session.session_id != session_id:
                     return  # a new session (or the file appeared): run the chain again
-                if tail is None or any(
-                    p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed
-                ):
+                news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
+                        and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
+                if tail is None or news:
                     fresh = resolve_process(live)
+                    for p in news:  # another session's transcript: not looked at again while it lives
+                        owner = session_owner(res.config, p.stem) if p != fresh.transcript else None
+                        if owner is not None and owner.pid != pid:
+                            others[p] = (owner.pid, owner.start_ticks)
                     if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
                         log.info(
                             "%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule
@@ -268,3 +282,11 @@ class FileFollowing(TerminalAdapter):
         self._remember(end)
         await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal=signal,
                               detail=end.reason))
+
+
+def _still_owned(owner: tuple[int, int] | None) -> bool:
+    """Whether the process (pid, start ticks) that owned a transcript still runs."""
+    if owner is None:
+        return False
+    live = proc.read_proc(owner[0])
+    return live is not None and live.start_ticks == owner[1]

@@ -39,6 +39,7 @@ __all__ = [
     "read_session_file",
     "resolve_pid",
     "resolve_process",
+    "session_owner",
     "transcript_inside",
 ]
 
@@ -403,6 +404,27 @@ def _claimed_elsewhere(res: Resolution) -> set[str]:
         if live is not None and session_matches(other, live) is None:
             claimed.add(other.session_id)
     return claimed
+
+
+def session_owner(config: Path, session_id: str) -> proc.Proc | None:
+    """The live Claude Code process whose session file (in ``config``) names ``session_id``, or None."""
+    try:
+        entries = os.listdir(config / "sessions")
+    except OSError:
+        return None
+    for name in entries:
+        if not name.endswith(".json"):
+            continue
+        try:
+            session = read_session_file(config / "sessions" / name)
+        except (OSError, ValueError):
+            continue
+        if session.session_id != session_id.lower():
+            continue
+        live = proc.read_proc(session.pid)
+        if live is not None and session_matches(session, live) is None:
+            return live
+    return None
 
 
 def _newest_unclaimed(
