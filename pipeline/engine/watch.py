@@ -53,6 +53,10 @@ class Subscription:
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # a wake-up is already pending
 
+    def wake(self) -> None:
+        """A hint from elsewhere (say, the process that writes the files exited): the waiter looks again."""
+        self._notify(None)
+
     def covers(self, path: Path) -> bool:
         return self.matches(str(path))
 
