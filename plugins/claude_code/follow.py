@@ -163,7 +163,7 @@ class FileFollowing(TerminalAdapter):
         )
         #: transcripts of this folder that other live sessions write (pid, start ticks): not ours to re-check
         others: dict[Path, tuple[int, int]] = {}
-        with self.ctx.watcher.subscribe(session_path.parent, folder) as sub:
+        with self.ctx.watcher.subscribe(session_path, folder) as sub:
             async with _woken_on_exit(pid, start_ticks, sub) as exit_watched:
                 while True:
                     timeout = (
