@@ -156,6 +156,29 @@ def read_session_file(path: Path) -> SessionFile:
     )
 
 
+#: session files parsed, by path: (mtime_ns, size, inode) and the result, so that looking at every session of
+#: a config folder (another process's claim) costs a stat per file, not a read and a JSON parse
+_parsed: dict[Path, tuple[tuple[int, int, int], SessionFile]] = {}
+
+
+def _read_cached(path: Path) -> SessionFile:
+    """:func:`read_session_file`, parsed again only when the file changed (same errors)."""
+    try:
+        st = path.stat()
+    except OSError:
+        _parsed.pop(path, None)
+        raise
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = _parsed.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    session = read_session_file(path)
+    if len(_parsed) > 4096:
+        _parsed.clear()
+    _parsed[path] = (key, session)
+    return session
+
+
 def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
     """Why ``session`` does not belong to the live process ``p``, or None if it does."""
     if session.pid != p.pid:
@@ -289,7 +312,7 @@ def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
         if not re.fullmatch(r"\d+\.json", name):
             continue
         try:
-            other = read_session_file(res.config / "sessions" / name)
+            other = _read_cached(res.config / "sessions" / name)
         except (OSError, ValueError):
             continue
         live = proc.read_proc(other.pid)
@@ -397,7 +420,7 @@ def _claimed_elsewhere(res: Resolution) -> set[str]:
         if not name.endswith(".json") or name == f"{res.process.pid}.json":
             continue
         try:
-            other = read_session_file(res.config / "sessions" / name)
+            other = _read_cached(res.config / "sessions" / name)
         except (OSError, ValueError):
             continue
         live = proc.read_proc(other.pid)
@@ -416,7 +439,7 @@ def session_owner(config: Path, session_id: str) -> proc.Proc | None:
         if not name.endswith(".json"):
             continue
         try:
-            session = read_session_file(config / "sessions" / name)
+            session = _read_cached(config / "sessions" / name)
         except (OSError, ValueError):
             continue
         if session.session_id != session_id.lower():
