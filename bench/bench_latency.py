@@ -2,7 +2,8 @@
 
 Real tmux panes run the Claude Code stand-in (``bench/claude_standin.py``: a process named ``claude`` that
 writes its session file and transcript as Claude Code 2.1.x does). Each source answers turns of its own at
-random moments (one every ~0.7 s, ±20 %), independently of the others; the pipeline (``Pipeline`` with
+random moments (one every ~0.7 s, ±20 %, or slower so that all together answer at most 10 turns a
+second), independently of the others; the pipeline (``Pipeline`` with
 the ``claude`` adapter, in this process) hands each answer to its target. The source logs when its end-of-turn
 lines were written, the target when the first byte of the bracketed paste reached it; the difference is one
 hand-off's latency (same clock, same machine).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import math
 import os
 import shlex
@@ -40,6 +42,21 @@ from pipeline.system.tmux import Tmux  # noqa: E402
 
 STANDIN = ROOT / "bench" / "claude_standin.py"
 EVERY_S = 0.7
+#: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
+#: load (50 pairs at one answer each 0.7 s would be 70 hand-offs a second, a throughput test)
+MAX_RATE = 10.0
+
+
+class Followed(logging.Handler):
+    """Counts the tiles the pipeline follows (its "following ..." log lines): the turns start after."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.tiles: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("%s: following"):
+            self.tiles.add(str(record.args[0]) if isinstance(record.args, tuple) else "")
 
 
 def standin(name: str, log: Path, config: Path, *extra: str) -> str:
@@ -56,6 +73,7 @@ def make_tmux(name: str, mode: str) -> Tmux:
 async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float]:
     """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
     turns = math.ceil(handoffs / pairs)
+    every = max(EVERY_S, pairs / MAX_RATE)
     work = tmp / f"{mode}-{pairs}"
     config = work / "claude"
     config.mkdir(parents=True)
@@ -68,7 +86,7 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
             cwd.mkdir()
             src_log, dst_log = work / f"s{i}.jsonl", work / f"t{i}.jsonl"
             src = await tmux.new_session(f"s{i}", standin(f"s{i}", src_log, config, "--auto", str(turns),
-                                                          "--every", str(EVERY_S)),
+                                                          "--every", str(every)),
                                          cwd=str(cwd), width=100, height=30)
             dst = await tmux.new_session(f"t{i}", standin(f"t{i}", dst_log, config, "--work-s", "0.02"),
                                          cwd=str(cwd), width=100, height=30)
@@ -80,12 +98,23 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
             source_logs.append(src_log)
         cfg = Config.model_validate({"version": 1, "tiles": tiles, "routes": routes})
         pipeline = Pipeline(cfg, load_registries(), tmux)
+        followed = Followed()
+        logger = logging.getLogger("batonpass")
+        logger.addHandler(followed)
+        level = logger.level
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
         async with anyio.create_task_group() as tg:
             await tg.start(pipeline.run)
-            await anyio.sleep(2.0 + pairs * 0.05)  # every tile followed (its files resolved) before turn 1
+            with anyio.fail_after(60):  # every tile followed (its files resolved) before the first turn
+                while len(followed.tiles) < 2 * pairs:
+                    await anyio.sleep(0.1)
+            logger.removeHandler(followed)
+            logger.setLevel(level)
+            await anyio.sleep(0.5)
             for pane in sources:
                 await tmux.send_keys(pane, "Enter")  # an empty line starts the source's own turns
-            deadline = time.monotonic() + turns * EVERY_S * 1.6 + 30
+            deadline = time.monotonic() + turns * every * 1.6 + 30
             arrived = lambda: sum(_count(log, "paste") for log in target_logs)  # noqa: E731
             while time.monotonic() < deadline and arrived() < pairs * turns:
                 await anyio.sleep(0.25)
@@ -118,8 +147,6 @@ def pct(values: list[float], q: int) -> float:
 
 async def main() -> None:
     if os.environ.get("BENCH_LOG"):  # the pipeline's own log, with milliseconds, to see where time goes
-        import logging
-
         logging.basicConfig(filename=os.environ["BENCH_LOG"], level=logging.DEBUG,
                             format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
     handoffs = int(os.environ.get("BENCH_HANDOFFS", "100"))
