@@ -12,7 +12,7 @@ from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Respon
 from pipeline.plugin.hookspecs import RegisterAgent, RegisterTransform
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
-from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd
+from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd, TurnMark
 
 __all__ = [
     "AgentAdapter",
@@ -35,5 +35,6 @@ __all__ = [
     "TransformResult",
     "TransformSkipped",
     "TurnEnd",
+    "TurnMark",
     "hookimpl",
 ]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pipeline.plugin.events import Completion, Response
-from pipeline.plugin.turns import ResolveStep, TurnEnd
+from pipeline.plugin.turns import ResolveStep, TurnEnd, TurnMark
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
 
@@ -150,11 +150,11 @@ class AgentAdapter:
         pane shows no such agent — never type there); ``gone`` (no pane)."""
         raise NotImplementedError
 
-    async def snapshot(self) -> Any:
-        """Whatever :meth:`turn_started` needs to see that a submitted prompt started a turn."""
-        return None
+    async def snapshot(self) -> TurnMark:
+        """What :meth:`turn_started` needs to see that a prompt submitted after now started a turn."""
+        return TurnMark()
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         """True once the agent shows it took the prompt submitted after ``snapshot()`` returned ``before``."""
         return True
 

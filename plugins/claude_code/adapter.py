@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import RegisterAgent, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
@@ -294,32 +294,30 @@ class ClaudeCodeAdapter(FileFollowing):
         want = normalized(text)
         return any(normalized(p) == want for p in prompts)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> TurnMark:
         info = await self.ctx.pane()
         res = resolve_pid(info.pid, info.pane_id)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
-        return {
-            "status_at": res.session.status_updated_at if res.session else None,
-            "transcript": res.transcript,
-            "key": key,
-            "screen": screen,
-        }
+        return TurnMark(
+            changed_at=res.session.status_updated_at if res.session else None,
+            source=str(res.transcript) if res.transcript is not None else None,
+            key=key,
+            screen=screen,
+        )
 
-    async def turn_started(self, before: Any) -> bool:
-        if not isinstance(before, dict):
-            return await super().turn_started(before)
+    async def turn_started(self, before: TurnMark) -> bool:
         info = await self.ctx.pane()
         res = resolve_pid(info.pid, info.pane_id)
-        if res.session is not None and res.session.status_updated_at != before["status_at"] \
+        if res.session is not None and res.session.status_updated_at != before.changed_at \
                 and res.session.status in BUSY_STATUSES:
             return True
         if res.transcript is not None:
-            if res.transcript != before["transcript"] or \
-                    await anyio.to_thread.run_sync(latest_key, res.transcript) != before["key"]:
+            if str(res.transcript) != before.source or \
+                    await anyio.to_thread.run_sync(latest_key, res.transcript) != before.key:
                 return True
-        if before["screen"] is not None:
-            return await super().turn_started(before["screen"])
+        if before.screen is not None:
+            return await super().turn_started(before)
         return False
 
     # ---- hooks -----------------------------------------------------------------------------------

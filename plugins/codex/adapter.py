@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from pipeline.plugin import RegisterAgent
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.turns import TurnEnd
+from pipeline.plugin.turns import TurnEnd, TurnMark
 from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -67,15 +66,6 @@ START_SLACK_S = 1.0
 IDLE_QUIET_S = 5.0
 #: while the screen still says busy after that, look again this often
 IDLE_RECHECK_S = 1.0
-
-
-@dataclass
-class _Snapshot:
-    rollout: Path | None
-    turn_starts: int
-    screen: str
-    at: float
-    wall: float
 
 
 class CodexAdapter(TerminalAdapter):
@@ -409,20 +399,18 @@ class CodexAdapter(TerminalAdapter):
             return await super().received(text)
         return self._state.received(text)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> TurnMark:
         try:
             await self._refresh(force=True)
         except TmuxError:
             pass
-        return _Snapshot(
-            self.rollout,
-            self._state.turn_starts if self._state else 0,
-            await self.ctx.capture(),
-            time.monotonic(),
-            time.time(),
+        return TurnMark(
+            source=str(self.rollout) if self.rollout is not None else None,
+            count=self._state.turn_starts if self._state else 0,
+            screen=await self.ctx.capture(),
         )
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         """A ``task_started`` (or older ``user_message``) appended after the snapshot; the screen only
         when no rollout can be found at all."""
         try:
@@ -431,12 +419,13 @@ class CodexAdapter(TerminalAdapter):
             return False
         state = self._state
         if state is not None:
-            if self.rollout != before.rollout:  # the first prompt made the rollout (or a new thread began)
-                return any(t.started_at is not None and t.started_at >= before.wall - START_SLACK_S
+            rollout = str(self.rollout) if self.rollout is not None else None
+            if rollout != before.source:  # the first prompt made the rollout (or a new thread began)
+                return any(t.started_at is not None and t.started_at >= before.at - START_SLACK_S
                            for t in state.turns.values())
-            if state.turn_starts > before.turn_starts:
+            if state.turn_starts > before.count:
                 return True
-        if self._tail is None and time.monotonic() - before.at > 2.0:
+        if self._tail is None and time.time() - before.at > 2.0:
             screen = await self.ctx.capture()
             return self.is_busy(screen) or screen != before.screen
         return False

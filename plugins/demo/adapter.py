@@ -20,7 +20,7 @@ from pipeline.plugin import RegisterAgent
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.turns import TurnEnd
+from pipeline.plugin.turns import TurnEnd, TurnMark
 from pipeline.system import proc
 from pipeline.system.jsonl import AppendedLines
 from pipeline.system.text import sanitize
@@ -166,17 +166,17 @@ class DemoAdapter(TerminalAdapter):
                 return "busy"
         return state
 
-    async def snapshot(self) -> Any:
-        if await self._find_agent() is None:
+    async def snapshot(self) -> TurnMark:
+        if await self._find_agent() is None or self._agent is None:
             return await super().snapshot()
         self._read()
-        return len(self._prompts)
+        return TurnMark(source=str(self._transcript(self._agent)), count=len(self._prompts))
 
-    async def turn_started(self, before: Any) -> bool:
-        if not isinstance(before, int):
+    async def turn_started(self, before: TurnMark) -> bool:
+        if before.source is None:  # no agent when the prompt was typed: the screen
             return await super().turn_started(before)
         self._read()
-        return len(self._prompts) > before
+        return len(self._prompts) > before.count
 
     async def received(self, text: str) -> bool | None:
         if await self._find_agent() is None:

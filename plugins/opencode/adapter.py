@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import RegisterAgent, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
@@ -411,7 +411,7 @@ class OpenCodeAdapter(TerminalAdapter):
     def draft(self, screen: str) -> str:
         return input_draft(screen, self.placeholders)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> TurnMark:
         """The newest user message of every session this pane's OpenCode could be writing to, and the
         screen."""
         screen = await self.ctx.capture()
@@ -424,13 +424,11 @@ class OpenCodeAdapter(TerminalAdapter):
                          for s in await self._db(partial(store.sessions, p.directories, since_ms=p.since_ms))}
             except StoreError:
                 users = None
-        return {"users": users, "screen": screen}
+        return TurnMark(keys=users, screen=screen)
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         """A new user message holding the typed prompt, in the store; else the screen shows the turn."""
-        if not isinstance(before, dict):
-            return await super().turn_started(before)
-        if before["users"] is not None:
+        if before.keys is not None:
             p = await self._process()
             store = self._store(p) if p is not None else None
             if p is not None and store is not None:
@@ -442,7 +440,7 @@ class OpenCodeAdapter(TerminalAdapter):
                     typed = self.last_prompt
                     return any(
                         s.newest_user is not None
-                        and s.newest_user != before["users"].get(s.id)
+                        and s.newest_user != before.keys.get(s.id)
                         and (typed is None or not s.recent_prompts or same_prompt(s.recent_prompts[0], typed))
                         for s in sessions
                     )
@@ -450,7 +448,7 @@ class OpenCodeAdapter(TerminalAdapter):
             screen = await self.ctx.capture()
         except TmuxError:
             return False
-        return self.is_busy(screen) or screen != before["screen"]
+        return self.is_busy(screen) or screen != before.screen
 
 
 async def _wait_any(a: Any, b: Any, timeout: float) -> None:
