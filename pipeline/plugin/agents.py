@@ -12,9 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel
 
 from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.transforms import NoOptions
 from pipeline.plugin.turns import ResolveStep, TurnEnd, TurnMark
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
@@ -115,6 +118,9 @@ class AgentAdapter:
     reads_screen: ClassVar[bool] = False
     #: a short description for `baton plugins`
     summary: ClassVar[str] = ""
+    #: the options :meth:`extract_file` takes (``baton extract --option NAME=VALUE``), a pydantic model like a
+    #: transform's ``Options``: ``baton extract`` validates them with it, so a wrong one is named, not raised
+    ExtractOptions: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, ctx: TileContext) -> None:
         self.ctx = ctx
@@ -164,9 +170,11 @@ class AgentAdapter:
         return None
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """``baton extract``: the last finished turn's answer from one of this agent's files, or None
-        if the file holds no finished turn. Adapters without files raise NotImplementedError."""
+        if the file holds no finished turn. ``options`` are fields of :attr:`ExtractOptions` (the same
+        signature in every adapter: an adapter declares its options there, never as extra parameters).
+        Adapters without files raise NotImplementedError."""
         raise NotImplementedError(f"the {cls.name} adapter reads no files")
 
     @classmethod
@@ -174,6 +182,12 @@ class AgentAdapter:
         """``baton hooks install``: add ``hook_command`` (it runs :mod:`pipeline.spool`) to the agent's own
         settings without destroying what the user has there. Returns what was changed, for the user."""
         raise NotImplementedError(f"the {cls.name} adapter has no hooks to install")
+
+    @classmethod
+    def has_hooks(cls) -> bool:
+        """Whether this adapter has completion hooks to install (it overrides :meth:`install_hooks`):
+        what ``baton hooks install`` without ``--agent`` installs."""
+        return any("install_hooks" in vars(k) for k in cls.__mro__[:cls.__mro__.index(AgentAdapter)])
 
     async def current_draft(self) -> str:
         """Text waiting in the agent's input line (a person's draft, or a paste a crash left unsubmitted)."""

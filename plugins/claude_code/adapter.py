@@ -248,7 +248,7 @@ class ClaudeCodeAdapter(FileFollowing):
             return None
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """The last finished turn's answer; raises LookupError saying why there is none (no main chain,
         the last turn still open or waiting for background agents, the last turn failed)."""
         end = last_finished_turn(path)

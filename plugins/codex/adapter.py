@@ -316,7 +316,7 @@ class CodexAdapter(TerminalAdapter):
                         cwd=state.cwd, note=turn.answer_from)
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         with open(path, "rb"):
             pass  # a missing or unreadable file is an error for the caller, not "no turn"
         state = RolloutState(thread_id=thread_id_of(path))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.plugin import RegisterAgent, TurnMark
 from pipeline.plugin import turns as Turns
@@ -65,11 +66,21 @@ def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) 
     return "" if any(text.startswith(p) for p in placeholders) else text
 
 
+class OpenCodeExtractOptions(BaseModel):
+    """``baton extract --agent opencode``'s options: a store holds many sessions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session: str | None = Field(default=None,
+                                description="the session to read (default: the one updated last)")
+
+
 class OpenCodeAdapter(TerminalAdapter):
     """One tile running OpenCode: the store when it can be read, the screen (``esc interrupt``) otherwise."""
 
     name = "opencode"
     summary = "OpenCode: completion and answers from its SQLite store; its screen as the fallback"
+    ExtractOptions = OpenCodeExtractOptions
     process_names = frozenset({"opencode", "opencode.exe"})
     busy_markers = ("esc interrupt", "esc again to interrupt")
     placeholders = ("Ask anything",)
@@ -355,9 +366,10 @@ class OpenCodeAdapter(TerminalAdapter):
         return Response(completion=completion, text=end.text, source="store", cwd=end.cwd)
 
     @classmethod
-    def extract_file(cls, path: Path, session: str | None = None) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """``baton extract --agent opencode DB [--session ID]``: the newest finished turn of the session
         (default: the session updated most recently)."""
+        session = OpenCodeExtractOptions.model_validate(options).session
         store = OpenCodeStore(Path(path))
         try:
             if session is None:
