@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
-from pipeline.plugin.hookspecs import RegisterAgent, RegisterTransform
+from pipeline.plugin.hookspecs import RegisterAgent, RegisterSettings, RegisterTransform
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.settings import PluginSettings, SettingsSection
 from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd, TurnMark
 
@@ -21,13 +22,16 @@ __all__ = [
     "Emit",
     "NoOptions",
     "Outcome",
+    "PluginSettings",
     "Prompt",
     "RegisterAgent",
+    "RegisterSettings",
     "RegisterTransform",
     "ResolveStep",
     "Response",
     "ResponseSource",
     "Resolution",
+    "SettingsSection",
     "TargetState",
     "TileContext",
     "Transform",
