@@ -26,12 +26,11 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent, TurnMark
+from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.paste import normalized

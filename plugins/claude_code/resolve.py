@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.plugin.agents import ResolveStep
-from pipeline.system import proc
+from pipeline.plugin.tools import proc
 
 __all__ = [
     "PROCESS_NAMES",

@@ -25,14 +25,12 @@ from typing import Any
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.tools import strip_ansi
 from pipeline.plugin.turns import TurnEnd, TurnMark
-from pipeline.spool import HookRecord
-from pipeline.system.text import strip_ansi
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 from plugins.codex.hooks import install_notify, notify_turn
 from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, RolloutState, Turn, thread_id_of
 from plugins.codex.resolve import (

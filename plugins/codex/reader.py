@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.plugin.events import Outcome
-from pipeline.system.jsonl import AppendedLines, json_object
+from pipeline.plugin.tools import AppendedLines, json_object
 
 __all__ = [
     "ROLLOUT_NAME",

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from pipeline.plugin.agents import ResolveStep
-from pipeline.system import proc
+from pipeline.plugin.tools import proc
 from plugins.codex.reader import ROLLOUT_NAME, message_text, parse_timestamp, thread_id_of, uuid7_time
 
 __all__ = [

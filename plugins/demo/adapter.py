@@ -16,15 +16,12 @@ from typing import Any
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import RegisterAgent, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.tools import AppendedLines, proc, sanitize
 from pipeline.plugin.turns import TurnEnd, TurnMark
-from pipeline.system import proc
-from pipeline.system.jsonl import AppendedLines
-from pipeline.system.text import sanitize
-from pipeline.system.tmux import TmuxError
 from plugins.demo.agent import transcript_dir
 from plugins.terminal.adapter import TerminalAdapter
 

@@ -23,14 +23,12 @@ from typing import Any, ClassVar
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.plugin import RegisterAgent, TurnMark
+from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.system import proc
-from pipeline.system.text import strip_ansi
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from pipeline.plugin.tools import proc, strip_ansi
 from plugins.opencode.reader import OpenCodeStore, StoreError, StoreMissing, TurnEnd, UnknownSchema
 from plugins.opencode.resolve import (
     PEERS,

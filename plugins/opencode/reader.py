@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.plugin.events import Outcome
-from pipeline.system.jsonl import json_object
+from pipeline.plugin.tools import json_object
 
 __all__ = [
     "MessageRow",

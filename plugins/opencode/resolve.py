@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.system import proc
+from pipeline.plugin.tools import proc
 from plugins.opencode.reader import SessionRow, store_path
 
 __all__ = ["Claim", "Match", "OpenCodeProcess", "PEERS", "choose_session", "read_process", "same_prompt"]

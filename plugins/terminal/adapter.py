@@ -13,13 +13,11 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent, TurnMark
+from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.system import proc
-from pipeline.system.text import sanitize, strip_ansi
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from pipeline.plugin.tools import proc, sanitize, strip_ansi
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
