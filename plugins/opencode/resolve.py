@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.plugin.tools import proc
-from plugins.opencode.reader import SessionRow, store_path
+from plugins.opencode.reader import store_path
+from plugins.opencode.turns import SessionRow
 
 __all__ = ["Claim", "Match", "OpenCodeProcess", "PEERS", "choose_session", "read_process", "same_prompt"]
 
