@@ -28,8 +28,8 @@ from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.hooks import install_stop_hook
-from plugins.claude_code.resolve import project_folder_name
 from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES, TmuxServer, messages, until, wait_for
 from tests.stage_kit import with_catch_up

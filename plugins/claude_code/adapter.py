@@ -31,6 +31,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from plugins.claude_code.files import UUID, config_dir, transcript_inside
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.paste import normalized
@@ -44,14 +45,7 @@ from plugins.claude_code.reader import (
     recent_prompts,
     scan_back,
 )
-from plugins.claude_code.resolve import (
-    PROCESS_NAMES,
-    UUID,
-    Resolution,
-    config_dir,
-    resolve_pid,
-    transcript_inside,
-)
+from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
 from plugins.claude_code.screen import BUSY_MARKERS, input_box, screen_answer
 from plugins.claude_code.turns import TurnEnd, turn_id
 

@@ -21,8 +21,9 @@ from pipeline.plugin import PaneGone, ServerGone
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
+from plugins.claude_code.files import project_folder_name, read_session_file
 from plugins.claude_code.reader import TranscriptTail
-from plugins.claude_code.resolve import Resolution, project_folder_name, read_session_file, resolve_process
+from plugins.claude_code.resolve import Resolution, resolve_process
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
 
