@@ -32,7 +32,7 @@ from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import strip_ansi
 from pipeline.plugin.turns import TurnEnd, TurnMark
 from plugins.codex.hooks import install_notify, notify_turn
-from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, RolloutState, Turn, thread_id_of
+from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, thread_id_of
 from plugins.codex.resolve import (
     CodexProcess,
     default_codex_home,
@@ -40,6 +40,7 @@ from plugins.codex.resolve import (
     resolve_rollout,
 )
 from plugins.codex.screen import composer_draft, strip_furniture
+from plugins.codex.turns import RolloutState, Turn
 from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["CodexAdapter"]
