@@ -217,16 +217,15 @@ class AgentAdapter:
         info = await self.ctx.pane()
         return proc.find_agent(info.pid, self.process_names)
 
+    def pane_step(self, info: PaneInfo) -> ResolveStep:
+        """The first step of every resolution: which pane the tile's target names, and its shell's pid."""
+        return ResolveStep("pane", True,
+                           f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                           {"pane_id": info.pane_id, "pid": info.pid})
+
     async def find_process_steps(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ]
+        steps = [self.pane_step(info)]
         found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
         if self.process_names:
             names = ", ".join(sorted(self.process_names))

@@ -76,14 +76,7 @@ class ClaudeCodeAdapter(FileFollowing):
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         res = await self._resolve()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ] + res.steps
+        steps = [self.pane_step(info)] + res.steps
         activity = await anyio.to_thread.run_sync(self._activity, res)
         if activity:
             steps.append(ResolveStep("activity", True, activity, activity))

@@ -227,14 +227,7 @@ class CodexAdapter(RolloutFollowing):
 
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ]
+        steps = [self.pane_step(info)]
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps
