@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ __all__ = [
     "UUID",
     "SessionFile",
     "config_dir",
+    "live_sessions",
     "process_env",
     "project_folder_name",
     "read_session_file",
@@ -141,6 +142,25 @@ def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
     if session.proc_start is not None and session.proc_start != str(p.start_ticks):
         return f"procStart {session.proc_start} != {p.start_ticks} in /proc/{p.pid}/stat (a reused PID)"
     return None
+
+
+def live_sessions(config: Path) -> Iterator[tuple[str, SessionFile]]:
+    """The session files of ``config`` (with their file names, in name order) whose process is alive and
+    is the one that wrote them: the live Claude Code sessions of that config folder."""
+    try:
+        names = sorted(os.listdir(config / "sessions"))
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            session = read_session_file(config / "sessions" / name)
+        except (OSError, ValueError):
+            continue
+        live = proc.read_proc(session.pid)
+        if live is not None and session_matches(session, live) is None:
+            yield name, session
 
 
 def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None:

@@ -31,6 +31,7 @@ from plugins.claude_code.files import (
     UUID,
     SessionFile,
     config_dir,
+    live_sessions,
     process_env,
     project_folder_name,
     read_session_file,
@@ -148,20 +149,9 @@ def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
                 res.session.tmux,
             )
         return
-    try:
-        names = sorted(os.listdir(res.config / "sessions"))
-    except OSError:
-        return
     cwd = proc.cwd(p.pid)
-    for name in names:
-        if not re.fullmatch(r"\d+\.json", name):
-            continue
-        try:
-            other = read_session_file(res.config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        live = proc.read_proc(other.pid)
-        if other.pane_id != pane_id or live is None or session_matches(other, live) is not None:
+    for name, other in live_sessions(res.config):
+        if not re.fullmatch(r"\d+\.json", name) or other.pane_id != pane_id:
             continue
         if cwd is not None and other.cwd is not None and os.path.realpath(other.cwd) != os.path.realpath(cwd):
             continue
@@ -256,22 +246,8 @@ def _mtime(path: Path) -> float:
 def _claimed_elsewhere(res: Resolution) -> set[str]:
     """Session ids of the other live Claude Code processes of this config folder."""
     assert res.config is not None and res.process is not None
-    claimed: set[str] = set()
-    try:
-        entries = os.listdir(res.config / "sessions")
-    except OSError:
-        return claimed
-    for name in entries:
-        if not name.endswith(".json") or name == f"{res.process.pid}.json":
-            continue
-        try:
-            other = read_session_file(res.config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        live = proc.read_proc(other.pid)
-        if live is not None and session_matches(other, live) is None:
-            claimed.add(other.session_id)
-    return claimed
+    own = f"{res.process.pid}.json"
+    return {other.session_id for name, other in live_sessions(res.config) if name != own}
 
 
 def _newest_unclaimed(
