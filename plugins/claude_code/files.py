@@ -19,7 +19,6 @@ __all__ = [
     "SessionFile",
     "config_dir",
     "live_sessions",
-    "process_env",
     "project_folder_name",
     "read_session_file",
     "session_matches",
@@ -61,16 +60,6 @@ def config_dir(env: Mapping[str, str] | None = None) -> Path:
     if environ.get("CLAUDE_CONFIG_DIR"):
         return Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
     return Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude"
-
-
-def process_env(pid: int) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in pairs}
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from plugins.claude_code.files import (
     SessionFile,
     config_dir,
     live_sessions,
-    process_env,
     project_folder_name,
     read_session_file,
     session_matches,
@@ -97,7 +96,7 @@ def resolve_process(p: proc.Proc, pane_id: str | None = None) -> Resolution:
     stale (a wrapper process named claude whose child wrote it)."""
     res = Resolution(process=p)
     res.add("process", True, f"{p.comm} pid {p.pid} ({p.exe or 'exe unreadable'})", p.pid)
-    env = process_env(p.pid)
+    env = proc.environ(p.pid) or None  # {}: unreadable (or empty): then this environment decides
     res.config = config_dir(env) if env is not None else config_dir()
     origin = ("CLAUDE_CONFIG_DIR of the process" if env and env.get("CLAUDE_CONFIG_DIR") else
               "HOME of the process" if env else "this environment (the process's is unreadable)")
