@@ -199,11 +199,7 @@ class DemoAdapter(TerminalAdapter):
 
 
 def _keeps_no_transcript(agent: proc.Proc) -> bool:
-    try:
-        with open(f"/proc/{agent.pid}/cmdline", "rb") as f:
-            return b"--no-transcript" in f.read().split(b"\0")
-    except OSError:
-        return False
+    return "--no-transcript" in proc.cmdline(agent.pid)
 
 
 @hookimpl

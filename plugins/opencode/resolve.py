@@ -87,22 +87,9 @@ def started_ms(start_ticks: int) -> int:
 def read_process(p: proc.Proc) -> OpenCodeProcess:
     """Cwd, start time, argv and store of ``p``. The store comes from the *process's* environment
     (``OPENCODE_DB``, ``XDG_DATA_HOME``, ``HOME``), which may differ from the daemon's."""
-    try:
-        with open(f"/proc/{p.pid}/environ", "rb") as f:
-            env = dict(
-                item.split("=", 1) for item in f.read().decode("utf-8", "replace").split("\0") if "=" in item
-            )
-    except OSError:
-        env = dict(os.environ)
-    try:
-        with open(f"/proc/{p.pid}/cmdline", "rb") as f:
-            argv = tuple(a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a)
-    except OSError:
-        argv = ()
-    try:
-        cwd: str | None = os.readlink(f"/proc/{p.pid}/cwd")
-    except OSError:
-        cwd = None
+    env = proc.environ(p.pid) or dict(os.environ)  # unreadable: this environment's is the best guess
+    argv = tuple(a for a in proc.cmdline(p.pid) if a)
+    cwd = proc.cwd(p.pid)
     pwd = env.get("PWD")
     if not (pwd and cwd and pwd != cwd and os.path.realpath(pwd) == cwd):
         pwd = None
