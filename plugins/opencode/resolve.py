@@ -21,7 +21,6 @@ prompt is the peer's.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +76,6 @@ class OpenCodeProcess:
         return any(a in ("-c", "--continue") for a in self.argv[1:])
 
 
-def started_ms(start_ticks: int) -> int:
-    """A process's start (``/proc/PID/stat`` field 22) as epoch ms, to ~10 ms (``btime`` is whole seconds)."""
-    with open("/proc/uptime") as f:
-        uptime = float(f.read().split()[0])
-    return int((time.time() - uptime + start_ticks / os.sysconf("SC_CLK_TCK")) * 1000)
-
-
 def read_process(p: proc.Proc) -> OpenCodeProcess:
     """Cwd, start time, argv and store of ``p``. The store comes from the *process's* environment
     (``OPENCODE_DB``, ``XDG_DATA_HOME``, ``HOME``), which may differ from the daemon's."""
@@ -96,7 +88,7 @@ def read_process(p: proc.Proc) -> OpenCodeProcess:
     return OpenCodeProcess(
         pid=p.pid,
         start_ticks=p.start_ticks,
-        started_ms=started_ms(p.start_ticks),
+        started_ms=int(proc.started_at(p) * 1000),
         cwd=cwd,
         store=store_path(env),
         argv=argv,
