@@ -255,12 +255,13 @@ def test_settings_llm_is_the_plugins_own_section_checked_where_it_is_written(reg
     bad = ROUTES.replace("{max_hops: 2}", "\n  max_hops: 2\n  llm: {max_tokens: '9', modle: m}\n  lm: {}")
     with pytest.raises(ConfigError) as exc:
         parse_config(bad, "routes.yaml", registries)
-    assert [p for p in str(exc.value).splitlines() if "error" in p] == [
+    errors = [p for p in str(exc.value).splitlines() if "error" in p]
+    assert errors[:2] == [
         "routes.yaml:14:21: error: settings.llm.max_tokens: Input should be a valid integer",
         "routes.yaml:14:26: error: settings.llm.modle: unknown key 'modle'",
-        "routes.yaml:15:3: error: settings.lm: unknown key 'lm'; known: max_hops, catch_up_s, give_up_s, "
-        "bus, llm",
     ]
+    assert errors[2].startswith("routes.yaml:15:3: error: settings.lm: unknown key 'lm'; known: max_hops, ")
+    assert errors[2].endswith(", llm") and len(errors) == 3
 
 
 async def test_the_fake_also_streams_server_sent_events(anthropic_api: FakeAnthropicAPI):

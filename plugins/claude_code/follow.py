@@ -21,7 +21,7 @@ from pipeline.plugin import PaneGone, ServerGone
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
-from plugins.claude_code.files import project_folder_name, read_session_file
+from plugins.claude_code.files import SessionFile, project_folder_name, read_session_file
 from plugins.claude_code.reader import TranscriptTail
 from plugins.claude_code.resolve import Resolution, resolve_process
 from plugins.claude_code.turns import TurnEnd
@@ -30,7 +30,7 @@ from plugins.terminal.adapter import TerminalAdapter
 if TYPE_CHECKING:
     from pipeline.plugin.tools import Subscription
 
-__all__ = ["FileFollowing", "wait_any"]
+__all__ = ["FileFollowing", "wait_any", "waiting_reason"]
 
 log = logging.getLogger("batonpass")
 
@@ -51,6 +51,15 @@ async def wait_any(subs: list[Subscription], timeout: float) -> set[Path]:
         sub.changed = set()
     return changed
 
+
+
+def waiting_reason(session: SessionFile) -> str | None:
+    """What the session waits for a person for (``waitingFor``: "permission prompt", "dialog open"), or
+    None when its status is not ``waiting``."""
+    if session.status != "waiting":
+        return None
+    why = session.waiting_for
+    return why.strip() if isinstance(why, str) and why.strip() else "for a person"
 
 
 class FileFollowing(TerminalAdapter):
@@ -108,6 +117,7 @@ class FileFollowing(TerminalAdapter):
                 await self._follow_screen_until_files(emit)
                 continue
             await self._follow_files(emit, res)
+            self.ctx.waiting(None)  # the process exited or a new session began: its own status says again
 
     def _why_not_files(self, res: Resolution) -> str:
         if res.process is None:
@@ -145,6 +155,8 @@ class FileFollowing(TerminalAdapter):
         tail = self._tail_for(res.transcript, existed=True)
         await self.ctx.resolved()
         session_id = res.session.session_id if res.session else None
+        if res.session is not None:
+            self.ctx.waiting(waiting_reason(res.session))
         idle_deadline: float | None = None
         # a turn left open while the session is idle already is history, not news
         handled: set[str | None] = {None, tail.tracker.key if tail and tail.tracker.open else None}
@@ -171,6 +183,8 @@ class FileFollowing(TerminalAdapter):
                     session = None
                 if session is not None and session.session_id != session_id:
                     return  # a new session (or the file appeared): run the chain again
+                if session is not None:
+                    self.ctx.waiting(waiting_reason(session))
                 if tail is None or any(
                     p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed
                 ):
