@@ -21,8 +21,7 @@ from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.system.text import strip_ansi
-from plugins.opencode.adapter import OpenCodeAdapter
-from plugins.opencode.screen import input_draft
+from plugins.opencode.adapter import OpenCodeAdapter, input_draft
 from tests.conftest import FIXTURES, REPO, TmuxServer, until, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command

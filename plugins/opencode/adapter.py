@@ -35,7 +35,7 @@ from plugins.opencode.resolve import (
 )
 from plugins.opencode.screen import input_draft
 
-__all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions"]
+__all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions", "input_draft"]
 
 log = logging.getLogger("batonpass")
 
