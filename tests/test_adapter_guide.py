@@ -179,9 +179,8 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
         return sorted((h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
                       if h["state"] == "delivered")
 
-    # the target's log has the prompt a moment before the dispatcher confirms it and journals "delivered"
-    wait_for(lambda: len(delivered()) >= 3, timeout=30, what="three deliveries in baton history")
+    # the paste is in b's log a moment before the daemon has seen b's turn start and recorded it delivered
+    wait_for(lambda: delivered() == [("bot", "b"), ("bot", "b"), ("x", "bot")], what="three delivered")
     assert daemon.stop() == 0
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO",
                               "logbot says: logbot read 5 characters: AGAIN"]
-    assert delivered() == [("bot", "b"), ("bot", "b"), ("x", "bot")]
