@@ -17,7 +17,7 @@ from pipeline.plugin.settings import PluginSettings, SettingsSection
 from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd, TurnMark
 from pipeline.spool import HookRecord
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, TmuxError
 
 __all__ = [
     "AgentAdapter",
@@ -28,6 +28,7 @@ __all__ = [
     "NoOptions",
     "Outcome",
     "PaneGone",
+    "PaneInfo",
     "PluginSettings",
     "Prompt",
     "RegisterAgent",

@@ -22,6 +22,7 @@ __all__ = [
     "project_folder_name",
     "read_session_file",
     "session_matches",
+    "session_owner",
     "transcript_inside",
 ]
 
@@ -124,6 +125,29 @@ def read_session_file(path: Path) -> SessionFile:
     )
 
 
+#: session files parsed, by path: (mtime_ns, size, inode) and the result, so that looking at every session of
+#: a config folder (another process's claim) costs a stat per file, not a read and a JSON parse
+_parsed: dict[Path, tuple[tuple[int, int, int], SessionFile]] = {}
+
+
+def _read_cached(path: Path) -> SessionFile:
+    """:func:`read_session_file`, parsed again only when the file changed (same errors)."""
+    try:
+        st = path.stat()
+    except OSError:
+        _parsed.pop(path, None)
+        raise
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = _parsed.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    session = read_session_file(path)
+    if len(_parsed) > 4096:
+        _parsed.clear()
+    _parsed[path] = (key, session)
+    return session
+
+
 def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
     """Why ``session`` does not belong to the live process ``p``, or None if it does."""
     if session.pid != p.pid:
@@ -144,7 +168,7 @@ def live_sessions(config: Path) -> Iterator[tuple[str, SessionFile]]:
         if not name.endswith(".json"):
             continue
         try:
-            session = read_session_file(config / "sessions" / name)
+            session = _read_cached(config / "sessions" / name)
         except (OSError, ValueError):
             continue
         live = proc.read_proc(session.pid)
@@ -163,3 +187,24 @@ def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None
     if not os.path.realpath(p).startswith(os.path.realpath(projects) + os.sep):
         return None
     return p
+
+
+def session_owner(config: Path, session_id: str) -> proc.Proc | None:
+    """The live Claude Code process whose session file (in ``config``) names ``session_id``, or None."""
+    try:
+        entries = os.listdir(config / "sessions")
+    except OSError:
+        return None
+    for name in entries:
+        if not name.endswith(".json"):
+            continue
+        try:
+            session = _read_cached(config / "sessions" / name)
+        except (OSError, ValueError):
+            continue
+        if session.session_id != session_id.lower():
+            continue
+        live = proc.read_proc(session.pid)
+        if live is not None and session_matches(session, live) is None:
+            return live
+    return None

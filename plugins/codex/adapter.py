@@ -45,6 +45,9 @@ STALE_BUSY_S = 1800.0
 ANSWER_WAIT_S = 1.0
 #: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
+#: older Codex: an open turn with no answer (an interrupt there writes nothing) and nothing written for this
+#: long is not trusted to be running unless the screen says so, or hand-offs to it would wait STALE_BUSY_S
+PROVISIONAL_STALE_S = 60.0
 
 
 class CodexAdapter(RolloutFollowing):
@@ -169,6 +172,8 @@ class CodexAdapter(RolloutFollowing):
         state = self._state
         if state is not None and state.busy:
             fresh = state.last_activity is None or time.time() - state.last_activity < STALE_BUSY_S
+            if state.provisional is not None and time.monotonic() - self._fed_at >= PROVISIONAL_STALE_S:
+                fresh = False
             if fresh or busy_on_screen:
                 return "busy"
         if busy_on_screen:
