@@ -71,6 +71,12 @@ class FileWatcher:
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
+    @property
+    def watching(self) -> frozenset[Path]:
+        """The folders watched now. A subscription that needs a new folder is covered once the restart has
+        put it here (the watch is set up in the same step, so a change from then on is seen)."""
+        return self._roots
+
     def subscribe(self, path: str | os.PathLike[str]) -> Subscription:
         """Hints for ``path``. It need not exist yet: its nearest existing ancestor is watched until it
         does."""
