@@ -1,0 +1,206 @@
+"""The checks of routes.yaml that pydantic cannot make on one field: names that refer to each other,
+regexes, plugin names, each transform's options with its own model, plugins' settings sections, keys a
+transform needs, hosts, and the route graph's cycles. Each problem carries its YAML position."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipeline.engine.config_positions import Positions, Problem, dotted, message
+from pipeline.engine.hosts import crossing_problems
+from pipeline.plugin.registry import UnknownName
+from pipeline.system.jsonl import json_list, json_object
+
+__all__ = ["DEFAULT_MAX_HOPS", "KNOWN_SHOWN", "semantic_problems"]
+
+DEFAULT_MAX_HOPS = 6
+
+
+def semantic_problems(
+    data: dict[str, Any], positions: Positions, registries: Any, engine_keys: Iterable[str]
+) -> list[Problem]:
+    """Checks pydantic cannot make on one field: names that refer to each other, regexes, plugin names,
+    transform options, and the route graph."""
+    problems: list[Problem] = []
+    tiles = json_object(data.get("tiles"))
+    routes = json_list(data.get("routes"))
+    if registries is not None:
+        for name, tile in tiles.items():
+            agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
+            if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
+                known = ", ".join(["auto", *registries.agents.names()])
+                problems.append(
+                    positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}")
+                )
+    edges: list[tuple[str, str]] = []
+    names_seen: dict[str, int] = {}
+    for i, route in enumerate(routes):
+        if not isinstance(route, dict):
+            continue
+        src, dst = route.get("from"), route.get("to")
+        for key, tile in (("from", src), ("to", dst)):
+            if isinstance(tile, str) and tile not in tiles:
+                problems.append(positions.problem(("routes", i, key), _unknown_tile(tile, i, key, tiles)))
+        if isinstance(src, str) and src == dst:
+            problems.append(positions.problem(("routes", i, "to"), f"route goes from tile {src!r} to itself"))
+        elif isinstance(src, str) and isinstance(dst, str) and src in tiles and dst in tiles:
+            edges.append((src, dst))
+        label = route.get("name") or f"{src}->{dst}"
+        if isinstance(label, str):
+            if label in names_seen:
+                hint = "" if route.get("name") else "; give one of them a `name:`"
+                problems.append(
+                    positions.problem(
+                        ("routes", i, "name" if route.get("name") else "from"),
+                        f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}",
+                    )
+                )
+            names_seen.setdefault(label, i)
+        if isinstance(route.get("match"), str):
+            try:
+                re.compile(route["match"])
+            except re.error as exc:
+                problems.append(positions.problem(("routes", i, "match"), f"bad regex: {exc}"))
+        if registries is not None:
+            problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
+                                                positions, registries))
+    problems.extend(crossing_problems(data, positions))
+    settings = json_object(data.get("settings"))
+    if registries is not None:
+        problems.extend(_section_problems(settings, positions, registries, list(engine_keys)))
+    if "max_hops" not in settings:
+        for cycle in _cycles(edges):
+            path = " -> ".join([*cycle, cycle[0]])
+            problems.append(positions.problem(
+                ("routes",), f"routes form a cycle ({path}) and settings.max_hops is not set; "
+                f"the chain will stop after the default {DEFAULT_MAX_HOPS} hand-offs", severity="warning"))
+    return problems
+
+
+KNOWN_SHOWN = 10
+
+
+def _unknown_tile(tile: str, i: int, key: str, tiles: dict[str, Any]) -> str:
+    names = sorted(str(t) for t in tiles)
+    known = ", ".join(names[:KNOWN_SHOWN]) or "(none)"
+    if len(names) > KNOWN_SHOWN:
+        known += f", … ({len(names) - KNOWN_SHOWN} more)"
+    return f"route {key} tile {tile!r} is not defined under tiles; known tiles: {known}"
+
+
+def _transform_problems(
+    spec: Any, path: tuple[Any, ...], positions: Positions, registries: Any
+) -> list[Problem]:
+    kind: Any
+    if isinstance(spec, str):
+        kind, options, type_path = spec, {}, path
+    elif isinstance(spec, dict):
+        kind, type_path = spec.get("type"), path + ("type",)
+        options = {k: v for k, v in spec.items() if k != "type"}
+        if kind is None:
+            return [positions.problem(path, "a transform mapping needs a 'type' key")]
+    else:
+        return []
+    try:
+        cls = registries.transforms.get(kind)
+    except UnknownName as exc:
+        return [
+            positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")
+        ]
+    try:
+        validated = cls.Options.model_validate(options)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = path + tuple(err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(
+                    positions.problem(
+                        loc, f"unknown option {err['loc'][-1]!r} for transform {kind!r}", key=True
+                    )
+                )
+            elif err["type"] == "missing":
+                problems.append(Problem(positions.filename, *positions.mark(path), dotted(loc),
+                                        f"transform {kind!r} needs option {err['loc'][-1]!r}"))
+            else:
+                problems.append(positions.problem(loc, message(err)))
+        return problems
+    return _api_key_problems(cls, kind, validated, type_path, positions)
+
+
+def _section_problems(
+    settings: dict[str, Any], positions: Positions, registries: Any, engine_keys: list[str]
+) -> list[Problem]:
+    """``settings:`` keys the engine does not own are plugins' sections, each checked with its plugin's
+    model (``register_settings``); a key no plugin registered is unknown."""
+    problems: list[Problem] = []
+    for key, value in settings.items():
+        if key in engine_keys:
+            continue
+        if key not in registries.settings:
+            known = ", ".join([*engine_keys, *registries.settings.names()])
+            problems.append(positions.problem(("settings", key), f"unknown key {key!r}; known: {known}",
+                                              key=True))
+            continue
+        try:
+            registries.settings.get(key).model_validate(value if value is not None else {})
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ("settings", key, *err["loc"])
+                if err["type"] == "extra_forbidden":
+                    problems.append(positions.problem(loc, f"unknown key {loc[-1]!r}", key=True))
+                else:
+                    problems.append(positions.problem(loc, message(err)))
+    return problems
+
+
+def _api_key_problems(
+    cls: Any, kind: str, options: Any, path: tuple[Any, ...], positions: Positions
+) -> list[Problem]:
+    """A warning when the transform calls a service whose key (``needs_api_key_env``) is not set: the
+    config is valid, but every hand-off of the route will fall back."""
+    env = getattr(cls, "needs_api_key_env", None)
+    if not env or os.environ.get(env):
+        return []
+    then = "skip its hand-offs" if getattr(options, "on_error", "raw") == "skip" else "hand on the raw answer"
+    return [
+        positions.problem(
+            path,
+            f"transform {kind!r} needs {env}, which is not set: this route will {then} instead",
+            severity="warning",
+        )
+    ]
+
+
+#: the cycle warning names at most this many cycles, and looks at most this far (a dense route graph has
+#: exponentially many: 40 tiles all routed to each other would otherwise never finish loading)
+CYCLES_SHOWN, CYCLE_STEPS = 5, 20_000
+
+
+def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Elementary cycles, each reported once (rotated to start at its smallest name), at most
+    :data:`CYCLES_SHOWN` of them within :data:`CYCLE_STEPS` steps. Iterative: a chain of thousands of
+    tiles does not exhaust the stack."""
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+    found: list[list[str]] = []
+    steps = 0
+    for start in sorted(graph):
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph.get(node, []):
+                steps += 1
+                if nxt == start:
+                    found.append(trail)
+                elif nxt not in trail and nxt > start:
+                    stack.append((nxt, [*trail, nxt]))
+            if len(found) >= CYCLES_SHOWN or steps > CYCLE_STEPS:
+                return found
+    return found
