@@ -145,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "one object per tile")
     sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
     host_flag(sp, "show")
+    sp.add_argument("--watch", action="store_true",
+                    help="a live board in the terminal, redrawn as agents work: state and why, last answer, "
+                    "queued and last hand-off, tokens and cost (q quits)")
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
@@ -348,6 +351,8 @@ def _status(args: argparse.Namespace) -> int:
 
         return print_all_hosts("tiles", config, args.json)
     config = _this_host(config, args.host)
+    if args.watch:
+        return _watch(args, config, registries)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     if args.json:
@@ -367,6 +372,19 @@ def _status(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+def _watch(args: argparse.Namespace, config: Config, registries: Registries) -> int:
+    from pipeline.commands.watch import watch_board
+
+    if args.json:
+        print("baton status: --watch draws a board; --json prints once (use one of them)", file=sys.stderr)
+        return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("baton status --watch: needs a terminal (standard input and output); "
+              "use baton status or baton status --json in scripts", file=sys.stderr)
+        return 1
+    return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))
 
 
 def _extract(args: argparse.Namespace) -> int:

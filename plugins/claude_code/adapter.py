@@ -31,6 +31,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.usage import Usage
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
@@ -55,6 +56,7 @@ from plugins.claude_code.resolve import (
 )
 from plugins.claude_code.screen import BUSY_MARKERS, input_box, screen_answer
 from plugins.claude_code.turns import TurnEnd, turn_id
+from plugins.claude_code.usage import TranscriptUsage
 
 __all__ = ["ClaudeCodeAdapter"]
 
@@ -258,6 +260,16 @@ class ClaudeCodeAdapter(FileFollowing):
             tile=Path(path).name, turn_id=end.turn_id, signal="transcript", detail=end.reason
         )
         return Response(completion=completion, text=end.text, source="transcript", cwd=end.cwd)
+
+    _usage: TranscriptUsage | None = None
+
+    async def usage(self) -> Usage | None:
+        res = self._resolution or await self._resolve()
+        if res.transcript is None:
+            return None
+        if self._usage is None or self._usage.transcript != res.transcript:
+            self._usage = TranscriptUsage(res.transcript)
+        return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
 
     # ---- as a target -----------------------------------------------------------------------------
 

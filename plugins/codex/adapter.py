@@ -31,6 +31,7 @@ from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.turns import TurnEnd
+from pipeline.plugin.usage import Usage
 from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -43,6 +44,7 @@ from plugins.codex.resolve import (
     resolve_rollout,
 )
 from plugins.codex.screen import composer_draft, strip_furniture
+from plugins.codex.usage import RolloutUsage
 from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["CodexAdapter"]
@@ -441,6 +443,17 @@ class CodexAdapter(TerminalAdapter):
             return self.is_busy(screen) or screen != before.screen
         return False
 
+    _resolve_view: tuple[JsonlTail, RolloutState] | None = None
+    _usage: RolloutUsage | None = None
+
+    async def usage(self) -> Usage | None:
+        rollout = self.rollout or (self._resolve_view[0].path if self._resolve_view else None)
+        if rollout is None:
+            return None
+        if self._usage is None or self._usage.path != rollout:
+            self._usage = RolloutUsage(rollout)
+        return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
+
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         steps = [
@@ -455,9 +468,12 @@ class CodexAdapter(TerminalAdapter):
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps
         if resolution.rollout is not None:
-            state = RolloutState(thread_id=resolution.thread_id)
-            tail = JsonlTail(resolution.rollout)
-            for record in tail.read():
+            view = self._resolve_view
+            if view is None or view[0].path != resolution.rollout:  # read as it grows: the board asks often
+                view = (JsonlTail(resolution.rollout), RolloutState(thread_id=resolution.thread_id))
+                self._resolve_view = view
+            tail, state = view
+            for record in await anyio.to_thread.run_sync(tail.read):
                 state.feed(record)
             last = state.last_finished()
             steps.append(
