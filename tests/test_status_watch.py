@@ -46,7 +46,8 @@ def test_claude_usage_counts_each_message_once_and_the_subagents_too(tmp_path: P
     old = TranscriptUsage(FIXTURES / "claude-code-old" / "1.0.98-uuid-keyed.jsonl").read()
     assert old is not None and (old.input, old.output) == (20, 45)  # 1.0.x: no cache fields
     assert old.cost_usd == pytest.approx((20 * 3 + 45 * 15) / 1e6)  # claude-sonnet-4-20250514
-    assert TranscriptUsage(FIXTURES / "claude-code-old" / "agent-a1b2c3d4.jsonl").read() is None  # usage: null
+    # usage: null
+    assert TranscriptUsage(FIXTURES / "claude-code-old" / "agent-a1b2c3d4.jsonl").read() is None
 
 
 def test_claude_usage_reads_only_what_was_appended(tmp_path: Path) -> None:
@@ -114,7 +115,7 @@ def test_matching_lines_skips_a_line_past_its_limit(tmp_path: Path) -> None:
 
 def test_no_line_passes_the_width_whatever_the_agents_wrote() -> None:
     now = time.time()
-    board = Board([("coder", "claude"), ("一二三四五六七八九十", "opencode"), ("x" * 40, "shell")], "routes.yaml")
+    board = Board([("coder", "claude"), ("一二三四五六七八九十", "opencode"), ("x" * 40, "shell")], "r.yaml")
     board.update({"tile": "coder", "state": "waiting (permission prompt)",
                   "last_response": "\x1b[31mred\x1b[0m\ttab 漢字" * 20}, now=now - 130)
     board.update({"tile": "一二三四五六七八九十", "state": "busy", "last_response": "🙂" * 100}, now=now - 5)
@@ -192,8 +193,8 @@ routes:
     journal = Journal()  # baton run queues a hand-off, then delivers it: both show
     completion = Completion(tile="coder", turn_id="claude:s:k1")
     journal.record_completion(completion)
-    prompt = Prompt(route="coder->reviewer", source="coder", target="reviewer", text="go", turn_id="claude:s:k1",
-                    hop=1)
+    prompt = Prompt(route="coder->reviewer", source="coder", target="reviewer", text="go",
+                    turn_id="claude:s:k1", hop=1)
     journal.record_routing(completion, [(prompt, "coder->reviewer", "reviewer", "transformed", "")])
     wait_for(lambda: shows("reviewer", " 1 "), 5, what="the board showing 1 hand-off queued for reviewer")
     journal.set_state("coder->reviewer@claude:s:k1", "delivered")

@@ -205,7 +205,8 @@ def _handoff_text(view: TileView, now: float) -> str:
     if h is None:
         return ""
     where = f"→{h.target}" if h.source == view.tile else f"←{h.source}"
-    return f"{where} {h.state} {ago(now - h.updated)} ago"
+    state = "queued" if h.state in ("pending", "transformed") else h.state
+    return f"{where} {state} {ago(now - h.updated)} ago"
 
 
 #: SGR colour per state kind (NO_COLOR turns them off)

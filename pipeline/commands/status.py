@@ -43,7 +43,9 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
                 row["state"] = step.detail
             for column, names in FILE_STEPS.items():
                 if step.step in names and step.ok and row[column] is None:
-                    value = step.value.get("path") if isinstance(step.value, dict) else step.value
+                    value = step.value
+                    if isinstance(value, dict) and "path" in value:  # the session file's step: path and more
+                        value = value["path"]
                     row[column] = str(value) if value is not None else step.detail
     except TmuxError as exc:
         row.update(state="gone", error=str(exc))

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -56,34 +56,52 @@ class Wake:
     def set(self) -> None:
         self._event.set()
 
-    async def wait(self, timeout: float | None = None) -> None:
+    async def wait(self, timeout: float | None = None) -> bool:
+        """True when raised, False when ``timeout`` passed first."""
         with anyio.move_on_after(timeout):
             await self._event.wait()
-        self._event = anyio.Event()
+        raised, self._event = self._event.is_set(), anyio.Event()
+        return raised
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 class Follow:
-    """The files whose changes wake the board, kept in step with what the tiles resolve to."""
+    """The files whose changes wake the board, kept in step with what the tiles resolve to. A hint for a
+    file that did not change (opened, read: the board's own reads of the journal) wakes nothing."""
 
-    def __init__(self, watcher: FileWatcher, tg: TaskGroup, wake: Wake) -> None:
-        self.watcher, self.tg, self.wake = watcher, tg, wake
+    def __init__(self, watcher: FileWatcher, tg: TaskGroup, changed: Callable[[set[str]], None]) -> None:
+        self.watcher, self.tg, self.changed = watcher, tg, changed
         self._subs: dict[Path, tuple[Subscription, CancelScope]] = {}
+        self.owners: dict[Path, set[str]] = {}
 
-    def want(self, paths: set[Path]) -> None:
-        for path in set(self._subs) - paths:
+    def want(self, owners: dict[Path, set[str]]) -> None:
+        """Follow each path of ``owners``; a change to it marks its tiles ("" for the journal)."""
+        self.owners = owners
+        for path in set(self._subs) - set(owners):
             sub, scope = self._subs.pop(path)
             scope.cancel()
             sub.close()
-        for path in paths - set(self._subs):
+        for path in set(owners) - set(self._subs):
             sub, scope = self.watcher.subscribe(path), anyio.CancelScope()
             self._subs[path] = (sub, scope)
-            self.tg.start_soon(self._forward, sub, scope)
+            self.tg.start_soon(self._forward, path, sub, scope)
 
-    async def _forward(self, sub: Subscription, scope: CancelScope) -> None:
+    async def _forward(self, path: Path, sub: Subscription, scope: CancelScope) -> None:
         with scope:
+            seen = _signature(path)
             while True:
                 await sub.wait()
-                self.wake.set()
+                now = _signature(path)
+                if now != seen:
+                    seen = now
+                    self.changed(self.owners.get(path, set()))
 
 
 def _files(row: dict[str, object]) -> set[Path]:
@@ -105,38 +123,58 @@ class LiveBoard:
         self.refresh_wake, self.usage_wake = Wake(), Wake()
         self.quit = anyio.Event()
         self.look_s = float(os.environ.get("BATON_BOARD_LOOK_S") or LOOK_EVERY_S)
+        #: the tiles whose files changed since the last refresh
+        self.dirty: set[str] = set()
+        self.files: dict[str, set[Path]] = {name: set() for name in tiles}
 
     def draw(self) -> None:
         columns, lines = self.screen.size()
         self.screen.draw(render(self.board, columns, lines, colour=self.colour))
 
-    async def refresh(self) -> set[Path]:
-        files = {self.journal, self.journal.with_name(self.journal.name + "-wal")}
-        for name, runtime in self.tiles.items():
+    def changed(self, names: set[str]) -> None:
+        self.dirty |= names
+        self.refresh_wake.set()
+
+    async def _tile(self, name: str) -> None:
+        runtime = self.tiles[name]
+        try:
+            row = await tile_row(name, runtime)
+        except Exception as exc:  # one tile's surprise must not take the board down
+            log.debug("board: %s: %s", name, exc, exc_info=True)
+            row = {"tile": name, "state": f"error: {type(exc).__name__}"}
+        command = ""
+        if row.get("state") == "absent":
             try:
-                row = await tile_row(name, runtime)
-            except Exception as exc:  # one tile's surprise must not take the board down
-                log.debug("board: %s: %s", name, exc, exc_info=True)
-                row = {"tile": name, "state": f"error: {type(exc).__name__}"}
-            command = ""
-            if row.get("state") == "absent":
-                try:
-                    command = (await runtime.ctx.pane()).current_command
-                except TmuxError:
-                    pass
-            self.board.update(row, command)
-            files |= _files(row)
+                command = (await runtime.ctx.pane()).current_command
+            except TmuxError:
+                pass
+        self.board.update(row, command)
+        self.files[name] = _files(row)
+
+    async def refresh(self, names: set[str]) -> dict[Path, set[str]]:
+        """Look at ``names`` again (all at once: a slow tile does not hold up the others) and the journal;
+        returns the files to follow and whose they are."""
+        async with anyio.create_task_group() as tg:
+            for name in names:
+                tg.start_soon(self._tile, name)
         queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
         self.board.update_handoffs(queued, last)
-        return files
+        wal = self.journal.with_name(self.journal.name + "-wal")
+        owners: dict[Path, set[str]] = {self.journal: {""}, wal: {""}}
+        for name, paths in self.files.items():
+            for path in paths:
+                owners.setdefault(path, set()).add(name)
+        return owners
 
     async def refresh_loop(self, follow: Follow) -> None:
+        names = set(self.tiles)
         while True:
-            follow.want(await self.refresh())
+            follow.want(await self.refresh(names))
             self.usage_wake.set()
             self.draw()
             await anyio.sleep(SETTLE_S)
-            await self.refresh_wake.wait(self.look_s)
+            woken = await self.refresh_wake.wait(self.look_s)
+            names, self.dirty = (self.dirty - {""}) if woken else set(self.tiles), set()
 
     async def usage_loop(self) -> None:
         while True:
@@ -161,7 +199,7 @@ class LiveBoard:
                 self.quit.set()
                 return
             if "r" in typed.lower():
-                self.refresh_wake.set()
+                self.changed(set(self.tiles))
 
     async def signals(self) -> None:
         wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
@@ -204,7 +242,7 @@ async def watch_board(config: Config, registries: Registries, tmux: Tmux,
             live.draw()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watcher.run)
-                tg.start_soon(live.refresh_loop, Follow(watcher, tg, live.refresh_wake))
+                tg.start_soon(live.refresh_loop, Follow(watcher, tg, live.changed))
                 tg.start_soon(live.usage_loop)
                 tg.start_soon(live.tick)
                 tg.start_soon(live.keys)

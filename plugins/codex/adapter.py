@@ -304,7 +304,9 @@ class CodexAdapter(TerminalAdapter):
                 sub.close()
 
     async def response(self, completion: Completion) -> Response | None:
-        turn = await self._turn(completion.turn_id, ANSWER_WAIT_S if completion.signal != "rollout" else 0.0)
+        # a turn the rollout reported is there already; `baton status`/`preview` ask for none in particular
+        wait_s = 0.0 if completion.signal in ("rollout", "preview") else ANSWER_WAIT_S
+        turn = await self._turn(completion.turn_id, wait_s)
         if turn is not None and turn.answer is not None:
             return Response(completion=completion, text=turn.answer, source="transcript",
                             cwd=self._state.cwd if self._state else None,
