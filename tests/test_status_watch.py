@@ -169,6 +169,7 @@ tiles:
 routes:
   - {{from: coder, to: reviewer}}
 """)
+    journal = Journal()  # baton run has made it (before it, the board finds it on its slow look)
     board = [sys.executable, "-m", "pipeline.cli", "-L", tmux_server.socket, "-c", str(config),
              "status", "--watch"]
     script = (f"{shlex.join(board)}; echo EXIT1=$?; {shlex.join(board)}; echo EXIT2=$?; "
@@ -190,7 +191,7 @@ routes:
     for status, words in (("busy", "working"), ("waiting", "waiting: permission prompt"), ("idle", "idle")):
         scene.status(status, **({"waitingFor": "permission prompt"} if status == "waiting" else {}))
         wait_for(lambda words=words: shows("coder", words), 5, what=f"the board showing coder {words}")
-    journal = Journal()  # baton run queues a hand-off, then delivers it: both show
+    # baton run queues a hand-off, then delivers it: both show
     completion = Completion(tile="coder", turn_id="claude:s:k1")
     journal.record_completion(completion)
     prompt = Prompt(route="coder->reviewer", source="coder", target="reviewer", text="go",

@@ -111,6 +111,8 @@ def _files(row: dict[str, object]) -> set[Path]:
         value = row.get(key)
         if isinstance(value, str) and value.startswith("/") and os.path.exists(value):
             out.add(Path(value))
+            if os.path.exists(value + "-wal"):  # an SQLite store (OpenCode) is written to its WAL first
+                out.add(Path(value + "-wal"))
     return out
 
 
@@ -159,8 +161,11 @@ class LiveBoard:
                 tg.start_soon(self._tile, name)
         queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
         self.board.update_handoffs(queued, last)
-        wal = self.journal.with_name(self.journal.name + "-wal")
-        owners: dict[Path, set[str]] = {self.journal: {""}, wal: {""}}
+        owners: dict[Path, set[str]] = {}
+        # the journal's folder, or the one above it ($XDG_STATE_HOME) until `baton run` makes it; never a
+        # folder further up (the watcher would watch the nearest that exists: all of ~, say)
+        if self.journal.parent.is_dir() or self.journal.parent.parent.is_dir():
+            owners = {self.journal: {""}, self.journal.with_name(self.journal.name + "-wal"): {""}}
         for name, paths in self.files.items():
             for path in paths:
                 owners.setdefault(path, set()).add(name)
