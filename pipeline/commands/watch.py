@@ -43,8 +43,9 @@ log = logging.getLogger("batonpass")
 LOOK_EVERY_S = 2.0
 #: the clocks' tick: a redraw only
 TICK_S = 1.0
-#: the least time between two refreshes (a burst of file changes is one refresh)
-SETTLE_S = 0.05
+#: the least time between two refreshes: a burst of file changes (an agent streaming into its transcript)
+#: is one refresh, at most five a second
+SETTLE_S = 0.2
 
 
 class Wake:

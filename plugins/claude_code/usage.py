@@ -57,6 +57,8 @@ class TranscriptUsage:
         self._tails: dict[Path, MatchingLines] = {}
         #: (file, message id or line number) -> (model, counts): a message read again replaces its counts
         self._messages: dict[tuple[Path, str], tuple[str, _Counts]] = {}
+        #: per model: the sums of its messages' counts, kept up as messages come (a read costs what it read)
+        self._per_model: dict[str, list[int]] = {}
         self._lines = 0
 
     def files(self) -> list[Path]:
@@ -76,7 +78,8 @@ class TranscriptUsage:
                 tail = self._tails[path] = MatchingLines(path, (b'"usage"',))
             records = tail.read()
             if tail.restarted:
-                self._messages = {k: v for k, v in self._messages.items() if k[0] != path}
+                for key in [k for k in self._messages if k[0] == path]:
+                    self._count(key, None)
             for record in records:
                 self._add(path, record)
         return self.total() if self._messages else None
@@ -100,21 +103,28 @@ class TranscriptUsage:
         if not isinstance(key, str):
             self._lines += 1
             key = f"line {self._lines}"
-        self._messages[(path, key)] = (model if isinstance(model, str) else "", counts)
+        self._count((path, key), (model if isinstance(model, str) else "", counts))
+
+    def _count(self, key: tuple[Path, str], entry: tuple[str, _Counts] | None) -> None:
+        """Put ``entry`` (model, counts) in place of what ``key`` counted before (None: forget it)."""
+        old = self._messages.pop(key, None)
+        for sign, item in ((-1, old), (1, entry)):
+            if item is None:
+                continue
+            sums = self._per_model.setdefault(item[0], [0, 0, 0, 0, 0])
+            for i, n in enumerate(item[1]):
+                sums[i] += sign * n
+        if entry is not None:
+            self._messages[key] = entry
 
     def total(self) -> Usage:
-        sums = [0, 0, 0, 0]
+        per_model = {model: sums for model, sums in self._per_model.items() if any(sums)}
         cost: float | None = 0.0
-        models: dict[str, None] = {}
-        for model, (inp, out, read, write, hour) in self._messages.values():
-            if not inp + out + read + write:
-                continue
-            for i, n in enumerate((inp, out, read, write)):
-                sums[i] += n
-            models[model] = None
+        for model, (inp, out, read, write, hour) in per_model.items():
             price = price_of(model)
             if price is None or cost is None:
                 cost = None
                 continue
             cost += price.cost(inp, out, read, write - hour) + hour * price.input * 2 / 1_000_000
-        return Usage(sums[0], sums[1], sums[2], sums[3], cost_usd=cost, models=tuple(m for m in models if m))
+        inp, out, read, write = (sum(s[i] for s in per_model.values()) for i in range(4))
+        return Usage(inp, out, read, write, cost_usd=cost, models=tuple(m for m in per_model if m))
