@@ -22,7 +22,7 @@ import pytest
 from pipeline.commands.board import Board, HandoffView, render, text_width
 from pipeline.engine.journal import Journal
 from pipeline.plugin.events import Completion, Prompt
-from pipeline.plugin.usage import MatchingLines, Usage
+from pipeline.plugin.usage import MatchingLines, SessionUsage
 from plugins.claude_code.usage import TranscriptUsage, price_of
 from plugins.codex.usage import RolloutUsage
 from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
@@ -42,7 +42,8 @@ def test_claude_usage_counts_each_message_once_and_the_subagents_too(tmp_path: P
     usage = TranscriptUsage(tmp_path / "p" / f"{session}.jsonl").read()
     # main chain 133704 in / 418 out over 9 messages (12 lines), its subagent 30989 / 216; a model no price
     # table knows (the fake server's claude-opus-5-5): tokens only
-    assert usage == Usage(input=133704 + 30989, output=418 + 216, cost_usd=None, models=("claude-opus-5-5",))
+    assert usage == SessionUsage(input=133704 + 30989, output=418 + 216, cost_usd=None,
+                                 models=("claude-opus-5-5",))
     old = TranscriptUsage(FIXTURES / "claude-code-old" / "1.0.98-uuid-keyed.jsonl").read()
     assert old is not None and (old.input, old.output) == (20, 45)  # 1.0.x: no cache fields
     assert old.cost_usd == pytest.approx((20 * 3 + 45 * 15) / 1e6)  # claude-sonnet-4-20250514
@@ -86,7 +87,8 @@ def test_codex_usage_from_0_171_and_older_rollouts(tmp_path: Path) -> None:
     rollout = next(CODEX.glob("rollout-*01a236f2-8213*.jsonl"))
     usage = RolloutUsage(rollout).read()
     # the running total of 4 turns: 4936 input of which 4000 cached, 224 output; model gpt-fake: no price
-    assert usage == Usage(input=936, output=224, cache_read=4000, cost_usd=None, models=("gpt-fake",))
+    assert usage == SessionUsage(input=936, output=224, cache_read=4000, cost_usd=None,
+                                 models=("gpt-fake",))
     older = RolloutUsage(next((FIXTURES / "codex-old").glob("rollout-2026-*.jsonl"))).read()
     assert older is not None and older.models == ("gpt-5-codex",) and older.total == 1280
     assert older.cost_usd == pytest.approx((1200 * 1.25 + 80 * 10) / 1e6)
@@ -98,7 +100,7 @@ def test_codex_usage_from_0_171_and_older_rollouts(tmp_path: Path) -> None:
                     + (json.dumps(line) + "\n") * 2)
     two = RolloutUsage(flat).read()
     assert (two.input, two.cache_read, two.output) == (120, 80, 20)
-    assert price_of("claude-opus-4-1-20250805") is not None and price_of("claude-opus-4-8") is None
+    assert price_of("claude-opus-4-1-20250805") is not None and price_of("claude-opus-4-9") is None
 
 
 def test_matching_lines_skips_a_line_past_its_limit(tmp_path: Path) -> None:
@@ -120,7 +122,7 @@ def test_no_line_passes_the_width_whatever_the_agents_wrote() -> None:
                   "last_response": "\x1b[31mred\x1b[0m\ttab 漢字" * 20}, now=now - 130)
     board.update({"tile": "一二三四五六七八九十", "state": "busy", "last_response": "🙂" * 100}, now=now - 5)
     board.update({"tile": "x" * 40, "state": "absent"}, "vim\x1b]0;evil\x07")
-    board.views["coder"].usage = Usage(203_106, 444, 1_200_000, 0, 4.123)
+    board.views["coder"].usage = SessionUsage(203_106, 444, 1_200_000, 0, 4.123)
     board.views["coder"].last = HandoffView("r", "coder", "reviewer" * 9, "delivered", now - 75, "")
     board.note = "12:00:00 " + "a warning " * 30
     for width in (80, 60, 40, 200):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.usage import Usage
+from pipeline.plugin.usage import SessionUsage
 from pipeline.system.text import strip_ansi
 
 __all__ = ["Board", "HandoffView", "TileView", "read_handoffs", "render", "state_words", "text_width", "fit"]
@@ -167,7 +167,7 @@ class TileView:
     answer: str = ""
     queued: int = 0
     last: HandoffView | None = None
-    usage: Usage | None = None
+    usage: SessionUsage | None = None
 
 
 class Board:

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MatchingLines", "Price", "Usage", "count_of"]
+__all__ = ["MatchingLines", "Price", "SessionUsage", "count_of"]
 
 #: how much of a file one read takes into memory at a time
 CHUNK = 4 * 1024 * 1024
@@ -38,7 +38,7 @@ class Price:
 
 
 @dataclass(frozen=True)
-class Usage:
+class SessionUsage:
     """A session's tokens so far. ``input`` counts input tokens that were neither read from nor written to
     the prompt cache; ``cost_usd`` is None when a model that used tokens has no price in the adapter's
     table (then only the tokens are shown)."""

@@ -31,7 +31,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.usage import Usage
+from pipeline.plugin.usage import SessionUsage
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
@@ -263,7 +263,7 @@ class ClaudeCodeAdapter(FileFollowing):
 
     _usage: TranscriptUsage | None = None
 
-    async def usage(self) -> Usage | None:
+    async def usage(self) -> SessionUsage | None:
         res = self._resolution or await self._resolve()
         if res.transcript is None:
             return None

@@ -31,7 +31,7 @@ from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.turns import TurnEnd
-from pipeline.plugin.usage import Usage
+from pipeline.plugin.usage import SessionUsage
 from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -448,7 +448,7 @@ class CodexAdapter(TerminalAdapter):
     _resolve_view: tuple[JsonlTail, RolloutState] | None = None
     _usage: RolloutUsage | None = None
 
-    async def usage(self) -> Usage | None:
+    async def usage(self) -> SessionUsage | None:
         rollout = self.rollout or (self._resolve_view[0].path if self._resolve_view else None)
         if rollout is None:
             return None

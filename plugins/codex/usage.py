@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.usage import MatchingLines, Price, Usage, count_of
+from pipeline.plugin.usage import MatchingLines, Price, SessionUsage, count_of
 
 __all__ = ["PRICES", "RolloutUsage", "price_of"]
 
@@ -70,7 +70,7 @@ class RolloutUsage:
         self._models: dict[str, None] = {}
         self._seen = False
 
-    def read(self) -> Usage | None:
+    def read(self) -> SessionUsage | None:
         """The usage so far, reading only what was appended since the last call; None when the rollout
         holds no usage of a known shape."""
         records = self._tail.read()
@@ -81,7 +81,7 @@ class RolloutUsage:
         if not self._seen:
             return None
         inp, cached, out = self._sums
-        return Usage(input=inp - cached, output=out, cache_read=cached, cost_usd=self._cost,
+        return SessionUsage(input=inp - cached, output=out, cache_read=cached, cost_usd=self._cost,
                      models=tuple(m for m in self._models if m))
 
     def _feed(self, record: dict[str, Any]) -> None:
