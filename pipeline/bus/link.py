@@ -7,7 +7,9 @@ Answers above the server's ``max_payload`` go through the object store bucket ``
 
 Credentials: ``settings.bus.creds`` (or ``BATON_BUS_CREDS``) names a NATS creds file; else
 ``BATON_BUS_USER``/``BATON_BUS_PASSWORD`` or ``BATON_BUS_TOKEN``. They are passed to the client and never
-logged: server addresses are logged without their user part.
+logged: server addresses are logged without their user part. TLS: ``tls://`` servers, checked against
+``settings.bus.tls_ca`` (else the system's CAs), with ``tls_cert``/``tls_key`` when the server wants a
+client certificate.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,6 +55,17 @@ def durable_name(host: str) -> str:
     return "baton-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):02X}", host)
 
 
+def _why(exc: Exception) -> str:
+    """What went wrong, in the words of the server or the TLS layer (never a credential: the log redacts)."""
+    if isinstance(exc, ssl.SSLError | FileNotFoundError | PermissionError):
+        return f"TLS: {exc}"
+    text = str(exc).removeprefix("nats: ").strip("'\" ")
+    if "Authorization Violation" in text:
+        return ("the server refused the credentials: check settings.bus.creds or "
+                "BATON_BUS_USER/_PASSWORD/_TOKEN")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def shown(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or 4222}"
@@ -66,6 +80,7 @@ class BusLink:
         self.nc: Any = None
         self.js: Any = None
         self._answers: Any = None
+        self._refused = False
 
     def describe(self) -> str:
         return ", ".join(shown(u) for u in self.servers)
@@ -83,6 +98,15 @@ class BusLink:
             }
         return {}
 
+    def _tls(self) -> dict[str, Any]:
+        s = self.settings
+        if not (s.tls_ca or s.tls_cert or any(u.startswith("tls://") for u in self.servers)):
+            return {}
+        context = ssl.create_default_context(cafile=os.path.expanduser(s.tls_ca) if s.tls_ca else None)
+        if s.tls_cert and s.tls_key:
+            context.load_cert_chain(os.path.expanduser(s.tls_cert), os.path.expanduser(s.tls_key))
+        return {"tls": context}
+
     async def connect(self) -> None:
         """Connect, retrying until a server answers (a daemon may start before the bus does)."""
         delay, said = 0.2, False
@@ -99,14 +123,16 @@ class BusLink:
                     disconnected_cb=self._disconnected,
                     reconnected_cb=self._reconnected,
                     **self._auth(),
+                    **self._tls(),
                 )
                 break
             except Exception as exc:
                 if not said:
-                    log.warning("bus: cannot reach %s (%s); retrying", self.describe(), type(exc).__name__)
+                    log.warning("bus: cannot connect to %s (%s); retrying", self.describe(), _why(exc))
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+        self._refused = False
         self.js = self.nc.jetstream(timeout=5)
         await self._stream()
         log.info("bus: connected to %s (max_payload %d bytes)", shown(str(self.nc.connected_url.geturl())),
@@ -165,10 +191,17 @@ class BusLink:
                 await self.nc.close()
 
     async def _error(self, exc: Exception) -> None:
-        log.debug("bus: %s: %s", type(exc).__name__, exc)
+        """The client retries on its own; a refusal is said once (until a connection succeeds), the rest is
+        detail for ``-v``."""
+        if "Authorization Violation" in str(exc) and not self._refused:
+            self._refused = True
+            log.warning("bus: %s: %s; hand-offs are kept and retried", self.describe(), _why(exc))
+        else:
+            log.debug("bus: %s: %s", type(exc).__name__, exc)
 
     async def _disconnected(self) -> None:
         log.warning("bus: disconnected from %s; hand-offs are kept and retried", self.describe())
 
     async def _reconnected(self) -> None:
+        self._refused = False
         log.info("bus: reconnected to %s", shown(str(self.nc.connected_url.geturl())))

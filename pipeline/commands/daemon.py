@@ -23,8 +23,10 @@ from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.runtime import Pipeline
+from pipeline.engine.state_lock import StateFolderBusy, hold_state_folder
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
+from pipeline.spool import state_dir
 from pipeline.system.tmux import Tmux
 
 __all__ = ["run_daemon"]
@@ -37,7 +39,18 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
     """Route until a signal. ``server`` picks the tmux server for a config (the command line's ``-L``/``-S``
     win over the file's ``tmux.socket_name``). Raises TmuxError when tmux cannot run at all."""
     host = host or local_host()
-    journal = Journal(MEMORY) if dry_run else Journal()
+    if dry_run:
+        await _route(config, path, registries, server, Journal(MEMORY), dry_run, host)
+        return
+    try:
+        with hold_state_folder(state_dir(), host):  # one daemon per journal
+            await _route(config, path, registries, server, Journal(), dry_run, host)
+    except StateFolderBusy as exc:
+        raise SystemExit(f"baton run: {exc}") from None
+
+
+async def _route(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux],
+                 journal: Journal, dry_run: bool, host: str) -> None:
     if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
     watcher = FileWatcher()

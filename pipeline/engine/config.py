@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.engine.hosts import BusSettings, crossing_problems, tile_host
+from pipeline.engine.notify_config import NotifyTarget
 from pipeline.engine.yaml_text import (
     NESTED_TOO_DEEP,
     TextProblem,
@@ -114,6 +115,8 @@ class Settings(Strict):
     llm: LLMSettings = LLMSettings()
     #: the NATS servers joining hosts (only needed when a route crosses hosts)
     bus: BusSettings | None = None
+    #: where to tell a person that a tile waits for them, a hand-off was kept or failed, a loop stopped
+    notify: list[NotifyTarget] = []
 
     @property
     def hop_limit(self) -> int:

@@ -13,7 +13,7 @@ import os
 import socket
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipeline.system.jsonl import json_list, json_object
 
@@ -31,9 +31,20 @@ class BusSettings(BaseModel):
 
     servers: list[str] = Field(default_factory=list, description="nats://HOST:PORT, one per cluster node")
     creds: str | None = Field(default=None, description="a NATS .creds file (JWT and NKey seed)")
+    #: TLS (servers named tls://…): the CA that signed the servers' certificates (default: the system's),
+    #: and this host's certificate and key when the servers ask for one (mutual TLS)
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
     #: the JetStream stream holding the hand-offs (3 replicas on a 3-node cluster)
     stream: str = "BATON"
     replicas: int = Field(default=1, ge=1, le=5, strict=True)
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> BusSettings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together (this host's certificate and its key)")
+        return self
 
     @field_validator("servers", mode="before")
     @classmethod

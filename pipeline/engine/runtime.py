@@ -19,6 +19,7 @@ from pipeline.engine.config import Config
 from pipeline.engine.hops import HopLedger
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.notify import Notifier
 from pipeline.engine.stages.detect import CompletionDetector
 from pipeline.engine.stages.dispatch import PromptDispatcher, target_state
 from pipeline.engine.stages.extract import ResponseExtractor
@@ -55,17 +56,23 @@ class Pipeline:
         self.hops = HopLedger(self.journal)
         self.tiles: dict[str, TileRuntime] = {}
         self.dispatcher: PromptDispatcher | None = None
+        #: tells a person when a tile waits for them, or a hand-off was kept or failed (settings.notify)
+        self.notifier = Notifier(config.settings.notify, tmux)
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
         watcher = self.watcher or FileWatcher()
         self.tiles = await build_tiles(self.config.on_host(self.host), self.registries.agents, self.tmux,
                                        watcher=watcher)
+        for name, runtime in self.tiles.items():
+            runtime.ctx.on_waiting = lambda reason, name=name: self.notifier.waiting(name, reason)
         detector = CompletionDetector(self.tiles, self.hops, report=self.report, journal=self.journal,
                                       config=self.config)
         extractor = ResponseExtractor(self.tiles)
-        router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal)
+        router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal,
+                              notifier=self.notifier)
         self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
-                                           dry_run=self.dry_run, report=self.report, journal=self.journal)
+                                           dry_run=self.dry_run, report=self.report, journal=self.journal,
+                                           notifier=self.notifier)
         completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
@@ -78,6 +85,7 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             if self.watcher is None:
                 tg.start_soon(watcher.run)
+            tg.start_soon(self.notifier.run)
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)

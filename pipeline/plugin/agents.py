@@ -45,6 +45,8 @@ class TileContext:
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("batonpass"))
     #: set by the engine: what follows an adapter's report of a new session (the catch-up)
     on_resolved: Callable[[], Awaitable[None]] | None = None
+    #: set by the engine: what hears that the agent waits for a person (see :meth:`waiting`)
+    on_waiting: Callable[[str | None], None] | None = None
     _pane_id: str | None = None
     _server_pid: int | None = None
 
@@ -53,6 +55,13 @@ class TileContext:
         ``/clear``, a new rollout): the engine asks :meth:`AgentAdapter.finished_turns` again."""
         if self.on_resolved is not None:
             await self.on_resolved()
+
+    def waiting(self, reason: str | None) -> None:
+        """Adapters call this whenever they read whether their agent waits for a person: ``reason`` says
+        what for (``"permission prompt"``), None that it does not. Call it on every look: the engine tells
+        the person once per episode (``settings.notify``)."""
+        if self.on_waiting is not None:
+            self.on_waiting(reason)
 
     async def pane(self) -> PaneInfo:
         """The tile's pane, resolved once to its ``%N`` id and addressed by id afterwards.

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-__all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "redact", "setup_logging"]
+__all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "add_secret", "redact", "setup_logging"]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
                    "BATON_BUS_PASSWORD", "BATON_BUS_TOKEN")
@@ -22,6 +22,14 @@ _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|(?:Bearer|x-api-key:?)\s+[A-Za-z0-9_\-\.]{12,})"
 )
+#: secrets that come from routes.yaml rather than the environment (a webhook URL holding a token)
+_SECRETS: set[str] = set()
+
+
+def add_secret(value: str) -> None:
+    """Redact ``value`` from every log line from now on."""
+    if len(value) >= 6:
+        _SECRETS.add(value)
 
 
 def redact(text: str) -> str:
@@ -29,6 +37,8 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 6:
             text = text.replace(value, "[redacted]")
+    for value in _SECRETS:
+        text = text.replace(value, "[redacted]")
     return _KEY_SHAPES.sub("[redacted]", _URL_USERINFO.sub("[redacted]@", text))
 
 

@@ -221,6 +221,23 @@ class Tmux:
         args += _env_args(env) + (["-c", cwd] if cwd else [])
         return _parse((await self.run(*args, command)).rstrip("\n"))
 
+    # ---- the person at the terminal ----------------------------------------------------------------
+
+    async def tell_clients(self, text: str, *, seconds: float = 8.0) -> int:
+        """Show ``text`` on the status line of every client attached to this server, for ``seconds`` (or
+        until a key is pressed); returns how many clients were told. ``#`` is doubled: display-message
+        reads its text as a format."""
+        clients = [c for c in (await self.run("list-clients", "-F", "#{client_name}")).splitlines() if c]
+        shown = text.replace("#", "##")
+        told = 0
+        for client in clients:
+            try:
+                await self.run("display-message", "-c", client, "-d", str(max(int(seconds * 1000), 1)), shown)
+                told += 1
+            except TmuxError:
+                continue  # the client detached meanwhile
+        return told
+
     async def set_title(self, pane_id: str, title: str) -> None:
         await self.run("select-pane", "-t", pane_id, "-T", title)
 

@@ -23,11 +23,17 @@ from pipeline.plugin.events import Completion
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
 from plugins.claude_code.reader import TranscriptTail
-from plugins.claude_code.resolve import Resolution, project_folder_name, read_session_file, resolve_process
+from plugins.claude_code.resolve import (
+    Resolution,
+    SessionFile,
+    project_folder_name,
+    read_session_file,
+    resolve_process,
+)
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
 
-__all__ = ["FileFollowing", "wait_any"]
+__all__ = ["FileFollowing", "wait_any", "waiting_reason"]
 
 log = logging.getLogger("batonpass")
 
@@ -48,6 +54,15 @@ async def wait_any(subs: list[Subscription], timeout: float) -> set[Path]:
         sub.changed = set()
     return changed
 
+
+
+def waiting_reason(session: SessionFile) -> str | None:
+    """What the session waits for a person for (``waitingFor``: "permission prompt", "dialog open"), or
+    None when its status is not ``waiting``."""
+    if session.status != "waiting":
+        return None
+    why = session.waiting_for
+    return why.strip() if isinstance(why, str) and why.strip() else "for a person"
 
 
 class FileFollowing(TerminalAdapter):
@@ -105,6 +120,7 @@ class FileFollowing(TerminalAdapter):
                 await self._follow_screen_until_files(emit)
                 continue
             await self._follow_files(emit, res)
+            self.ctx.waiting(None)  # the process exited or a new session began: its own status says again
 
     def _why_not_files(self, res: Resolution) -> str:
         if res.process is None:
@@ -142,6 +158,8 @@ class FileFollowing(TerminalAdapter):
         tail = self._tail_for(res.transcript, existed=True)
         await self.ctx.resolved()
         session_id = res.session.session_id if res.session else None
+        if res.session is not None:
+            self.ctx.waiting(waiting_reason(res.session))
         idle_deadline: float | None = None
         # a turn left open while the session is idle already is history, not news
         handled: set[str | None] = {None, tail.tracker.key if tail and tail.tracker.open else None}
@@ -168,6 +186,8 @@ class FileFollowing(TerminalAdapter):
                     session = None
                 if session is not None and session.session_id != session_id:
                     return  # a new session (or the file appeared): run the chain again
+                if session is not None:
+                    self.ctx.waiting(waiting_reason(session))
                 if tail is None or any(
                     p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed
                 ):

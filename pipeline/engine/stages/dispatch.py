@@ -18,6 +18,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
@@ -77,9 +78,11 @@ async def type_prompt(adapter: AgentAdapter, text: str,
 class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
-                 queue_size: int = 256, journal: Journal | None = None) -> None:
+                 queue_size: int = 256, journal: Journal | None = None,
+                 notifier: Notifier | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
         self.journal = journal if journal is not None else Journal(MEMORY)
+        self.notifier = notifier if notifier is not None else Notifier()
         #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
         self.unsure: set[str] = set()
         self.report = report or (lambda delivery: None)
@@ -118,6 +121,8 @@ class PromptDispatcher:
                         pane=delivery.pane,
                         note=delivery.note or None,
                     )
+                if delivery.state == "failed":
+                    self.notifier.failed(prompt.key, prompt.route, prompt.target, delivery.error)
                 self.report(delivery)
 
     async def deliver(self, prompt: Prompt) -> Delivery:
@@ -199,6 +204,7 @@ class PromptDispatcher:
                 log.warning(
                     "kept        %s -> %s: %s; retrying with backoff", prompt.key, prompt.target, reason
                 )
+                self.notifier.kept(prompt.key, prompt.route, prompt.target, reason)
                 said = reason
             await anyio.sleep(min(backoff, max(self.give_up_s - waited, 0.01)))
             backoff = min(backoff * 2, 30.0)

@@ -15,6 +15,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.config import Config, Route
 from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response
 from pipeline.plugin.registry import TransformRegistry
@@ -36,9 +37,10 @@ class RouteDecision:
 
 class PromptRouter:
     def __init__(self, config: Config, tiles: dict[str, TileRuntime], transforms: TransformRegistry,
-                 journal: Journal | None = None) -> None:
+                 journal: Journal | None = None, notifier: Notifier | None = None) -> None:
         self.config, self.tiles = config, tiles
         self.journal = journal if journal is not None else Journal(MEMORY)
+        self.notifier = notifier if notifier is not None else Notifier()
         self._transforms: dict[str, Transform] = {
             route.label: transforms.get(route.transform_type).from_config(route.transform_options)
             for route in config.routes
@@ -79,6 +81,7 @@ class PromptRouter:
                             completion.turn_id, limit)
                 decisions.append(RouteDecision(route.label, route.to, None, "skipped",
                                                f"the chain reached max_hops={limit}"))
+                self.notifier.max_hops(f"{route.label}@{completion.turn_id}", route.label, route.from_, limit)
                 continue
             try:
                 result = TransformResult.of(await self.transform(route, response))
@@ -89,6 +92,7 @@ class PromptRouter:
                 reason = f"transform {route.transform_type} failed: {type(exc).__name__}: {exc}"
                 log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
                 decisions.append(RouteDecision(route.label, route.to, None, "failed", reason))
+                self.notifier.failed(f"{route.label}@{completion.turn_id}", route.label, route.to, reason)
                 continue
             prompt = Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
                             turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note)

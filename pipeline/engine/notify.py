@@ -1,0 +1,142 @@
+"""Telling a person when a tile needs them: a tile waiting (a permission prompt, a dialog), a hand-off kept
+or failed, a loop stopped at ``max_hops``.
+
+The stages and the adapters report what they see, as often as they see it (an adapter reads its agent's
+status on every file event); the :class:`Notifier` turns that into one notice per change of state — one
+per waiting episode, one per kept and one per failed hand-off, one per loop stop — and hands it to the places
+``settings.notify`` lists (:mod:`pipeline.engine.notify_sinks`). Sending happens in the background:
+reporting never waits, so a slow or dead webhook never holds up a hand-off. A full queue drops notices
+(said once in the log) rather than waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from pipeline.engine.notify_config import NotifyEvent, NotifyTarget
+from pipeline.engine.notify_sinks import Sink, make_sink
+from pipeline.system.tmux import Tmux
+
+__all__ = ["Notice", "Notifier"]
+
+log = logging.getLogger("batonpass")
+
+QUEUE_SIZE = 64
+#: how many hand-offs' notices are remembered for de-duplication
+MEMORY = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """One thing a person should know, in a line."""
+
+    event: NotifyEvent
+    tile: str
+    title: str
+    message: str
+    route: str | None = None
+    #: the hand-off (``route@turn``) it is about, if any
+    handoff: str | None = None
+    at: float = field(default_factory=time.time)
+
+    def as_json(self) -> dict[str, Any]:
+        """The webhook's body: stable field names."""
+        return {"source": "batonpass", "event": self.event, "tile": self.tile, "title": self.title,
+                "message": self.message, "route": self.route, "handoff": self.handoff,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.at))}
+
+
+class Notifier:
+    """De-duplicates reports into notices and sends each to the places that want it."""
+
+    def __init__(self, targets: Sequence[NotifyTarget] = (), tmux: Tmux | None = None) -> None:
+        self.sinks: list[Sink] = [make_sink(t, tmux) for t in targets]
+        #: tile -> the reason of its current waiting episode
+        self._waiting: dict[str, str] = {}
+        self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._send: MemoryObjectSendStream[Notice]
+        self._receive: MemoryObjectReceiveStream[Notice]
+        self._send, self._receive = anyio.create_memory_object_stream[Notice](QUEUE_SIZE)
+        self._dropping = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.sinks)
+
+    # ---- what the engine reports -----------------------------------------------------------------
+
+    def waiting(self, tile: str, reason: str | None) -> None:
+        """``tile`` waits for a person (``reason``: what for) or not (None). Called on every look; a notice
+        goes out when an episode starts, not while it lasts nor when its reason changes (2.1.332 shows
+        "dialog open" before "permission prompt" in one episode)."""
+        if reason is None:
+            if self._waiting.pop(tile, None) is not None and self.active:
+                log.info("notice      %s no longer waits for a person", tile)
+            return
+        if tile in self._waiting:
+            return
+        self._waiting[tile] = reason
+        self._post(Notice("waiting", tile, f"{tile} is waiting for you", f"{tile} is waiting: {reason}"))
+
+    def kept(self, key: str, route: str, target: str, reason: str) -> None:
+        """A hand-off could not be typed (its target is absent or gone) and is kept for a retry."""
+        if self._first("kept", key):
+            self._post(Notice("kept", target, f"hand-off to {target} kept",
+                              f"hand-off {route} kept: {reason}; retrying", route=route, handoff=key))
+
+    def failed(self, key: str, route: str, target: str, error: str) -> None:
+        """A hand-off ended ``failed`` (gave up on its target, the typing failed, its transform failed)."""
+        if self._first("failed", key):
+            self._post(Notice("failed", target, f"hand-off to {target} failed",
+                              f"hand-off {route} failed: {error}", route=route, handoff=key))
+
+    def max_hops(self, key: str, route: str, source: str, limit: int) -> None:
+        """A route did not fire because the chain that led to its turn reached ``max_hops``."""
+        if self._first("max_hops", key):
+            self._post(Notice("max_hops", source, f"loop stopped at {source}",
+                              f"route {route} stopped: the chain reached max_hops={limit}", route=route,
+                              handoff=key))
+
+    def _first(self, event: str, key: str) -> bool:
+        if (event, key) in self._said:
+            return False
+        self._said[(event, key)] = None
+        if len(self._said) > MEMORY:
+            self._said.popitem(last=False)
+        return True
+
+    def _post(self, notice: Notice) -> None:
+        if not any(sink.target.wants(notice.event) for sink in self.sinks):
+            return
+        log.info("notice      %s: %s", notice.event, notice.message)
+        try:
+            self._send.send_nowait(notice)
+            self._dropping = False
+        except anyio.WouldBlock:
+            if not self._dropping:
+                log.warning("notices are not being sent fast enough; dropping them until the queue drains")
+                self._dropping = True
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the pipeline is stopping
+
+    # ---- sending ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Send notices until cancelled; each send runs on its own, bounded per place."""
+        if not self.sinks:
+            return
+        for sink in self.sinks:
+            await sink.start()
+        async with self._receive, anyio.create_task_group() as tg:
+            async for notice in self._receive:
+                for sink in self.sinks:
+                    if sink.target.wants(notice.event):
+                        sink.enqueue(tg, notice)

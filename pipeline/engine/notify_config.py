@@ -1,0 +1,77 @@
+"""``settings.notify``: where to tell a person that a tile needs them (config side only).
+
+Each entry names one place — ``tmux`` (a message in the clients attached to the tiles' tmux server),
+``desktop`` (``notify-send``) or ``webhook`` (a JSON POST, e.g. to ntfy or a chat bridge) — and, optionally,
+which events it wants. A webhook's URL often carries a token, so it is a secret: it is held as a
+:class:`~pydantic.SecretStr` (its repr is masked), shown only as :func:`url_label`, and no validation
+message quotes it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+__all__ = ["EVENTS", "NotifyEvent", "NotifyTarget", "url_label"]
+
+NotifyEvent = Literal["waiting", "kept", "failed", "max_hops"]
+#: what each event means, for the README and ``--help`` texts
+EVENTS: dict[NotifyEvent, str] = {
+    "waiting": "a tile waits for a person (a permission prompt, a dialog)",
+    "kept": "a hand-off is kept: its target pane is gone or shows no agent",
+    "failed": "a hand-off failed (gave up on its target, or its transform failed)",
+    "max_hops": "a chain of hand-offs stopped at settings.max_hops",
+}
+
+
+class NotifyTarget(BaseModel):
+    """One place notices go to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["tmux", "desktop", "webhook"]
+    #: webhook only: where to POST; may hold a token, so it is never logged
+    url: SecretStr | None = None
+    #: the events this place wants (default: all of them)
+    events: list[NotifyEvent] = Field(default_factory=lambda: list(EVENTS))
+    #: webhook: how long one POST may take before it is given up (it never holds up a hand-off)
+    timeout_s: float = Field(default=5.0, gt=0, le=60, allow_inf_nan=False, strict=True)
+    #: tmux: how long the message stays on the status line
+    display_s: float = Field(default=8.0, gt=0, le=600, allow_inf_nan=False, strict=True)
+
+    @model_validator(mode="after")
+    def _url_fits_kind(self) -> NotifyTarget:
+        # messages here never quote the URL: it may hold a token and `baton check` prints them
+        if self.kind != "webhook":
+            if self.url is not None:
+                raise ValueError(f"url is only for kind: webhook (this is kind: {self.kind})")
+            return self
+        if self.url is None:
+            raise ValueError("a webhook needs a url (https://HOST/PATH)")
+        parts = urlsplit(self.url.get_secret_value())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("the webhook url must be http:// or https:// with a host (the url is not shown: "
+                             "it may hold a token)")
+        return self
+
+    def wants(self, event: str) -> bool:
+        return event in self.events
+
+    def label(self) -> str:
+        """How logs name this place: the kind, and for a webhook only its scheme and host."""
+        return f"webhook {url_label(self.url)}" if self.url is not None else self.kind
+
+
+def url_label(url: SecretStr | str) -> str:
+    """``https://ntfy.sh/…``: enough to tell webhooks apart, nothing of the path, query or user part,
+    where tokens live."""
+    raw = url.get_secret_value() if isinstance(url, SecretStr) else url
+    try:
+        parts = urlsplit(raw)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unreadable url)"
+    return f"{parts.scheme}://{host}{port}/…"

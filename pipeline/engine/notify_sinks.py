@@ -1,0 +1,179 @@
+"""The places a notice goes to: the tmux clients, the desktop, a webhook.
+
+Each place sends on its own, at most :data:`PARALLEL` notices at a time, with its backlog capped (a place
+that cannot keep up loses notices, the pipeline never waits). A place that fails says so once in the log and
+again only after it worked in between. A webhook's URL is a secret: it goes to the log redactor before the
+first send, and errors are described by their kind, never by their text (an HTTP library's message may
+quote the URL).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+
+from pipeline.engine.notify_config import NotifyTarget
+from pipeline.system.logs import add_secret
+from pipeline.system.text import sanitize
+from pipeline.system.tmux import Tmux
+
+if TYPE_CHECKING:
+    from pipeline.engine.notify import Notice
+
+__all__ = ["Sink", "make_sink"]
+
+log = logging.getLogger("batonpass")
+
+PARALLEL = 2
+BACKLOG = 16
+#: longest text put on a status line or a desktop bubble
+SHORT = 200
+
+
+def one_line(text: str, limit: int = SHORT) -> str:
+    """Printable, one line, at most ``limit`` characters (agents' files and names are not trusted)."""
+    flat = " ".join(sanitize(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class Sink:
+    """One place from ``settings.notify``."""
+
+    def __init__(self, target: NotifyTarget) -> None:
+        self.target = target
+        self._slots = anyio.Semaphore(PARALLEL)
+        self._pending = 0
+        self._failing = False
+
+    async def start(self) -> None:
+        """Once, before the first notice."""
+
+    async def send(self, notice: Notice) -> None:
+        raise NotImplementedError
+
+    def enqueue(self, tg: TaskGroup, notice: Notice) -> None:
+        if self._pending >= BACKLOG:
+            self._failed("too many notices waiting to be sent; dropping this one")
+            return
+        self._pending += 1
+        tg.start_soon(self._deliver, notice)
+
+    async def _deliver(self, notice: Notice) -> None:
+        try:
+            async with self._slots:
+                await self.send(notice)
+        except Exception as exc:  # a place that fails never stops the others, nor the pipeline
+            self._failed(self.describe(exc))
+        else:
+            if self._failing:
+                log.info("notices to %s get through again", self.target.label())
+            self._failing = False
+        finally:
+            self._pending -= 1
+
+    def _failed(self, why: str) -> None:
+        if not self._failing:
+            log.warning("notice to %s failed: %s; further failures are not logged until one gets through",
+                        self.target.label(), why)
+        self._failing = True
+
+    def describe(self, exc: Exception) -> str:
+        return f"{type(exc).__name__}: {exc}"
+
+
+class TmuxSink(Sink):
+    """``display-message`` on the status line of every client attached to the tiles' tmux server."""
+
+    def __init__(self, target: NotifyTarget, tmux: Tmux | None) -> None:
+        super().__init__(target)
+        self.tmux = tmux
+
+    async def send(self, notice: Notice) -> None:
+        if self.tmux is None:
+            return
+        told = await self.tmux.tell_clients(one_line(f"batonpass: {notice.message}"),
+                                            seconds=self.target.display_s)
+        if not told:
+            log.debug("notice %s: no tmux client is attached to %s", notice.event, self.tmux.describe())
+
+
+class DesktopSink(Sink):
+    """``notify-send`` where it is installed; where it is not, one log line and nothing else."""
+
+    def __init__(self, target: NotifyTarget) -> None:
+        super().__init__(target)
+        self.program: str | None = None
+
+    async def start(self) -> None:
+        self.program = shutil.which("notify-send")
+        if self.program is None:
+            log.info("desktop notices: notify-send is not installed; they are skipped")
+
+    async def send(self, notice: Notice) -> None:
+        if self.program is None:
+            return
+        urgency = "normal" if notice.event == "max_hops" else "critical"
+        with anyio.fail_after(self.target.timeout_s):
+            result = await anyio.run_process(
+                [self.program, "--app-name=batonpass", f"--urgency={urgency}", "--",
+                 one_line(f"batonpass: {notice.title}", 80), one_line(notice.message)], check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"notify-send exited with status {result.returncode}: "
+                               f"{one_line(result.stderr.decode('utf-8', 'replace'), 120)}")
+
+
+class WebhookSink(Sink):
+    """A JSON POST per notice, in a worker thread of its own limiter (the shared thread pool, which adapters
+    read files with, is never held by a slow server)."""
+
+    def __init__(self, target: NotifyTarget) -> None:
+        super().__init__(target)
+        self._threads = anyio.CapacityLimiter(PARALLEL)
+
+    async def start(self) -> None:
+        assert self.target.url is not None
+        add_secret(self.target.url.get_secret_value())
+
+    async def send(self, notice: Notice) -> None:
+        body = json.dumps(notice.as_json(), ensure_ascii=False).encode("utf-8")
+        await anyio.to_thread.run_sync(self._post, body, limiter=self._threads, abandon_on_cancel=True)
+
+    def _post(self, body: bytes) -> None:
+        assert self.target.url is not None
+        request = urllib.request.Request(
+            self.target.url.get_secret_value(), data=body, method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": "batonpass"},
+        )
+        with urllib.request.urlopen(request, timeout=self.target.timeout_s) as answer:
+            answer.read(4096)
+
+    def describe(self, exc: Exception) -> str:
+        # by kind only: urllib's and the server's texts may quote the URL (and its token)
+        if isinstance(exc, urllib.error.HTTPError):
+            return f"the server answered HTTP {exc.code}"
+        if isinstance(exc, TimeoutError | socket.timeout):
+            return f"no answer within {self.target.timeout_s:g}s"
+        if isinstance(exc, urllib.error.URLError):
+            reason = exc.reason
+            if isinstance(reason, OSError) and reason.strerror:
+                return f"cannot connect ({reason.strerror})"
+            return "cannot connect" if not isinstance(reason, TimeoutError) else (
+                f"no answer within {self.target.timeout_s:g}s")
+        return type(exc).__name__
+
+
+def make_sink(target: NotifyTarget, tmux: Tmux | None) -> Sink:
+    if target.kind == "tmux":
+        return TmuxSink(target, tmux)
+    if target.kind == "desktop":
+        return DesktopSink(target)
+    return WebhookSink(target)
+

@@ -1,0 +1,198 @@
+"""settings.notify: a person is told once per state change — a tile waiting for them, a hand-off kept or
+failed, a loop stopped at max_hops — in a real attached tmux client, on the desktop, and by webhook.
+
+The daemon runs as a real ``baton run``; the webhook is an HTTP server on 127.0.0.1 owned by the test; the
+Claude Code tile is a process named ``claude`` whose session file the test writes as Claude Code does; the
+tmux client is a real ``tmux attach`` running inside a pane of a second tmux server, read with capture-pane.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.engine.config import ConfigError, parse_config
+from pipeline.engine.journal import default_journal_path
+from pipeline.engine.notify import Notifier
+from pipeline.engine.notify_config import NotifyTarget
+from tests.conftest import REPO, TmuxServer, until, wait_for
+from tests.fakes.webhook import WebhookReceiver
+from tests.test_claude_adapter import Scene
+from tests.test_faults import start_agent, wait_followed, write_config
+
+TOKEN = "tok-S3CRET-0a1b2c3d"
+DOWN_TOKEN = "tok-DOWN-9f8e7d6c"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (a webhook that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fake_notify_send(bin_dir: Path, calls: Path) -> None:
+    """A ``notify-send`` that records its arguments, one JSON list per line."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "notify-send"
+    script.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                      f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    script.chmod(0o755)
+
+
+def attach_client(inner: TmuxServer, outer: TmuxServer) -> str:
+    """A real client of ``inner``, attached from a pane of ``outer``; returns that outer pane."""
+    watch = inner.new_pane()
+    session = inner.run("display-message", "-p", "-t", watch, "#{session_name}").strip()
+    pane = outer.new_pane(f"env -u TMUX tmux -L {inner.socket} attach -t {session}", width=150, height=20)
+    wait_for(lambda: inner.run("list-clients", "-F", "#{client_name}").strip(), what="the attached client")
+    return pane
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = tmp_path / "notify-send.jsonl"
+    fake_notify_send(tmp_path / "desktop-bin", calls)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'desktop-bin'}:{os.environ['PATH']}")
+    outer = TmuxServer(tmp_path)
+    webhook = WebhookReceiver().start()
+    try:
+        client = attach_client(tmux_server, outer)
+        scene = Scene(tmux_server, tmp_path)
+        scene.status("idle")
+        a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.2)
+        b = start_agent(tmux_server, tmp_path / "b.jsonl", "b", work_s=0.2)
+        shell = tmux_server.new_pane()  # the tile's agent exited: a bare shell is left
+        hook_url = f"{webhook.url}/hooks/{TOKEN}?auth={TOKEN}"
+        down_url = f"http://127.0.0.1:{closed_port()}/x/{DOWN_TOKEN}"
+        config = write_config(
+            tmp_path / "routes.yaml", tmux_server.socket,
+            {"coder": {"pane": scene.pane, "agent": "claude"}, "a": {"pane": a, "agent": "demo"},
+             "b": {"pane": b, "agent": "demo"}, "gone": {"pane": shell, "agent": "demo"}},
+            [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}, {"from": "a", "to": "gone"}],
+            max_hops=1, give_up_s=1.5,
+            notify=[{"kind": "webhook", "url": hook_url},
+                    {"kind": "webhook", "url": down_url, "timeout_s": 2},
+                    {"kind": "tmux", "display_s": 30}, {"kind": "desktop", "events": ["waiting"]}],
+        )
+        daemon = daemon_factory(config)
+        daemon.start()
+        wait_followed(daemon, "a")
+        wait_for(lambda: "coder: following" in daemon.stderr(), what="the daemon following coder's session")
+
+        # episode 1: busy -> waiting (the dialog, then the permission prompt: one episode) -> idle
+        scene.status("busy")
+        scene.status("waiting", waitingFor="dialog open")
+        wait_for(lambda: webhook.events("waiting"), what="the first waiting notice")
+        wait_for(lambda: "batonpass: coder is waiting: dialog open" in outer.capture(client),
+                 what="the notice in the attached tmux client")
+        scene.status("waiting", waitingFor="permission prompt")
+        scene.status("idle")
+        wait_for(lambda: "coder no longer waits" in daemon.stderr(), what="the end of the first episode")
+        # episode 2
+        scene.status("waiting", waitingFor="permission prompt")
+        wait_for(lambda: len(webhook.events("waiting")) == 2, what="the second waiting notice")
+        for why in ("dialog open", "permission prompt", "permission prompt"):  # looked at again: same episode
+            scene.status("waiting", waitingFor=why)
+
+        # a -> gone is kept (a bare shell), then fails after give_up_s; b's turn (hop 1) stops the loop
+        tmux_server.type(a, "seed")
+        wait_for(lambda: webhook.events("failed") and webhook.events("max_hops"), timeout=30,
+                 what="the failed hand-off and the loop stop")
+        assert daemon.stop() == 0
+    finally:
+        webhook.stop()
+        outer.kill()
+
+    got = [(e["event"], e["tile"]) for e in webhook.events()]
+    assert sorted(got) == sorted([("waiting", "coder"), ("waiting", "coder"), ("kept", "gone"),
+                                  ("failed", "gone"), ("max_hops", "b")]), got
+    assert [e["message"] for e in webhook.events("waiting")] == ["coder is waiting: dialog open",
+                                                                 "coder is waiting: permission prompt"]
+    assert webhook.events("kept")[0]["handoff"] == webhook.events("failed")[0]["handoff"]
+    assert webhook.events("max_hops")[0]["route"] == "b->a"
+    assert {p.path for p in webhook.requests} == {f"/hooks/{TOKEN}?auth={TOKEN}"}
+    # the desktop wanted only "waiting"
+    desktop = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert [c[-1] for c in desktop] == ["coder is waiting: dialog open",
+                                        "coder is waiting: permission prompt"]
+    log = daemon.stderr()
+    assert TOKEN not in log and DOWN_TOKEN not in log
+    down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line]
+    assert len(down) == 1 and "cannot connect" in down[0], log
+    for f in (p for p in default_journal_path().parent.rglob("*") if p.is_file()):
+        assert TOKEN.encode() not in f.read_bytes() and DOWN_TOKEN.encode() not in f.read_bytes()
+
+
+def test_check_never_shows_the_webhook_url(tmp_path: Path) -> None:
+    config = tmp_path / "routes.yaml"
+    base = {"version": 1, "tiles": {"a": {"pane": "%1"}}}
+    for url, ok in ((f"https://ntfy.example/{TOKEN}", True), (f"ftp://u:{TOKEN}@host/{TOKEN}", False)):
+        config.write_text(json.dumps({**base, "settings": {"notify": [{"kind": "webhook", "url": url}]}}))
+        for extra in ([], ["--json"]):
+            out = subprocess.run([sys.executable, "-m", "pipeline.cli", "check", "-c", str(config), *extra],
+                                 capture_output=True, text=True)
+            assert (out.returncode == 0) == ok, out
+            assert TOKEN not in out.stdout + out.stderr
+    assert "the webhook url must be http:// or https://" in out.stdout
+
+
+def test_the_readme_example_is_valid() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Told when needed", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    config, problems = parse_config('version: 1\ntiles: {a: {pane: "%1"}}\n' + block)
+    assert problems == [] and [t.kind for t in config.settings.notify] == ["tmux", "desktop", "webhook"]
+    config, _ = parse_config((REPO / "routes.yaml").read_text())
+    assert [t.kind for t in config.settings.notify] == ["tmux"]
+
+
+def test_settings_validate_each_place() -> None:
+    def problems(notify: object) -> list[str]:
+        try:
+            parse_config(json.dumps({"version": 1, "tiles": {"a": {"pane": "%1"}},
+                                     "settings": {"notify": notify}}))
+        except ConfigError as exc:
+            return [p.message for p in exc.problems]
+        return []
+
+    assert problems([{"kind": "tmux"}, {"kind": "desktop", "events": ["waiting", "failed"]}]) == []
+    assert problems([{"kind": "webhook"}]) == ["a webhook needs a url (https://HOST/PATH)"]
+    assert problems([{"kind": "tmux", "url": "https://x/y"}]) == [
+        "url is only for kind: webhook (this is kind: tmux)"]
+    assert "Input should be" in problems([{"kind": "desktop", "events": ["soon"]}])[0]
+    assert repr(NotifyTarget(kind="webhook", url=f"https://h/{TOKEN}")).count(TOKEN) == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_desktop_without_notify_send_is_one_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import anyio
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no notify-send here
+    notifier = Notifier([NotifyTarget(kind="desktop")])
+    caplog.set_level(logging.INFO, logger="batonpass")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(notifier.run)
+        for tick in range(5):
+            notifier.waiting("coder", "permission prompt")  # every look; one episode
+            notifier.failed("r@t1", "r", "gone", "gave up")
+            if tick == 2:
+                notifier.waiting("coder", None)
+        await until(lambda: any("notify-send is not installed" in r.getMessage() for r in caplog.records),
+                    5, "the desktop place starting")
+        tg.cancel_scope.cancel()
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("notify-send is not installed" in m for m in lines) == 1
+    assert sum(m.startswith("notice      waiting") for m in lines) == 2
+    assert sum(m.startswith("notice      failed") for m in lines) == 1

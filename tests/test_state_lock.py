@@ -1,0 +1,66 @@
+"""One `baton run` per journal: a second daemon on the same state folder is refused, whatever its host.
+
+Two daemons on one journal race for the same turn ends, and with tiles on several hosts the target host's
+daemon would take the source's record of a hand-off for its own and drop the message as a duplicate. The
+lock dies with its process (SIGKILL included), so a crash never blocks the restart.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TmuxServer, demo_agent_command
+from tests.test_faults import write_config
+
+pytestmark = [pytest.mark.tmux]
+
+
+def second_run(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config), *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_second_daemon_on_the_same_state_folder_is_refused_and_a_killed_one_leaves_no_lock(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
+    pane = tmux_server.new_pane(demo_agent_command("a", log=tmp_path / "a.jsonl"))
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": pane, "agent": "demo"}}, [])
+    first = daemon_factory(config)
+    first.start()
+    first.wait_running()
+
+    for extra in ([], ["--host", "elsewhere"]):
+        out = second_run(config, *extra)
+        assert out.returncode == 1, out.stderr
+        assert f"baton run (pid {first.proc.pid}" in out.stderr
+        assert "its own folder: XDG_STATE_HOME=" in out.stderr
+        assert "Traceback" not in out.stderr
+    assert first.proc.poll() is None  # the first one is untouched
+
+    first.kill()  # SIGKILL: no clean-up ran
+    again = daemon_factory(config)
+    again.start()
+    again.wait_running()
+    assert again.stop() == 0
+
+    # a dry run keeps its journal in memory and takes no lock
+    third = daemon_factory(config)
+    third.start()
+    third.wait_running()
+    dry = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "--dry-run", "-c", str(config)],
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert dry.stderr is not None
+        for line in dry.stderr:
+            if "running:" in line:
+                break
+        assert dry.poll() is None
+    finally:
+        dry.terminate()
+        dry.wait(timeout=10)
+    assert third.stop() == 0
