@@ -215,3 +215,15 @@ routes:
                                                                                         "-icanon", "-echo")])
     assert after == ["icanon", "echo"], after  # the terminal is put back
     assert not any("Traceback" in line for line in _screen(tmux_server, pane))
+
+
+def test_watch_needs_a_terminal_and_is_not_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import main
+
+    config = tmp_path / "routes.yaml"
+    config.write_text('version: 1\ntiles:\n  a: {pane: "%1", agent: shell}\n  b: {pane: "%2", agent: shell}\n'
+                      "routes:\n  - {from: a, to: b}\n")
+    assert main(["-L", "baton-no-such-server", "-c", str(config), "status", "--watch"]) == 1
+    assert "needs a terminal" in capsys.readouterr().err
+    assert main(["-c", str(config), "status", "--watch", "--json"]) == 2
+    assert "use one of them" in capsys.readouterr().err
