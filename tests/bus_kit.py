@@ -17,11 +17,10 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 from pipeline.engine.journal import HandoffRecord, Journal
-from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
+from tests.conftest import TmuxServer, demo_agent_command, messages, quiet_for, wait_for
 
 
 def nats_server_binary() -> str:
@@ -231,4 +230,4 @@ def counted(log: Path, expected: list[str]) -> tuple[list[str], dict[str, int]]:
 
 def settle(seconds: float = 1.5) -> None:
     """After the last expected hand-off: long enough for a duplicate to show, if there were one."""
-    time.sleep(seconds)
+    quiet_for(seconds, "a duplicate hand-off")

@@ -2,7 +2,8 @@
 
 Each test that needs tmux gets its own server on a unique socket (``tmux -L``) started with ``-f /dev/null``
 so the user's tmux.conf plays no part; the fixture kills only that server. Waiting is by condition with a
-deadline, never by fixed sleeps, and no test asserts a wall-clock timing.
+deadline, never by fixed sleeps (the one exception, checking that nothing more happens, goes through
+:func:`quiet_for`), and no test asserts a wall-clock timing.
 """
 
 from __future__ import annotations
@@ -59,6 +60,26 @@ async def until(
             await anyio.sleep(interval)
         return value
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+def quiet_for(seconds: float, why: str) -> None:
+    """Let ``seconds`` pass so that what must NOT happen (``why``: a second hand-off, a completion before
+    its time) would have shown by now. An absence has no event to wait on, so this is the one fixed wait
+    in the suite; anything that does happen is waited for with :func:`wait_for` / :func:`until`."""
+    time.sleep(seconds)
+
+
+async def aquiet_for(seconds: float, why: str) -> None:
+    """:func:`quiet_for` for async tests: the event loop (and the pipeline under test) keeps running."""
+    import anyio
+
+    await anyio.sleep(seconds)
+
+
+def first_look(pipeline: Any, tile: str) -> bool:
+    """A screen-read tile (shell, terminal, amp) of a running pipeline has taken its first look: its turn
+    mark is set, so what is typed from now on is a turn of its own, not part of the screen it found."""
+    return getattr(pipeline.tiles[tile].adapter, "_mark", None) is not None
 
 
 class TmuxServer:

@@ -117,9 +117,13 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     wait_for(lambda: "AGAIN" in tmux_server.capture(bot), what="logbot's answer")
     daemon.start()
     wait_for(lambda: len(messages(blog)) >= 2, timeout=30, what="the caught-up hand-off")
+
+    def delivered() -> list[tuple[str, str]]:
+        return sorted((h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
+                      if h["state"] == "delivered")
+
+    # the paste is in b's log a moment before the daemon has seen b's turn start and recorded it delivered
+    wait_for(lambda: delivered() == [("bot", "b"), ("bot", "b"), ("x", "bot")], what="three delivered")
     assert daemon.stop() == 0
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO",
                               "logbot says: logbot read 5 characters: AGAIN"]
-    delivered = [(h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
-                 if h["state"] == "delivered"]
-    assert sorted(delivered) == [("bot", "b"), ("bot", "b"), ("x", "bot")], delivered

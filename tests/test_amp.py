@@ -15,7 +15,16 @@ from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Delivery
 from pipeline.plugin.manager import load_registries
 from plugins.terminal.adapter import AmpAdapter
-from tests.conftest import REPO, TmuxServer, demo_agent_command, messages, wait_for
+from tests.conftest import (
+    REPO,
+    TmuxServer,
+    aquiet_for,
+    demo_agent_command,
+    first_look,
+    messages,
+    until,
+    wait_for,
+)
 from tests.fakes.standin_tui import standin_command
 
 REGISTRIES = load_registries()
@@ -54,12 +63,12 @@ async def test_an_amp_pane_is_identified_and_its_turn_handed_off_once(
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
         assert pipeline.tiles["amp"].adapter.name == "amp"  # agent: auto
-        await anyio.sleep(0.5)
+        await until(lambda: first_look(pipeline, "amp"), what="the amp tile's first look at its screen")
         tmux_server.type(amp_pane, "fix the flaky test")  # a person's prompt
         with anyio.fail_after(20):
             while not messages(log):
                 await anyio.sleep(0.05)
-        await anyio.sleep(2.0)  # nothing more arrives: one turn, one hand-off
+        await aquiet_for(2.0, "a second hand-off: one turn, one hand-off")
         tg.cancel_scope.cancel()
     assert messages(log) == ["Amp answer 1:\n- fix the flaky test: done\n- next: run the tests"]
     assert [d.state for d in deliveries] == ["delivered"]

@@ -42,7 +42,7 @@ def hosts(tmp_path: Path, nats: NatsServer):
         host.close()
 
 
-def two_hosts(tmp_path: Path, hosts, **settings) -> tuple[Host, Host, Path, Path]:
+def two_hosts(tmp_path: Path, hosts, b_work_s: float = 0.2, **settings) -> tuple[Host, Host, Path, Path]:
     config = write_routes(
         tmp_path / "routes.yaml",
         {
@@ -53,7 +53,7 @@ def two_hosts(tmp_path: Path, hosts, **settings) -> tuple[Host, Host, Path, Path
         **settings,
     )
     alpha, beta = hosts("alpha", config), hosts("beta", config)
-    return alpha, beta, alpha.agent("a"), beta.agent("b")
+    return alpha, beta, alpha.agent("a"), beta.agent("b", work_s=b_work_s)
 
 
 def test_cross_host_route_hands_each_turn_over_exactly_once(tmp_path: Path, hosts) -> None:
@@ -84,7 +84,8 @@ def wait_turn_done(host: Host, tile: str, n: int) -> None:
 
 
 def test_target_daemon_sigkilled_mid_delivery_and_restarted(tmp_path: Path, hosts) -> None:
-    alpha, beta, _, blog = two_hosts(tmp_path, hosts)
+    # b works slower than a answers: hand-offs queue up on beta, so a kill finds one on its way
+    alpha, beta, _, blog = two_hosts(tmp_path, hosts, b_work_s=1.5)
     alpha.start()
     beta.start()
     alpha.wait_running("a")
@@ -192,7 +193,13 @@ def test_three_megabyte_answer_crosses_through_the_object_store(tmp_path: Path, 
     alpha.transcript("a").parent.mkdir(parents=True, exist_ok=True)
     with alpha.transcript("a").open("a") as f:
         f.write(json.dumps({"at": time.time(), "type": "answer", "turn_id": "big-1", "text": big}) + "\n")
-    wait_for(lambda: len(messages(blog)) >= 1, timeout=90, what="the 3 MB hand-off on beta")
+    def arrived() -> bool:
+        try:
+            return len(messages(blog)) >= 1
+        except ValueError:  # the agent is still writing the 3 MB line of its log
+            return False
+
+    wait_for(arrived, timeout=90, what="the 3 MB hand-off on beta")
     settle()
     assert alpha.stop() == 0 and beta.stop() == 0
     got = messages(blog)

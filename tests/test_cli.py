@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -44,13 +43,13 @@ def test_run_stops_cleanly_on_signal(tmux_server: TmuxServer, tmp_path: Path, si
                       "routes:\n  - {from: sh, to: agent}\n")
     errfile = tmp_path / "daemon.err"
     with errfile.open("w") as errs:
-        daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config)],
+        daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "-v", "run", "-c", str(config)],
                                   stdout=subprocess.DEVNULL, stderr=errs, text=True)
     try:
         wait_for(
             lambda: daemon.poll() is not None or "running:" in errfile.read_text(), what="the daemon to start"
         )
-        time.sleep(0.5)  # the shell tile reads its prompt
+        wait_for(lambda: "sh: shell prompt" in errfile.read_text(), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "echo handed over")
         wait_for(lambda: messages(log), what="the hand-off through baton run")
         daemon.send_signal(signum)

@@ -30,7 +30,7 @@ from pipeline.system import proc
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
 from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
-from tests.conftest import FIXTURES, TmuxServer, until, wait_for
+from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
 from tests.stage_kit import with_catch_up
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
@@ -115,7 +115,7 @@ async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
     records = scene.turns()
     adapter = scene.adapter
     async with following(adapter) as emitted:
-        await anyio.sleep(0.3)
+        await aquiet_for(0.3, "a rollout found before there is one")
         assert adapter.rollout is None and await adapter.target_state() == "ready"  # idle, no turn yet
         # the first prompt: the rollout appears, the turn starts; the screen shows nothing busy
         first_started = upto(records, "task_started")
@@ -128,7 +128,7 @@ async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
         line = json.dumps(records[end - 1]) + "\n"
         with open(scene.rollout, "a") as f:
             f.write(line[:40])
-        await anyio.sleep(0.3)
+        await aquiet_for(0.3, "a completion from half a line")
         assert emitted == [] and await adapter.target_state() == "busy"
         with open(scene.rollout, "a") as f:
             f.write(line[40:])
@@ -152,7 +152,7 @@ async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
                                                                 ("completed", "")]
         interrupted = await adapter.response(emitted[2])
         assert interrupted.source == "terminal"  # the partial text is not saved: the screen is all there is
-        await anyio.sleep(0.3)
+        await aquiet_for(0.3, "a fifth completion")
         assert len(emitted) == 4
         latest = await adapter.last_response()  # baton status and baton preview ask this
         last_complete = [r for r in records if r.get("payload", {}).get("type") == "task_complete"][-1]
@@ -168,7 +168,7 @@ async def test_a_late_line_after_task_complete_is_not_a_new_turn(scene: Scene) -
         await until(lambda: len(emitted) == 5, what="five turns")
         assert await scene.adapter.target_state() == "ready"
         append(scene.rollout, records[late:late + 1])  # the shell command outlived its turn
-        await anyio.sleep(0.4)
+        await aquiet_for(0.4, "the late line taken for a new turn")
         assert len(emitted) == 5 and await scene.adapter.target_state() == "ready"
         append(scene.rollout, records[late + 1:])
         await until(lambda: len(emitted) == 6, what="the failed turn")
@@ -204,7 +204,7 @@ async def test_the_notify_hook_is_matched_by_thread_and_shares_the_turn_id(scene
             answers.append(await scene.adapter.response(hooked))
 
         tg.start_soon(ask)
-        await anyio.sleep(0.2)
+        await anyio.sleep(0.2)  # shapes the scenario (the line lands after the answer is asked for)
         append(scene.rollout, records[end - 1:end])
     assert (
         answers[0].source == "transcript"

@@ -268,6 +268,20 @@ async def test_codex_exiting_ends_the_open_turn(tmux_server: TmuxServer, tmp_pat
         assert emitted[0].outcome == "failed" and "codex process exited" in emitted[0].detail
 
 
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_an_unanswered_turn_long_quiet_with_an_idle_screen_takes_hand_offs(tmux_server: TmuxServer,
+                                                                                tmp_path: Path) -> None:
+    """An interrupt wrote nothing in those versions: the open turn's end shows only at the next prompt. A
+    minute of quiet with no busy marker on screen lets hand-offs in (typing the next prompt ends it)."""
+    old = OldCodex(tmux_server, tmp_path)
+    lines = old.lines(PRE_TASK, time.time() - 300)
+    append(old.rollout, lines[:prompt_lines(lines)[0] + 3])  # a prompt, nothing after it
+    assert await old.adapter.target_state() == "busy"  # just written: running
+    age(old.rollout, 120)
+    assert await CodexAdapter(old.ctx).target_state() == "ready"
+
+
 # ---- baton run: the answers handed on, each once ----------------------------------------------------
 
 
@@ -287,7 +301,7 @@ def test_baton_run_hands_each_older_codex_answer_on_once(
         "tiles": {"old": {"pane": old.pane, "agent": "codex"}, "target": {"pane": target, "agent": "demo"}},
         "routes": [{"from": "old", "to": "target"}], "settings": {"catch_up_s": 120}}))
     err = tmp_path / "run.err"
-    daemon = start_baton("run", "-c", str(config), stderr=err)
+    daemon = start_baton("-v", "run", "-c", str(config), stderr=err)
     try:
         wait_for(
             lambda: (
@@ -300,10 +314,18 @@ def test_baton_run_hands_each_older_codex_answer_on_once(
         prompts = prompt_lines(lines)
         append(old.rollout, lines[:prompts[1]])
         answers = [a for o, a in turns if o == "completed"]
-        wait_for(lambda: messages(log) == answers[:1], timeout=30, what="the first answer handed on")
+
+        def handed_on(count: int, what: str) -> None:
+            try:
+                wait_for(lambda: len(messages(log)) >= count, timeout=60, what=what)
+            except AssertionError as exc:
+                got, said = messages(log), err.read_text()
+                raise AssertionError(f"{exc}; the target got {got}; baton run said:\n{said}") from None
+            assert messages(log) == answers[:count], err.read_text()
+
+        handed_on(1, "the first answer handed on")
         append(old.rollout, lines[prompts[1]:])
-        wait_for(lambda: len(messages(log)) >= len(answers), timeout=30, what="every answer handed on")
-        assert messages(log) == answers, err.read_text()
+        handed_on(len(answers), "every answer handed on")
     finally:
         daemon.terminate()
         daemon.wait(timeout=20)

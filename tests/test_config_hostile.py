@@ -4,6 +4,7 @@ the same file at start and on every live reload (tests/test_faults.py covers the
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -119,3 +120,20 @@ def test_a_running_daemon_keeps_its_config_through_hostile_reloads(tmux_server, 
     assert daemon.stop() == 0
     assert messages(blog) == ["turn 0", "turn 1", "turn 2"]
     assert "Traceback" not in daemon.stderr()
+
+
+@pytest.mark.parametrize("shape", ["all to all", "a long chain"])
+def test_route_graphs_that_would_take_forever_to_walk(tmp_path: Path, shape: str) -> None:
+    """The cycle warning looks within a budget: 40 tiles routed to each other (exponentially many cycles)
+    and a 3,000-tile ring (deeper than Python's stack) load and warn."""
+    n = 40 if shape == "all to all" else 3000
+    tiles = {f"t{i:04}": {"pane": f"%{i}", "agent": "shell"} for i in range(n)}
+    names = sorted(tiles)
+    pairs = [(a, b) for a in names for b in names if a != b] if shape == "all to all" else \
+        [(names[i], names[(i + 1) % n]) for i in range(n)]
+    path = tmp_path / "routes.yaml"
+    routes = [{"from": a, "to": b} for a, b in pairs]
+    path.write_text(json.dumps({"version": 1, "tiles": tiles, "routes": routes}))
+    result = baton("check", "-c", str(path), timeout=120)
+    assert result.status == 0, result.err[-500:]
+    assert "routes form a cycle" in result.err

@@ -16,7 +16,16 @@ from pipeline.engine.stages.dispatch import type_prompt
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
+from tests.conftest import (
+    TmuxServer,
+    aquiet_for,
+    demo_agent_command,
+    first_look,
+    messages,
+    read_log,
+    until,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 REGISTRIES = load_registries()
@@ -59,7 +68,7 @@ async def test_multiline_prompt_arrives_as_one_message(tmux_server: TmuxServer, 
     confirmed, pane_id = await type_prompt(adapter, hostile)
     assert confirmed and pane_id == pane
     await until(lambda: messages(log), what="the message")
-    await anyio.sleep(0.5)
+    await aquiet_for(0.5, "a second message, if the prompt were split")
     assert messages(log) == ["first line\nsecond line\nthird line"]
 
 
@@ -103,11 +112,11 @@ async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServ
         ],
     )
     deliveries: list[Delivery] = []
-    async with running(config, tmux_server, deliveries):
-        await anyio.sleep(0.5)  # the shell tile learns its prompt
+    async with running(config, tmux_server, deliveries) as pipeline:
+        await until(lambda: first_look(pipeline, "sh"), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "printf 'alpha\\nbeta gamma\\n'")
         await until(lambda: deliveries, what="the hand-off")
-        await anyio.sleep(1.0)  # nothing more arrives
+        await aquiet_for(1.0, "a second hand-off")
     assert messages(log) == ["Output of sh:\nalpha\nbeta gamma"]
     assert len(deliveries) == 1 and deliveries[0].state == "delivered"
 
@@ -123,8 +132,8 @@ async def test_failed_command_and_quick_commands_are_turns_too(
         {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
         [{"from": "sh", "to": "agent"}],
     )
-    async with running(config, tmux_server):
-        await anyio.sleep(0.5)
+    async with running(config, tmux_server) as pipeline:
+        await until(lambda: first_look(pipeline, "sh"), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "echo one")
         await until(lambda: len(messages(log)) == 1, what="first hand-off")
         tmux_server.type(shell, "ls /nonexistent-dir-for-test")
@@ -147,18 +156,18 @@ async def test_bare_shell_where_agent_declared_gets_nothing_and_handoff_is_kept(
                          [{"from": "sh", "to": "agent"}], give_up_s=120)
     deliveries: list[Delivery] = []
     caplog.set_level("INFO", logger="batonpass")
-    async with running(config, tmux_server, deliveries):
-        await anyio.sleep(0.5)
+    async with running(config, tmux_server, deliveries) as pipeline:
+        await until(lambda: first_look(pipeline, "sh"), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "echo 'rm -rf important'")
         await until(lambda: "shows no demo agent" in caplog.text, what="the hand-off to be reported as kept")
-        await anyio.sleep(1.5)
+        await aquiet_for(1.5, "a prompt typed into the bare shell")
         screen = tmux_server.capture(bare)
         assert "important" not in screen, "a prompt was typed into a bare shell"
         assert deliveries == []
         # the agent comes back: the kept hand-off is delivered, once
         tmux_server.type(bare, demo_agent_command(log=log))
         await until(lambda: deliveries, timeout=40, what="the kept hand-off to be delivered")
-        await anyio.sleep(0.5)
+        await aquiet_for(0.5, "the kept hand-off typed twice")
     assert messages(log) == ["rm -rf important"]
     assert deliveries[0].state == "delivered" and deliveries[0].attempts >= 2
     assert "kept" in caplog.text
@@ -173,8 +182,8 @@ async def test_gone_pane_gives_up_as_failed_with_reason(tmux_server: TmuxServer,
         give_up_s=1.5,
     )
     deliveries: list[Delivery] = []
-    async with running(config, tmux_server, deliveries):
-        await anyio.sleep(0.5)
+    async with running(config, tmux_server, deliveries) as pipeline:
+        await until(lambda: first_look(pipeline, "sh"), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "echo hello")
         await until(lambda: deliveries, what="the failed delivery")
     assert deliveries[0].state == "failed"

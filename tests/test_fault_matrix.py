@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.conftest import TmuxServer, messages, wait_for
+from tests.conftest import TmuxServer, messages, quiet_for, wait_for
 from tests.fault_sources import SOURCES
 from tests.test_faults import start_agent, wait_followed, write_config
 
@@ -68,7 +68,7 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
         t0 = time.monotonic()
         source.begin(i)
         for at, what in sorted(events):
-            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            time.sleep(max(0.0, t0 + at - time.monotonic()))  # shapes the scenario: the event's moment
             if what == "finish":
                 source.finish(i)
             else:
@@ -78,7 +78,7 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
     expected = [f"from a: {answer}" for answer in source.expected(turns)]
     assert len(expected) == turns
     wait_for(lambda: len(messages(blog)) >= turns, timeout=60 + turns, what="every hand-off to arrive")
-    time.sleep(1.5)  # anything repeated would arrive now
+    quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
     got = collections.Counter(messages(blog))
     lost = [m for m in expected if got[m] == 0]
@@ -121,15 +121,15 @@ def test_a_turn_ended_while_down_is_handed_off_if_younger_than_catch_up_s_else_s
     source.begin(0)
     source.finish(0)  # the old turn: it will be more than catch_up_s old when the daemon starts
     old_end = time.monotonic()
-    time.sleep(6)
+    time.sleep(6)  # shapes the scenario: the two turns end 6 s apart
     source.begin(1)
     source.finish(1)  # the recent one: 10 s old when the daemon starts
-    time.sleep(max(0.0, old_end + 16 - time.monotonic()))
+    time.sleep(max(0.0, old_end + 16 - time.monotonic()))  # shapes the scenario: the daemon starts 16 s on
     daemon.start()
     recent = source.expected(2)[1]
     wait_for(lambda: messages(blog), timeout=30, what="the catch-up hand-off")
     wait_for(lambda: len(Journal(default_journal_path()).history()) >= 2, what="the skipped turn recorded")
-    time.sleep(1.0)  # anything more would arrive now
+    quiet_for(1.0, "another hand-off (the old turn's)")
     assert daemon.stop() == 0
     assert messages(blog) == [recent]
     rows = [(h["state"], h["prompt"], h["note"]) for h in history()]

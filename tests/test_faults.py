@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, demo_agent_command, messages, quiet_for, read_log, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 
@@ -117,7 +117,7 @@ def test_loop_between_two_agents_stops_at_max_hops(
     daemon.wait_running()
     tmux_server.type(a, "seed")  # a person's prompt: hop 0
     wait_for(lambda: len(messages(blog)) == 2 and len(messages(alog)) == 2, timeout=30, what="the loop")
-    time.sleep(2.0)  # the chain has stopped: nothing more arrives
+    quiet_for(2.0, "a hand-off past max_hops")
     assert daemon.stop() == 0
     assert messages(alog) == ["seed", "seed +b +a"]
     assert messages(blog) == ["seed +b", "seed +b +a +b"]
@@ -160,7 +160,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
         )
         tmux_server.type(a, f"task {i}")
         while time.monotonic() < next_kill and len(transcript_answers(private_state)) <= i:
-            time.sleep(0.02)
+            time.sleep(0.02)  # shapes the scenario: polls until the kill moment or a's answer, if sooner
         if time.monotonic() >= next_kill:
             daemon.kill()
             time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
@@ -171,7 +171,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
     wait_for(
         lambda: len(messages(blog)) >= len(expected), timeout=60 + turns, what="every hand-off to arrive"
     )
-    time.sleep(1.5)
+    quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
     got = collections.Counter(messages(blog))
     lost = [m for m in expected if got[m] == 0]
@@ -204,12 +204,12 @@ def test_turns_finished_while_down_are_caught_up_or_skipped_by_age(tmux_server: 
     assert daemon.stop() == 0
     tmux_server.type(a, "old turn")  # finishes long before the daemon starts again
     wait_for(lambda: "old turn" in tmux_server.capture(a).split("demo❯ old turn", 1)[-1])
-    time.sleep(5)
+    time.sleep(5)  # shapes the scenario: the old turn ages past catch_up_s=4
     tmux_server.type(a, "recent turn")
     wait_for(lambda: tmux_server.capture(a).count("recent turn") >= 2)
     daemon.start()
     wait_for(lambda: messages(blog), timeout=20, what="the catch-up hand-off")
-    time.sleep(1.0)
+    quiet_for(1.0, "a hand-off of the old turn")
     assert daemon.stop() == 0
     assert messages(blog) == ["recent turn"]
     notes = [(h.state, h.note) for h in Journal(default_journal_path()).history()]
@@ -239,7 +239,7 @@ def test_invalid_reload_keeps_running_config_and_valid_reload_applies(tmux_serve
     wait_for(lambda: messages(blog) == ["one"], what="hand-off under the old config")
     write_config(config, tmux_server.socket, tiles, [{"from": "a", "to": "c"}])
     wait_for(lambda: "reloading" in daemon.stderr(), what="the reload")
-    time.sleep(1.0)
+    wait_for(lambda: daemon.stderr().count("running:") >= 2, what="the pipeline restarted on the new routes")
     tmux_server.type(a, "two")
     wait_for(lambda: messages(clog) == ["two"], what="hand-off under the new config")
     assert daemon.stop() == 0
@@ -273,13 +273,13 @@ def test_target_killed_mid_queue_and_tmux_server_restarted(tmux_server: TmuxServ
     tmux_server.run("kill-pane", "-t", b)  # jobs 1 and 2 are queued for b
     wait_for(lambda: "gone" in daemon.stderr(), what="the target reported gone")
     tmux_server.kill()  # the whole server
-    time.sleep(1.5)
+    time.sleep(1.5)  # shapes the scenario: the server stays away a while
     # a new server, a new agent in a pane with the same title
     blog2 = tmp_path / "b2.jsonl"
     b2 = start_agent(tmux_server, blog2, "b", work_s=0.1)
     tmux_server.run("select-pane", "-t", b2, "-T", "target-b")
     wait_for(lambda: len(messages(blog2)) == 2, timeout=60, what="the queued jobs delivered to the new pane")
-    time.sleep(1.0)
+    quiet_for(1.0, "a job delivered twice")
     assert daemon.stop() == 0
     assert messages(blog2) == ["job 1", "job 2"]
 
@@ -330,7 +330,7 @@ def test_transcript_truncated_or_deleted_under_a_running_daemon(tmux_server: Tmu
     transcript.unlink()  # deleted; the agent writes a new one
     tmux_server.type(a, "third")
     wait_for(lambda: messages(blog) == ["first", "second", "third"], what="the hand-off after deletion")
-    time.sleep(1.5)
+    quiet_for(1.5, "a turn handed off again from the rewritten transcript")
     assert daemon.stop() == 0
     assert messages(blog) == ["first", "second", "third"]
     assert "Traceback" not in daemon.stderr()

@@ -22,7 +22,8 @@ from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.system.text import strip_ansi
 from plugins.opencode.adapter import OpenCodeAdapter, input_draft
-from tests.conftest import FIXTURES, REPO, TmuxServer, until, wait_for
+from plugins.opencode.resolve import PEERS
+from tests.conftest import FIXTURES, REPO, TmuxServer, aquiet_for, until, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
 from tests.stage_kit import with_catch_up
@@ -124,7 +125,7 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
                  error={"name": "MessageAbortedError", "data": {"message": "Aborted"}})
         await until(lambda: len(got["oc"]) == 3, what="the aborted turn")
         w.user(session, "touch the store again")
-        await anyio.sleep(0.8)
+        await aquiet_for(0.8, "a completion for a prompt with no answer yet, or a turn reported twice")
         turns = [(c.turn_id, c.outcome, c.signal) for c in got["oc"]]
         assert turns == [
             (before, "completed", "catch-up"),
@@ -177,14 +178,15 @@ async def test_two_panes_in_one_folder_get_their_own_turns(tmux_server: TmuxServ
     pane_b = scene.start()
     a, b = scene.adapter(pane_a, "a"), scene.adapter(pane_b, "b")
     async with following(scene, a, b) as got:
-        await anyio.sleep(0.5)
+        await until(lambda: any({"a", "b"} <= claims.keys() for claims in PEERS.values()),
+                    what="both tiles following the store (each sees the other as its peer)")
         b.prompt_submitted("review the parser", time.time())  # as the dispatcher tells it
         session_b = w.session(scene.project)
         turn_b = w.turn(session_b, "review the parser", "looks fine")
         await until(lambda: got["b"], what="b's turn")
         turn_a = w.turn(session_a, "and now the lexer", "lexer done")
         await until(lambda: got["a"], what="a's turn")
-        await anyio.sleep(0.8)
+        await aquiet_for(0.8, "a turn reported to the wrong tile")
         assert [c.turn_id for c in got["b"]] == [turn_b]
         assert [c.turn_id for c in got["a"]] == [turn_a]
     assert (a._session, b._session) == (session_a, session_b)
@@ -200,7 +202,7 @@ async def test_an_unknown_schema_is_reported_once_and_the_screen_takes_over(
     OpenCodeAdapter._reported.clear()
     with caplog.at_level(logging.INFO, logger="batonpass"):
         async with following(scene, adapter) as got:
-            await anyio.sleep(0.5)
+            await until(lambda: adapter._mark is not None, what="the screen follower's first look")
             tmux_server.type(pane, "hello")
             await until(lambda: got["oc"], timeout=20, what="a completion from the screen")
             assert got["oc"][0].signal == "screen"

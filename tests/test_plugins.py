@@ -18,7 +18,7 @@ from pipeline.plugin import hookspecs
 from pipeline.plugin.events import Delivery
 from pipeline.plugin.manager import DEFAULT_PLUGINS, load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
-from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, first_look, messages, until, wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -154,7 +154,8 @@ def test_third_party_options_are_checked_at_load(shout_plugin: Path, tmp_path: P
 @pytest.mark.tmux
 @pytest.mark.anyio
 async def test_a_hand_off_goes_through_the_third_party_transform(
-        shout_plugin: Path, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        shout_plugin: Path, tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.syspath_prepend(str(shout_plugin))
     monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
     registries = load_registries(make_plugin_manager())
@@ -174,14 +175,14 @@ async def test_a_hand_off_goes_through_the_third_party_transform(
                         report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
-        await anyio.sleep(0.5)
+        await until(lambda: first_look(pipeline, "sh"), what="the shell tile to learn its prompt")
         tmux_server.type(shell, "echo crash please")   # the plugin raises: logged, the pipeline goes on
-        await anyio.sleep(1.0)
+        await until(lambda: "shout cannot handle this one" in caplog.text, what="the failure logged")
         tmux_server.type(shell, "echo quiet words")
         with anyio.fail_after(20):
             while not deliveries:
                 await anyio.sleep(0.05)
-        await anyio.sleep(0.5)
+        await aquiet_for(0.5, "a second hand-off")
         tg.cancel_scope.cancel()
     assert messages(log) == ["QUIET WORDS !!"]
 

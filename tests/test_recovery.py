@@ -16,7 +16,7 @@ from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
-from tests.conftest import TmuxServer, demo_agent_command, messages, until, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 TEXT = "review the change in src/app.py\nthen run the tests"
@@ -43,7 +43,7 @@ async def recover(server: TmuxServer, journal: Journal, target: str) -> list[Del
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
         await until(lambda: deliveries, what="the recovered hand-off to settle")
-        await anyio.sleep(1.0)  # nothing else is typed
+        await aquiet_for(1.0, "anything else typed")
         tg.cancel_scope.cancel()
     return deliveries
 
@@ -110,7 +110,7 @@ async def test_a_draft_in_the_target_is_waited_for(tmux_server: TmuxServer, tmp_
         await tg.start(pipeline.run)
         await until(lambda: pipeline.tiles["a"].adapter._mark is not None, what="the shell tile watched")
         tmux_server.type(source, "echo handed over")
-        await anyio.sleep(2.0)
+        await aquiet_for(2.0, "a prompt typed into the person's draft")
         assert deliveries == [] and messages(log) == []  # waiting behind the draft
         tmux_server.type(target, " and finished")  # the person sends their own message
         await until(lambda: deliveries, what="the hand-off after the draft")

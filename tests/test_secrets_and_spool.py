@@ -104,7 +104,7 @@ def test_api_key_never_reaches_the_log_or_journal(tmux_server: TmuxServer, tmp_p
                                       stderr=errs, stdout=subprocess.DEVNULL)
         try:
             wait_for(lambda: "running:" in errfile.read_text(), what="baton run")
-            time.sleep(0.5)
+            wait_for(lambda: "sh: shell prompt" in errfile.read_text(), what="the shell prompt learnt")
             tmux_server.type(shell, "echo please review")
             wait_for(lambda: messages(log), timeout=30, what="the raw fallback hand-off")
             wait_for(lambda: "delivered   sh -> agent" in errfile.read_text(), what="the delivery recorded")

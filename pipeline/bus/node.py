@@ -84,17 +84,19 @@ class BusNode:
             "note": prompt.note,
         }
         text = prompt.text.encode("utf-8", "surrogatepass")
+        # the size as sent: JSON escapes (a newline is 2 bytes, a control character 6) can double the text
+        inline = orjson.dumps(body | {"text": prompt.text})
         delay, said = 0.2, False
         while True:
             try:
-                if len(text) + ENVELOPE_BYTES > self.link.max_payload:
+                payload = inline
+                if len(inline) + ENVELOPE_BYTES > self.link.max_payload:
                     store = await self.link.answers()
                     await store.put(prompt.key, text)
                     body["object"], body["size"] = prompt.key, len(text)
-                else:
-                    body["text"] = prompt.text
+                    payload = orjson.dumps(body)
                 ack = await self.link.js.publish(self.link.subject(target_host, prompt.target),
-                                                 orjson.dumps(body), headers={"Nats-Msg-Id": prompt.key})
+                                                 payload, headers={"Nats-Msg-Id": prompt.key})
                 break
             except Exception as exc:
                 if not said:

@@ -17,7 +17,8 @@ from anyio.abc import TaskStatus
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.manager import Registries
-from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
+from pipeline.system import proc
+from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, Tmux, TmuxError
 
 __all__ = ["TilePresence", "presence", "watch_presence"]
 
@@ -46,17 +47,64 @@ class TilePresence:
 
 async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
     """Every tile's presence. A :class:`~pipeline.system.tmux.TmuxError` other than "no pane"/"no server"
-    (tmux not installed, say) is raised: nothing can work, and the caller says so."""
+    (tmux not installed, say) is raised: nothing can work, and the caller says so.
+
+    Cheap enough to ask every second with many tiles: the panes already resolved are looked up in one
+    ``list-panes``, and a tile whose agent process was seen running last time is present while that process
+    lives; only the others ask their adapter (which may capture the screen)."""
     out = []
+    listed: dict[str, PaneInfo] | None = None
     for name, runtime in tiles.items():
         try:
-            await runtime.ctx.pane()
-            state = await runtime.adapter.target_state()
+            info = None
+            if runtime.ctx.resolved_pane_id is not None:
+                if listed is None:
+                    listed = await _list(runtime.ctx.tmux)
+                info = runtime.ctx.known_pane(listed)
+            if info is None:
+                info = await runtime.ctx.pane()
+            if info.dead:
+                state = "gone"
+            elif _agent_still_runs(runtime, info):
+                state = "present"
+            else:
+                state = await runtime.adapter.target_state()
         except (PaneGone, ServerGone):
             state = "gone"
         out.append(TilePresence(name, runtime.ctx.tile.pane, runtime.adapter.name,
                                 state if state in ("gone", "absent") else "present"))
     return out
+
+
+async def _list(tmux: Tmux) -> dict[str, PaneInfo]:
+    try:
+        return {p.pane_id: p for p in await tmux.list_panes()}
+    except ServerGone:
+        return {}
+
+
+#: the agent process last seen in each tile's pane: (pane pid, agent pid, agent start ticks)
+_seen: dict[str, tuple[int, int, int]] = {}
+
+
+def _agent_still_runs(runtime: TileRuntime, info: PaneInfo) -> bool:
+    """Whether the pane runs the tile's agent, from /proc alone: the process seen last time still lives
+    (one read), else a walk of the pane's process tree. False when the adapter names no process (or none
+    runs): the adapter decides then."""
+    names = runtime.adapter.process_names
+    if not names:
+        return False
+    seen = _seen.get(runtime.name)
+    if seen is not None and seen[0] == info.pid:
+        live = proc.read_proc(seen[1])
+        if live is not None and live.start_ticks == seen[2]:
+            return True
+    found = proc.find_agent(info.pid, names)
+    if found is None:
+        _seen.pop(runtime.name, None)
+        return False
+    _seen[runtime.name] = (info.pid, found.pid, found.start_ticks)
+    return True
 
 
 async def watch_presence(config: Config, registries: Registries, tmux: Tmux, *,

@@ -494,20 +494,30 @@ def _api_key_problems(
     ]
 
 
+#: the cycle warning names at most this many cycles, and looks at most this far (a dense route graph has
+#: exponentially many: 40 tiles all routed to each other would otherwise never finish loading)
+CYCLES_SHOWN, CYCLE_STEPS = 5, 20_000
+
+
 def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
-    """Elementary cycles, each reported once (rotated to start at its smallest name)."""
+    """Elementary cycles, each reported once (rotated to start at its smallest name), at most
+    :data:`CYCLES_SHOWN` of them within :data:`CYCLE_STEPS` steps. Iterative: a chain of thousands of
+    tiles does not exhaust the stack."""
     graph: dict[str, list[str]] = {}
     for a, b in edges:
         graph.setdefault(a, []).append(b)
     found: list[list[str]] = []
-
-    def walk(start: str, node: str, trail: list[str]) -> None:
-        for nxt in graph.get(node, []):
-            if nxt == start:
-                found.append(list(trail))
-            elif nxt not in trail and nxt > start:
-                walk(start, nxt, trail + [nxt])
-
+    steps = 0
     for start in sorted(graph):
-        walk(start, start, [start])
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph.get(node, []):
+                steps += 1
+                if nxt == start:
+                    found.append(trail)
+                elif nxt not in trail and nxt > start:
+                    stack.append((nxt, [*trail, nxt]))
+            if len(found) >= CYCLES_SHOWN or steps > CYCLE_STEPS:
+                return found
     return found

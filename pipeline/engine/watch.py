@@ -1,10 +1,13 @@
 """One shared file watcher for every tile: agents' home folders are watched once, not once per tile.
 
-Each ``watchfiles.awatch`` holds a worker thread, so batonpass runs exactly one, over the union of the
-folders its subscribers asked for, with tuned latency (``step=10, debounce=200`` gives ~15 ms from a
-write to the hint instead of watchfiles' default 50–100 ms). A change is a *hint*: subscribers confirm
-from the file's content. When the set of folders changes the watcher restarts and every subscriber gets
-one hint, so nothing written during the restart is missed.
+On Linux it is inotify read through the event loop (:mod:`pipeline.system.inotify`): a hint within a
+fraction of a millisecond of the write, and nothing running while nothing changes. Elsewhere (or with
+``BATON_WATCHER=watchfiles``) it is one ``watchfiles.awatch`` (a worker thread) with tuned latency
+(``step=10, debounce=200``: ~15 ms from a write to the hint instead of watchfiles' default 50–100 ms; a
+smaller step is faster but wakes the thread that much more often while idle, see bench/bench_watch.py).
+Either way it runs over the union of the folders its subscribers asked for. A change is a *hint*:
+subscribers confirm from the file's content. When the set of folders changes the watcher restarts and
+every subscriber gets one hint, so nothing written during the restart is missed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from pathlib import Path
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from pipeline.system import inotify
+
 __all__ = ["FileWatcher", "Subscription"]
 
 log = logging.getLogger("batonpass")
@@ -27,8 +32,14 @@ class Subscription:
     """Hints for one path (a file, or a folder and everything under it). Hints coalesce: a subscriber
     that was busy gets one wake-up with all paths changed since, never a backlog."""
 
-    def __init__(self, watcher: FileWatcher, path: Path) -> None:
+    def __init__(self, watcher: FileWatcher, path: Path, *more: Path) -> None:
         self.watcher, self.path = watcher, path
+        #: every path this subscription covers (``path`` first)
+        self.paths = (path, *more)
+        # as strings, for matching a batch of changes against every subscription without pathlib
+        self._strs = tuple(str(p) for p in self.paths)
+        self._under = tuple(s.rstrip("/") + "/" for s in self._strs)
+        self._parents = tuple(str(p.parent) for p in self.paths)
         self._send: MemoryObjectSendStream[None]
         self._receive: MemoryObjectReceiveStream[None]
         self._send, self._receive = anyio.create_memory_object_stream[None](1)
@@ -42,8 +53,20 @@ class Subscription:
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # a wake-up is already pending
 
+    def wake(self) -> None:
+        """A hint from elsewhere (say, the process that writes the files exited): the waiter looks again."""
+        self._notify(None)
+
     def covers(self, path: Path) -> bool:
-        return path == self.path or self.path in path.parents
+        return self.matches(str(path))
+
+    def matches(self, raw: str) -> bool:
+        """Whether a change at ``raw`` concerns this subscription: one of its paths or anything under it,
+        one of their parent folders, or a folder above them (created or removed while they did not exist)."""
+        for here, under, parent in zip(self._strs, self._under, self._parents, strict=True):
+            if raw == here or raw == parent or raw.startswith(under) or here.startswith(raw + "/"):
+                return True
+        return False
 
     async def wait(self, timeout: float | None = None) -> set[Path]:
         """Wait for the next hint (or ``timeout`` seconds) and return the paths changed since last time."""
@@ -71,10 +94,10 @@ class FileWatcher:
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
-    def subscribe(self, path: str | os.PathLike[str]) -> Subscription:
-        """Hints for ``path``. It need not exist yet: its nearest existing ancestor is watched until it
-        does."""
-        sub = Subscription(self, Path(os.path.abspath(path)))
+    def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str]) -> Subscription:
+        """Hints for ``path`` (and any of ``more``: one wake-up for changes to any of them). They need not
+        exist yet: the nearest existing ancestor is watched until they do."""
+        sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more))
         self._subs.append(sub)
         self._roots_changed()
         return sub
@@ -87,12 +110,12 @@ class FileWatcher:
     def _wanted_roots(self) -> frozenset[Path]:
         roots = set()
         for sub in self._subs:
-            path = sub.path
-            while not path.is_dir() and path != path.parent:
-                path = path.parent
-            roots.add(path)
+            for path in sub.paths:
+                while not path.is_dir() and path != path.parent:
+                    path = path.parent
+                roots.add(str(path))
         # a root inside another root is covered by it (awatch is recursive)
-        return frozenset(r for r in roots if not any(o in r.parents for o in roots))
+        return frozenset(Path(r) for r in roots if not _inside_any(r, roots))
 
     def _roots_changed(self) -> None:
         if self._wanted_roots() != self._roots:
@@ -100,8 +123,6 @@ class FileWatcher:
 
     async def run(self) -> None:
         """Watch until cancelled, restarting whenever the set of folders changes."""
-        from watchfiles import awatch
-
         while True:
             self._roots = self._wanted_roots()
             self._changed = anyio.Event()
@@ -110,30 +131,61 @@ class FileWatcher:
             if not self._roots:
                 await self._changed.wait()
                 continue
-            stop = threading.Event()
             async with anyio.create_task_group() as tg:
 
-                async def restart_on_change(stop: threading.Event = stop) -> None:
+                async def restart_on_change(scope: anyio.CancelScope = tg.cancel_scope) -> None:
                     await self._changed.wait()
-                    stop.set()
+                    scope.cancel()
 
                 tg.start_soon(restart_on_change)
                 try:
-                    async for changes in awatch(*self._roots, watch_filter=None, step=self.step_ms,
-                                                debounce=self.debounce_ms, stop_event=stop, recursive=True,
-                                                rust_timeout=500, ignore_permission_denied=True):
-                        self._dispatch(changes)
-                        if self._wanted_roots() != self._roots:
-                            break  # a folder we waited for now exists: watch it directly
+                    if inotify.available():
+                        await self._watch_inotify()
+                    else:
+                        await self._watch_watchfiles()
                 except FileNotFoundError:
                     await anyio.sleep(0.2)  # a root vanished between planning and watching
-                finally:
-                    stop.set()
                 tg.cancel_scope.cancel()
 
+    async def _watch_inotify(self) -> None:
+        """Until a folder we waited for exists (then it is watched directly) or one went away."""
+        with inotify.Inotify() as ino:
+            for root in self._roots:
+                ino.add_tree(str(root))
+            while True:
+                paths, folders = await ino.changes()
+                self._dispatch((None, p) for p in paths)
+                if folders and self._wanted_roots() != self._roots:
+                    return
+
+    async def _watch_watchfiles(self) -> None:
+        from watchfiles import awatch
+
+        stop = threading.Event()
+        try:
+            # rust_timeout: how often the thread comes back with nothing (the stop event ends it anyway)
+            async for changes in awatch(*self._roots, watch_filter=None, step=self.step_ms,
+                                        debounce=self.debounce_ms, stop_event=stop, recursive=True,
+                                        rust_timeout=60_000, ignore_permission_denied=True):
+                self._dispatch(changes)
+                if self._wanted_roots() != self._roots:
+                    return  # a folder we waited for now exists: watch it directly
+        finally:
+            stop.set()
+
     def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
-        for _, raw in changes:
-            path = Path(raw)
-            for sub in list(self._subs):
-                if sub.covers(path) or path in sub.path.parents or path == sub.path.parent:
-                    sub._notify(path)
+        raws = {raw for _, raw in changes}
+        for sub in list(self._subs):
+            for raw in raws:
+                if sub.matches(raw):
+                    sub._notify(Path(raw))
+
+
+def _inside_any(path: str, folders: set[str]) -> bool:
+    """Whether a proper ancestor of ``path`` is one of ``folders``."""
+    parent = os.path.dirname(path)
+    while parent != path:
+        if parent in folders:
+            return True
+        path, parent = parent, os.path.dirname(parent)
+    return False

@@ -93,6 +93,17 @@ class TileContext:
         self._pane_id, self._server_pid = info.pane_id, info.server_pid
         return info
 
+    @property
+    def resolved_pane_id(self) -> str | None:
+        """The ``%N`` the tile's pane was resolved to, if it was."""
+        return self._pane_id
+
+    def known_pane(self, listed: dict[str, PaneInfo]) -> PaneInfo | None:
+        """The tile's pane among ``listed`` (``list-panes`` by pane id), if it was resolved before and is
+        there on the same server; None means: ask :meth:`pane`."""
+        info = listed.get(self._pane_id) if self._pane_id is not None else None
+        return info if info is not None and info.server_pid == self._server_pid else None
+
     def forget_pane(self) -> None:
         """Resolve the pane target again next time (after its pane or server went away)."""
         self._pane_id = None  # the server pid stays: it tells a restarted server apart
@@ -219,16 +230,15 @@ class AgentAdapter:
         info = await self.ctx.pane()
         return proc.find_agent(info.pid, self.process_names)
 
+    def pane_step(self, info: PaneInfo) -> ResolveStep:
+        """The first step of every resolution: which pane the tile's target names, and its shell's pid."""
+        return ResolveStep("pane", True,
+                           f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
+                           {"pane_id": info.pane_id, "pid": info.pid})
+
     async def find_process_steps(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ]
+        steps = [self.pane_step(info)]
         found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
         if self.process_names:
             names = ", ".join(sorted(self.process_names))

@@ -24,6 +24,7 @@ __all__ = [
     "read_proc",
     "started_at",
     "subtree",
+    "wait_exit",
 ]
 
 
@@ -174,3 +175,25 @@ def started_at(proc: Proc) -> float:
     since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
     boot = (before + time.time()) / 2 - since_boot
     return boot + proc.start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def wait_exit(pid: int, start_ticks: int) -> None:
+    """Return when the process (``pid`` started at ``start_ticks``) has exited — at once if it already has.
+    Waits on a pidfd (Linux 5.3+) through the event loop: nothing runs meanwhile. Raises OSError where
+    pidfds are not available (then the caller polls :func:`read_proc`)."""
+    import anyio
+
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        raise OSError("no pidfd_open here")
+    try:
+        fd = pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        live = read_proc(pid)
+        if live is None or live.start_ticks != start_ticks:
+            return  # gone, or the pid already names another process
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)

@@ -2,7 +2,11 @@
 
 Every call names its server (``-L`` socket name, ``-S`` socket path, or the server of ``$TMUX``) and
 addresses panes by id (``%N``) once resolved — never "the active pane". Text reaches a pane only through
-:meth:`Tmux.paste`: loaded from stdin into a uniquely named buffer and pasted as one unit.
+:meth:`Tmux.paste`: loaded into a uniquely named buffer and pasted as one unit.
+
+Commands go over one persistent control-mode connection per server (:mod:`pipeline.system.tmux_control`)
+when it can serve them, else one ``tmux`` process each (no server yet, no session to attach to,
+``kill-server``, ``BATON_TMUX_CONTROL=0``); callers see the same output and the same errors either way.
 """
 
 from __future__ import annotations
@@ -10,9 +14,12 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import weakref
 from dataclasses import dataclass
 
 import anyio
+
+from pipeline.system.tmux_control import ControlClient, ControlUnavailable
 
 __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
 
@@ -21,6 +28,15 @@ _FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "curs
            "pane_in_mode", "alternate_on", "pid", "window_name", "pane_dead_status")
 _FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
 _buffer_ids = itertools.count()
+#: commands that never go over control mode: ``kill-server`` ends the connection before its reply; what
+#: starts a program would take the control client's environment and directory (those of the moment it
+#: connected) instead of this process's current ones
+_SUBPROCESS_ONLY = frozenset({"kill-server", "new-session", "new-window", "split-window", "respawn-pane",
+                              "respawn-window"})
+#: texts larger than this are loaded from a process's stdin rather than sent as one command line
+_MAX_CONTROL_TEXT = 256 * 1024
+#: the control-mode connection of each server, shared by every :class:`Tmux` naming it
+_controls: weakref.WeakValueDictionary[tuple[str, ...], ControlClient] = weakref.WeakValueDictionary()
 
 
 class TmuxError(RuntimeError):
@@ -102,12 +118,23 @@ class Tmux:
     ``$TMUX`` when set, else tmux's default server."""
 
     def __init__(self, socket_name: str | None = None, socket_path: str | None = None, *,
-                 config_file: str | None = None) -> None:
+                 config_file: str | None = None, control: bool | None = None) -> None:
         if socket_name is None and socket_path is None and os.environ.get("TMUX"):
             socket_path = os.environ["TMUX"].split(",")[0]
         self.socket_name, self.socket_path = socket_name, socket_path
         #: ``-f``: only read when this client starts the server (the demo and tests pass /dev/null)
         self.config_file = config_file
+        #: whether commands may go over control mode (default: yes unless ``BATON_TMUX_CONTROL=0``)
+        self.control = os.environ.get("BATON_TMUX_CONTROL", "1") != "0" if control is None else control
+        self._control: ControlClient | None = None
+
+    def _control_client(self) -> ControlClient:
+        if self._control is None:
+            key = tuple(self.base)
+            self._control = _controls.get(key)
+            if self._control is None:
+                self._control = _controls[key] = ControlClient(self.base)
+        return self._control
 
     @property
     def base(self) -> list[str]:
@@ -127,6 +154,10 @@ class Tmux:
 
     async def run(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
         _refuse_blank_target(args)
+        if input is None and args and args[0] not in _SUBPROCESS_ONLY:
+            out = await self._over_control(args, check)
+            if out is not None:
+                return out
         try:
             result = await anyio.run_process([*self.base, *args], input=input, check=False)
         except FileNotFoundError:
@@ -134,6 +165,19 @@ class Tmux:
         if check and result.returncode != 0:
             raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
         return result.stdout.decode("utf-8", "replace")
+
+    async def _over_control(self, args: tuple[str, ...], check: bool) -> str | None:
+        """What ``tmux ARGS`` prints, over the control-mode connection; None when it cannot serve now (then
+        the same command runs as a process: it works, or fails with tmux's own message)."""
+        if not self.control:
+            return None
+        try:
+            reply = await self._control_client().run(*args)
+        except ControlUnavailable:
+            return None
+        if check and not reply.ok:
+            raise _error("\n".join(reply.lines).strip(), args)
+        return reply.text if reply.ok else ""
 
     def run_sync(self, *args: str, check: bool = True) -> str:
         """For the few places outside the event loop (test fixtures, the demo's teardown)."""
@@ -196,7 +240,9 @@ class Tmux:
         """Paste ``text`` (already sanitized) as one unit: bracketed if the program asked for it, LF kept
         as LF, and the uniquely named buffer deleted afterwards."""
         name = f"baton-{os.getpid()}-{next(_buffer_ids)}"
-        await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
+        if len(text) > _MAX_CONTROL_TEXT or await self._over_control(("set-buffer", "-b", name, "--", text),
+                                                                     True) is None:
+            await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
         try:
             await self.run("paste-buffer", "-p", "-r", "-d", "-b", name, "-t", pane_id)
         except TmuxError:

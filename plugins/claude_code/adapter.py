@@ -18,6 +18,7 @@ is the later turn that ends with none running, or, if the session goes idle and 
 
 from __future__ import annotations
 
+import copy
 import logging
 import shlex
 import time
@@ -32,7 +33,8 @@ from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.usage import SessionUsage
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from pipeline.system import proc
+from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, TmuxError
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.paste import normalized
@@ -51,6 +53,7 @@ from plugins.claude_code.resolve import (
     UUID,
     Resolution,
     config_dir,
+    read_session_file,
     resolve_pid,
     transcript_inside,
 )
@@ -79,20 +82,37 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def _resolve(self) -> Resolution:
         info = await self.ctx.pane()
-        self._resolution = resolve_pid(info.pid, info.pane_id)
+        return self._chain(info)
+
+    def _chain(self, info: PaneInfo) -> Resolution:
+        self._resolution, self._resolved_pane = resolve_pid(info.pid, info.pane_id), info.pane_id
         return self._resolution
+
+    def _current(self, info: PaneInfo) -> Resolution:
+        """The chain's result for the pane as it is now, without running the chain again while nothing it
+        rests on changed: the process it found still lives (same start time) in the same pane and its
+        session file still names the same session. Only that file is read again (the status is news);
+        a new transcript of the same session is the follower's to notice (it updates the resolution)."""
+        res = self._resolution
+        if res is None or res.process is None or res.session is None or self._resolved_pane != info.pane_id:
+            return self._chain(info)
+        live = proc.read_proc(res.process.pid)
+        if live is None or live.start_ticks != res.process.start_ticks:
+            return self._chain(info)
+        try:
+            session = read_session_file(res.session.path)
+        except (OSError, ValueError):
+            return self._chain(info)
+        if session.session_id != res.session.session_id:
+            return self._chain(info)
+        fresh = copy.copy(res)
+        fresh.session = session
+        return fresh
 
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         res = await self._resolve()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ] + res.steps
+        steps = [self.pane_step(info)] + res.steps
         activity = await anyio.to_thread.run_sync(self._activity, res)
         if activity:
             steps.append(ResolveStep("activity", True, activity, activity))
@@ -277,7 +297,7 @@ class ClaudeCodeAdapter(FileFollowing):
         info = await self.live_pane()
         if info is None:
             return "gone"
-        res = resolve_pid(info.pid, info.pane_id)
+        res = self._current(info)
         if res.process is None:
             return "absent"
         if res.session is None or res.session.status not in (BUSY_STATUSES | {"idle"}):
@@ -308,7 +328,7 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def snapshot(self) -> Any:
         info = await self.ctx.pane()
-        res = resolve_pid(info.pid, info.pane_id)
+        res = self._current(info)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
         return {
@@ -322,7 +342,7 @@ class ClaudeCodeAdapter(FileFollowing):
         if not isinstance(before, dict):
             return await super().turn_started(before)
         info = await self.ctx.pane()
-        res = resolve_pid(info.pid, info.pane_id)
+        res = self._current(info)
         if res.session is not None and res.session.status_updated_at != before["status_at"] \
                 and res.session.status in BUSY_STATUSES:
             return True

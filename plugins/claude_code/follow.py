@@ -10,6 +10,7 @@ turn after them — are the deadlines of :meth:`FileFollowing._on_status`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -29,6 +30,7 @@ from plugins.claude_code.resolve import (
     project_folder_name,
     read_session_file,
     resolve_process,
+    session_owner,
 )
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
@@ -87,6 +89,8 @@ class FileFollowing(TerminalAdapter):
         super().__init__(ctx)
         self._ends: OrderedDict[str, TurnEnd] = OrderedDict()
         self._resolution: Resolution | None = None
+        #: the pane whose chain ``_resolution`` is
+        self._resolved_pane: str | None = None
 
     async def _resolve(self) -> Resolution:
         raise NotImplementedError
@@ -170,40 +174,47 @@ class FileFollowing(TerminalAdapter):
             res.rule or "-",
             session_path.name,
         )
-        with self.ctx.watcher.subscribe(session_path.parent) as s1, self.ctx.watcher.subscribe(folder) as s2:
-            while True:
-                timeout = (
-                    self.liveness_s if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
-                )
-                changed = await wait_any([s1, s2], timeout)
-                live = proc.read_proc(pid)
-                if live is None or live.start_ticks != start_ticks:
-                    log.info("%s: Claude Code pid %d exited", self.ctx.name, pid)
-                    return
-                try:
-                    session = read_session_file(session_path)
-                except (OSError, ValueError):
-                    session = None
-                if session is not None and session.session_id != session_id:
-                    return  # a new session (or the file appeared): run the chain again
-                if session is not None:
-                    self.ctx.waiting(waiting_reason(session))
-                if tail is None or any(
-                    p.parent == folder and p != tail.path and p.suffix == ".jsonl" for p in changed
-                ):
-                    fresh = resolve_process(live)
-                    if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
-                        log.info(
-                            "%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule
-                        )
-                        tail = self._tail_for(fresh.transcript, existed=False)
-                        self._resolution = fresh
-                for end in tail.read_new() if tail else []:
-                    await self._emit_end(emit, end, "transcript")
-                status = session.status if session else None
-                if status is None and tail is not None and tail.tracker.answered:
-                    status = "quiet" if changed else "quiet?"
-                idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
+        #: transcripts of this folder that other live sessions write (pid, start ticks): not ours to re-check
+        others: dict[Path, tuple[int, int]] = {}
+        with self.ctx.watcher.subscribe(session_path, folder) as sub:
+            async with _woken_on_exit(pid, start_ticks, sub) as exit_watched:
+                while True:
+                    timeout = (
+                        (None if exit_watched else self.liveness_s) if idle_deadline is None
+                        else max(idle_deadline - time.monotonic(), 0.0)
+                    )
+                    changed = await sub.wait(timeout)
+                    live = proc.read_proc(pid)
+                    if live is None or live.start_ticks != start_ticks:
+                        log.info("%s: Claude Code pid %d exited", self.ctx.name, pid)
+                        return
+                    try:
+                        session = read_session_file(session_path)
+                    except (OSError, ValueError):
+                        session = None
+                    if session is not None and session.session_id != session_id:
+                        return  # a new session (or the file appeared): run the chain again
+                    if session is not None:
+                        self.ctx.waiting(waiting_reason(session))
+                    news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
+                            and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
+                    if tail is None or news:
+                        fresh = resolve_process(live)
+                        for p in news:  # another session's transcript: not looked at again while it lives
+                            owner = session_owner(res.config, p.stem) if p != fresh.transcript else None
+                            if owner is not None and owner.pid != pid:
+                                others[p] = (owner.pid, owner.start_ticks)
+                        if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
+                            log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript,
+                                     fresh.rule)
+                            tail = self._tail_for(fresh.transcript, existed=False)
+                            self._resolution = fresh
+                    for end in tail.read_new() if tail else []:
+                        await self._emit_end(emit, end, "transcript")
+                    status = session.status if session else None
+                    if status is None and tail is not None and tail.tracker.answered:
+                        status = "quiet" if changed else "quiet?"
+                    idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
 
     def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
         """A reader for ``path``: from its current end if it was there when following began, else from its
@@ -288,3 +299,36 @@ class FileFollowing(TerminalAdapter):
         self._remember(end)
         await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal=signal,
                               detail=end.reason))
+
+
+def _still_owned(owner: tuple[int, int] | None) -> bool:
+    """Whether the process (pid, start ticks) that owned a transcript still runs."""
+    if owner is None:
+        return False
+    live = proc.read_proc(owner[0])
+    return live is not None and live.start_ticks == owner[1]
+
+
+class _woken_on_exit:  # noqa: N801 - an async context manager, named like a function
+    """While open, ``sub`` gets a hint when the process exits (a pidfd waited on by a background task), so
+    the follower needs no liveness polling. Enters as whether that watch is in place (where pidfds are
+    unavailable it is not, and the follower looks every ``liveness_s``)."""
+
+    def __init__(self, pid: int, start_ticks: int, sub: Subscription) -> None:
+        self.pid, self.start_ticks, self.sub = pid, start_ticks, sub
+        self._tg = anyio.create_task_group()
+
+    async def __aenter__(self) -> bool:
+        await self._tg.__aenter__()
+        if not hasattr(os, "pidfd_open"):
+            return False
+        self._tg.start_soon(self._watch)
+        return True
+
+    async def _watch(self) -> None:
+        await proc.wait_exit(self.pid, self.start_ticks)
+        self.sub.wake()
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self._tg.cancel_scope.cancel()
+        return await self._tg.__aexit__(*exc)

@@ -39,6 +39,7 @@ __all__ = [
     "read_session_file",
     "resolve_pid",
     "resolve_process",
+    "session_owner",
     "transcript_inside",
 ]
 
@@ -153,6 +154,29 @@ def read_session_file(path: Path) -> SessionFile:
         version=data.get("version"),
         tmux=data["tmux"] if isinstance(data.get("tmux"), str) else None,
     )
+
+
+#: session files parsed, by path: (mtime_ns, size, inode) and the result, so that looking at every session of
+#: a config folder (another process's claim) costs a stat per file, not a read and a JSON parse
+_parsed: dict[Path, tuple[tuple[int, int, int], SessionFile]] = {}
+
+
+def _read_cached(path: Path) -> SessionFile:
+    """:func:`read_session_file`, parsed again only when the file changed (same errors)."""
+    try:
+        st = path.stat()
+    except OSError:
+        _parsed.pop(path, None)
+        raise
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = _parsed.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    session = read_session_file(path)
+    if len(_parsed) > 4096:
+        _parsed.clear()
+    _parsed[path] = (key, session)
+    return session
 
 
 def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
@@ -288,7 +312,7 @@ def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
         if not re.fullmatch(r"\d+\.json", name):
             continue
         try:
-            other = read_session_file(res.config / "sessions" / name)
+            other = _read_cached(res.config / "sessions" / name)
         except (OSError, ValueError):
             continue
         live = proc.read_proc(other.pid)
@@ -396,13 +420,34 @@ def _claimed_elsewhere(res: Resolution) -> set[str]:
         if not name.endswith(".json") or name == f"{res.process.pid}.json":
             continue
         try:
-            other = read_session_file(res.config / "sessions" / name)
+            other = _read_cached(res.config / "sessions" / name)
         except (OSError, ValueError):
             continue
         live = proc.read_proc(other.pid)
         if live is not None and session_matches(other, live) is None:
             claimed.add(other.session_id)
     return claimed
+
+
+def session_owner(config: Path, session_id: str) -> proc.Proc | None:
+    """The live Claude Code process whose session file (in ``config``) names ``session_id``, or None."""
+    try:
+        entries = os.listdir(config / "sessions")
+    except OSError:
+        return None
+    for name in entries:
+        if not name.endswith(".json"):
+            continue
+        try:
+            session = _read_cached(config / "sessions" / name)
+        except (OSError, ValueError):
+            continue
+        if session.session_id != session_id.lower():
+            continue
+        live = proc.read_proc(session.pid)
+        if live is not None and session_matches(session, live) is None:
+            return live
+    return None
 
 
 def _newest_unclaimed(

@@ -69,6 +69,9 @@ START_SLACK_S = 1.0
 IDLE_QUIET_S = 5.0
 #: while the screen still says busy after that, look again this often
 IDLE_RECHECK_S = 1.0
+#: older Codex: an open turn with no answer (an interrupt there writes nothing) and nothing written for this
+#: long is not trusted to be running unless the screen says so, or hand-offs to it would wait STALE_BUSY_S
+PROVISIONAL_STALE_S = 60.0
 
 
 @dataclass
@@ -388,6 +391,8 @@ class CodexAdapter(TerminalAdapter):
         state = self._state
         if state is not None and state.busy:
             fresh = state.last_activity is None or time.time() - state.last_activity < STALE_BUSY_S
+            if state.provisional is not None and time.monotonic() - self._fed_at >= PROVISIONAL_STALE_S:
+                fresh = False
             if fresh or busy_on_screen:
                 return "busy"
         if busy_on_screen:
@@ -458,14 +463,7 @@ class CodexAdapter(TerminalAdapter):
 
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
-        steps = [
-            ResolveStep(
-                "pane",
-                True,
-                f"{self.ctx.tile.pane} -> {info.pane_id} ({info.address}), pid {info.pid}",
-                {"pane_id": info.pane_id, "pid": info.pid},
-            )
-        ]
+        steps = [self.pane_step(info)]
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps

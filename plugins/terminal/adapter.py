@@ -7,6 +7,7 @@ printed, from the line where the turn began to the agent's input line, without t
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Any, ClassVar
@@ -22,6 +23,8 @@ from pipeline.system.text import sanitize, strip_ansi
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
+
+log = logging.getLogger("batonpass")
 
 #: how many lines above the cursor a shell tile's last command is looked for
 SHELL_LOOKBACK = 500
@@ -253,6 +256,8 @@ class ShellAdapter(TerminalAdapter):
                 continue
             if self._mark is None or prompt_text is None:
                 self._mark, prompt_text = info.cursor_line, await self._prompt_text(info)
+                log.debug("%s: shell prompt %r on line %d; a command from here on is a turn", self.ctx.name,
+                          prompt_text, self._mark)
                 continue
             if info.cursor_line == self._mark:
                 was_busy = self._in_turn = False

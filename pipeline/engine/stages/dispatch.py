@@ -69,8 +69,10 @@ async def type_prompt(adapter: AgentAdapter, text: str,
         on_submit()
     await ctx.tmux.send_keys(info.pane_id, "Enter")
     with anyio.move_on_after(adapter.confirm_timeout_s):
+        tick = 0.005  # agents show a turn within milliseconds of the Enter: look soon, then less often
         while not await adapter.turn_started(before):
-            await anyio.sleep(0.05)
+            await anyio.sleep(tick)
+            tick = min(tick * 2, 0.05)
         return True, info.pane_id
     return False, info.pane_id
 

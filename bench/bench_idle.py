@@ -1,0 +1,113 @@
+"""Idle cost of ``baton run``: 50 Claude Code tiles (the stand-in of ``bench/claude_standin.py``), 25 routes,
+nothing happening, for ``BENCH_IDLE_S`` (60) seconds.
+
+Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
+tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end.
+The baseline, run the same way in the same process: tmux as one process per command and the watchfiles
+watcher (``BATON_TMUX_CONTROL=0 BATON_WATCHER=watchfiles``).
+
+Run: ``.venv/bin/python bench/bench_idle.py`` (needs tmux; its own socket and temp dirs; ~2.5 min).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STANDIN = ROOT / "bench" / "claude_standin.py"
+TILES = int(os.environ.get("BENCH_TILES", "50"))
+WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
+MODES = {"control + inotify": {}, "subprocess + watchfiles": {"BATON_TMUX_CONTROL": "0",
+                                                                 "BATON_WATCHER": "watchfiles"}}
+
+
+def ticks(pid: int) -> int:
+    """CPU ticks of ``pid`` (with its children that ended: ``tmux`` processes) and of its live descendants
+    (the tmux control-mode client). The tmux server's own work for these commands is not counted."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+            if p == pid:
+                total += int(fields[13]) + int(fields[14])  # cutime, cstime: children waited for
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo.extend(int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split())
+        except (OSError, IndexError):
+            continue
+    return total
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, float]:
+    work = tmp / mode.replace(" ", "")
+    config = work / "claude"
+    config.mkdir(parents=True)
+    socket = f"baton-idle-{os.getpid()}-{len(os.listdir(tmp))}"
+    tmux = ["tmux", "-f", "/dev/null", "-L", socket]
+    lines = ["version: 1", "tiles:"]
+    try:
+        for i in range(TILES):
+            cwd = work / f"proj{i // 2}"
+            cwd.mkdir(exist_ok=True)
+            cmd = shlex.join(["env", f"CLAUDE_CONFIG_DIR={config}", sys.executable, str(STANDIN), "--name",
+                              f"c{i}", "--log", str(work / f"c{i}.jsonl")])
+            pane = subprocess.run([*tmux, "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"c{i}", "-x",
+                                   "100", "-y", "30", "-c", str(cwd), cmd],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            lines.append(f"  c{i}: {{pane: '{pane}', agent: claude}}")
+        lines.append("routes:")
+        lines += [f"  - {{from: c{i}, to: c{i + 1}}}" for i in range(0, TILES, 2)]
+        routes = work / "routes.yaml"
+        routes.write_text("\n".join(lines) + "\n")
+        env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), **extra_env}
+        baton = str(Path(sys.executable).parent / "baton")
+        daemon = subprocess.Popen([baton, "run", "-L", socket, "-c", str(routes)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(8.0)  # started, every tile resolved and followed
+            start, t0 = ticks(daemon.pid), time.monotonic()
+            time.sleep(WINDOW_S)
+            used = (ticks(daemon.pid) - start) / os.sysconf("SC_CLK_TCK")
+            cpu = used / (time.monotonic() - t0) * 100
+            rss = rss_mb(daemon.pid)
+        finally:
+            daemon.terminate()
+            try:
+                daemon.wait(20)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        return cpu, rss
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def main() -> None:
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode, env in MODES.items():
+            cpu, rss = results[mode] = measure(mode, env, Path(tmp))
+            print(f"{mode:>24}: {TILES} tiles idle {WINDOW_S:.0f} s: CPU {cpu:.2f} % of a core, "
+                  f"RSS {rss:.0f} MB", flush=True)
+    (c_cpu, c_rss), (s_cpu, s_rss) = results.values()
+    print(f"control + inotify / baseline: CPU x{c_cpu / s_cpu if s_cpu else float('nan'):.2f}, "
+          f"RSS x{c_rss / s_rss:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Hand-off latency: the answer's last line on disk → the paste starts in the target pane.
+
+Real tmux panes run the Claude Code stand-in (``bench/claude_standin.py``: a process named ``claude`` that
+writes its session file and transcript as Claude Code 2.1.x does). Each source answers turns of its own at
+random moments (one every ~0.7 s, ±20 %, or slower so that all together answer at most 10 turns a
+second), independently of the others; the pipeline (``Pipeline`` with
+the ``claude`` adapter, in this process) hands each answer to its target. The source logs when its end-of-turn
+lines were written, the target when the first byte of the bracketed paste reached it; the difference is one
+hand-off's latency (same clock, same machine).
+
+Each configuration (1 pair, 10 pairs, 50 with ``BENCH_50=1``) gets >= ``BENCH_HANDOFFS`` (100) hand-offs, with
+tmux reached over control mode and, as the baseline in the same process, over one subprocess per command
+(``BENCH_MODES=control,subprocess``; a build without control mode runs subprocesses only). Printed: p50, p99
+and max per configuration, and the ratios N pairs / 1 pair and control / subprocess.
+
+Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~3 min).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.engine.config import Config  # noqa: E402
+from pipeline.engine.runtime import Pipeline  # noqa: E402
+from pipeline.plugin.manager import load_registries  # noqa: E402
+from pipeline.system.tmux import Tmux  # noqa: E402
+
+STANDIN = ROOT / "bench" / "claude_standin.py"
+EVERY_S = 0.7
+#: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
+#: load (50 pairs at one answer each 0.7 s would be 70 hand-offs a second, a throughput test)
+MAX_RATE = 10.0
+
+
+class Followed(logging.Handler):
+    """Counts the tiles the pipeline follows (its "following ..." log lines): the turns start after."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.tiles: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("%s: following"):
+            self.tiles.add(str(record.args[0]) if isinstance(record.args, tuple) else "")
+
+
+def standin(name: str, log: Path, config: Path, *extra: str) -> str:
+    return shlex.join(["env", f"CLAUDE_CONFIG_DIR={config}", sys.executable, str(STANDIN), "--name", name,
+                       "--log", str(log), *extra])
+
+
+def make_tmux(name: str, mode: str) -> Tmux:
+    if "control" in inspect.signature(Tmux).parameters:
+        return Tmux(socket_name=name, config_file="/dev/null", control=mode == "control")  # type: ignore[call-arg]
+    return Tmux(socket_name=name, config_file="/dev/null")
+
+
+async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float]:
+    """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
+    turns = math.ceil(handoffs / pairs)
+    every = max(EVERY_S, pairs / MAX_RATE)
+    work = tmp / f"{mode}-{pairs}"
+    config = work / "claude"
+    config.mkdir(parents=True)
+    tmux = make_tmux(f"baton-bench-{os.getpid()}-{mode}-{pairs}", mode)
+    tiles: dict[str, dict[str, str]] = {}
+    routes, sources, target_logs, source_logs = [], [], [], []
+    try:
+        for i in range(pairs):
+            cwd = work / f"proj{i}"
+            cwd.mkdir()
+            src_log, dst_log = work / f"s{i}.jsonl", work / f"t{i}.jsonl"
+            src = await tmux.new_session(f"s{i}", standin(f"s{i}", src_log, config, "--auto", str(turns),
+                                                          "--every", str(every)),
+                                         cwd=str(cwd), width=100, height=30)
+            dst = await tmux.new_session(f"t{i}", standin(f"t{i}", dst_log, config, "--work-s", "0.02"),
+                                         cwd=str(cwd), width=100, height=30)
+            tiles[f"s{i}"] = {"pane": src.pane_id, "agent": "claude"}
+            tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": "claude"}
+            routes.append({"from": f"s{i}", "to": f"t{i}"})
+            sources.append(src.pane_id)
+            target_logs.append(dst_log)
+            source_logs.append(src_log)
+        cfg = Config.model_validate({"version": 1, "tiles": tiles, "routes": routes})
+        pipeline = Pipeline(cfg, load_registries(), tmux)
+        followed = Followed()
+        logger = logging.getLogger("batonpass")
+        logger.addHandler(followed)
+        level = logger.level
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        async with anyio.create_task_group() as tg:
+            await tg.start(pipeline.run)
+            with anyio.fail_after(60):  # every tile followed (its files resolved) before the first turn
+                while len(followed.tiles) < 2 * pairs:
+                    await anyio.sleep(0.1)
+            logger.removeHandler(followed)
+            logger.setLevel(level)
+            await anyio.sleep(0.5)
+            for pane in sources:
+                await tmux.send_keys(pane, "Enter")  # an empty line starts the source's own turns
+            deadline = time.monotonic() + turns * every * 1.6 + 30
+            arrived = lambda: sum(_count(log, "paste") for log in target_logs)  # noqa: E731
+            while time.monotonic() < deadline and arrived() < pairs * turns:
+                await anyio.sleep(0.25)
+            tg.cancel_scope.cancel()
+        answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}
+        latencies = []
+        for log in target_logs:
+            for r in _records(log):
+                if r["event"] == "paste" and r["text"].strip() in answers:
+                    latencies.append((r["t"] - answers[r["text"].strip()]) * 1000)
+        if len(latencies) < pairs * turns:
+            print(f"  ! {mode}, {pairs} pairs: only {len(latencies)} of {pairs * turns} hand-offs arrived",
+                  file=sys.stderr)
+        return latencies
+    finally:
+        await tmux.kill_server()
+
+
+def _records(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _count(log: Path, event: str) -> int:
+    return sum(1 for r in _records(log) if r["event"] == event)
+
+
+def pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+async def main() -> None:
+    if os.environ.get("BENCH_LOG"):  # the pipeline's own log, with milliseconds, to see where time goes
+        logging.basicConfig(filename=os.environ["BENCH_LOG"], level=logging.DEBUG,
+                            format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
+    handoffs = int(os.environ.get("BENCH_HANDOFFS", "100"))
+    sizes = [1, 10] + ([50] if os.environ.get("BENCH_50") else [])
+    modes = os.environ.get("BENCH_MODES", "control,subprocess").split(",")
+    if "control" not in inspect.signature(Tmux).parameters:
+        modes = ["subprocess"]
+    results: dict[tuple[str, int], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")  # the hook spool, never the user's
+        for mode in modes:
+            for pairs in sizes:
+                lat = results[(mode, pairs)] = await measure(pairs, handoffs, mode, Path(tmp))
+                if lat:
+                    print(f"{mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} ({len(lat)} hand-offs): "
+                          f"p50 {pct(lat, 50):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms",
+                          flush=True)
+    for mode in modes:
+        base = results.get((mode, 1))
+        for pairs in sizes[1:]:
+            lat = results.get((mode, pairs))
+            if base and lat:
+                print(f"{mode}: {pairs} pairs / 1 pair: p50 x{pct(lat, 50) / pct(base, 50):.2f}, "
+                      f"p99 x{pct(lat, 99) / pct(base, 99):.2f}")
+    if "control" in modes and "subprocess" in modes:
+        for pairs in sizes:
+            c, s = results.get(("control", pairs)), results.get(("subprocess", pairs))
+            if c and s:
+                print(f"control / subprocess, {pairs} pairs: p50 x{pct(c, 50) / pct(s, 50):.2f}, "
+                      f"p99 x{pct(c, 99) / pct(s, 99):.2f}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,256 @@
+"""One persistent tmux control-mode connection per server: a command and its reply in a fraction of a
+millisecond instead of a ~3 ms ``tmux`` process per command. Used only by :mod:`pipeline.system.tmux`.
+
+How it behaves, and why:
+
+- It is ``tmux -C attach-session -f ignore-size,no-output`` on a session that exists: a control client has
+  to be attached to some session, but with ``ignore-size`` its size never counts (the user's panes are never
+  resized) and with ``no-output`` tmux sends it no ``%output`` of any pane. It never creates a session: with
+  no server (or no session) there is no connection, and the caller runs a subprocess instead
+  (:class:`ControlUnavailable`). Being attached shows: the session counts one more attached client.
+- Each command line written gets exactly one ``%begin``/``%end`` (or ``%error``) block from tmux, in order,
+  with flags 1; blocks with flags 0 (the attach itself, hooks) are not replies. A block ends only at the
+  ``%end``/``%error`` carrying its ``%begin``'s time, number and flags. Replies are matched to commands by
+  their order of writing, so a caller cancelled before it read its reply leaves nothing behind: the next
+  reader skips it.
+- Pane text is not trusted: a captured line may imitate ``%end``. Commands that print are followed, in the
+  same write, by a nonce (``display-message -p``); a reply counts only when the stream reaches that nonce
+  cleanly. Anything out of place (text between blocks, an ``%end`` with no block, the nonce missing) drops
+  the connection and the caller runs a subprocess for that command.
+- The server going away (``kill-server``, the last session closed) ends the connection (EOF); the next
+  command connects again, to the new server if there is one. Failed connections back off (up to 30 s).
+- It uses raw pipes and ``anyio.wait_readable``/``wait_writable``, so it runs under any event loop; a call
+  from another event loop than the one that connected starts a fresh connection. The client process lives
+  in its own session (a Ctrl-C meant for ``baton`` does not reach it) and exits when its stdin closes, so it
+  never outlives this process, and never keeps a server alive: ``kill-server`` and ``exit-empty`` end it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import time
+import weakref
+from dataclasses import dataclass
+
+import anyio
+import anyio.lowlevel
+
+__all__ = ["ControlClient", "ControlUnavailable", "Reply", "quote"]
+
+#: commands whose output may hold text a pane's program chose (screen, titles): checked with a nonce
+PRINTING = frozenset({"capture-pane", "display-message", "list-panes", "list-windows", "list-sessions",
+                      "show-buffer", "show-options", "list-buffers", "list-clients"})
+#: a command this slow means tmux is stuck: the connection is dropped, the caller runs a subprocess
+REPLY_TIMEOUT_S = 5.0
+MAX_BACKOFF_S = 30.0
+
+
+class ControlUnavailable(Exception):
+    """Control mode cannot serve this command now; run it as a subprocess."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    ok: bool
+    lines: list[str]
+    #: tmux's command number and time (seconds) from the reply's ``%begin``
+    number: int = 0
+    time: int = 0
+
+    @property
+    def text(self) -> str:
+        """As a ``tmux`` process would have printed it: one ``\\n`` after each line."""
+        return "".join(line + "\n" for line in self.lines)
+
+
+def quote(arg: str) -> str:
+    """``arg`` as one tmux command-language word: double-quoted, with ``\\``, ``"`` and ``$`` escaped and
+    every control character written as an escape, so nothing in it is expanded, split or ends the line."""
+    out = ['"']
+    for ch in arg:
+        if ch in '\\"$':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+class _Desync(Exception):
+    """The stream does not look like tmux's replies any more."""
+
+
+class ControlClient:
+    """The control-mode connection to the tmux server that ``base`` (``tmux [-f F] -L/-S X``) names."""
+
+    def __init__(self, base: list[str]) -> None:
+        self.base = list(base)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._token: object = None
+        self._lock: anyio.Lock | None = None
+        self._buf = b""
+        self._written = 0  # command lines written on this connection
+        self._replied = 0  # replies (flags-1 blocks) read on it
+        self._replies: dict[int, Reply] = {}
+        self._retry_at = 0.0
+        self._backoff = 0.5
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._proc is not None
+
+    # ---- the connection ---------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        if time.monotonic() < self._retry_at:
+            raise ControlUnavailable("control mode failed a moment ago")
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # attach refuses to nest otherwise
+        try:
+            proc = subprocess.Popen([*self.base, "-C", "attach-session", "-f", "ignore-size,no-output"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        except OSError as exc:
+            self._failed()
+            raise ControlUnavailable(str(exc)) from None
+        assert proc.stdin is not None and proc.stdout is not None
+        os.set_blocking(proc.stdin.fileno(), False)
+        os.set_blocking(proc.stdout.fileno(), False)
+        self._proc, self._buf, self._written, self._replied, self._replies = proc, b"", 0, 0, {}
+        self._token, self._lock = anyio.lowlevel.current_token(), anyio.Lock()
+        self._finalizer = weakref.finalize(self, _stop, proc)
+
+    def _failed(self) -> None:
+        self._retry_at = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+
+    def close(self) -> None:
+        """End the connection (the next command connects again)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._proc = self._finalizer = None
+        self._lock = None
+
+    def _lost(self, ever_replied: bool) -> None:
+        self.close()
+        if ever_replied:
+            self._backoff = 0.5  # it worked: the next call may connect at once (a restarted server)
+        else:
+            self._failed()
+
+    # ---- commands ---------------------------------------------------------------------------------------
+
+    async def run(self, *args: str) -> Reply:
+        """Run one tmux command; raises :class:`ControlUnavailable` when control mode cannot serve it."""
+        if self._proc is not None and self._token != anyio.lowlevel.current_token():
+            self.close()  # connected under another event loop: its lock and waits are not this loop's
+        if self._proc is None:
+            self._connect()
+        assert self._lock is not None
+        async with self._lock:
+            proc = self._proc
+            if proc is None:
+                raise ControlUnavailable("the connection was lost")
+            nonce = secrets.token_hex(8) if args and args[0] in PRINTING else None
+            line = " ".join(quote(a) for a in args) + "\n"
+            if nonce is not None:
+                line += f"display-message -p {nonce}\n"
+            ever = self._replied > 0
+            try:
+                mine = self._written
+                self._written += 2 if nonce else 1
+                with anyio.fail_after(REPLY_TIMEOUT_S):
+                    await self._write(line.encode("utf-8", "surrogateescape"))
+                    reply = await self._reply(mine)
+                    if nonce is not None and (await self._reply(mine + 1)).lines != [nonce]:
+                        raise _Desync("the nonce after the reply is missing")
+            except (OSError, EOFError, _Desync, TimeoutError) as exc:
+                self._lost(ever)
+                raise ControlUnavailable(f"{type(exc).__name__}: {exc}") from None
+            return reply
+
+    async def _write(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        fd = self._proc.stdin.fileno()
+        while data:
+            try:
+                data = data[os.write(fd, data):]
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+
+    async def _reply(self, seq: int) -> Reply:
+        """Read until the reply to the ``seq``-th command written is in; earlier ones nobody waits for are
+        dropped."""
+        while seq not in self._replies:
+            await self._read_block()
+        reply = self._replies.pop(seq)
+        for old in [k for k in self._replies if k < seq]:
+            del self._replies[old]
+        return reply
+
+    async def _read_block(self) -> None:
+        line = await self._line()
+        if not line.startswith(b"%"):
+            raise _Desync(f"text outside a reply: {line[:40]!r}")
+        word, _, rest = line.partition(b" ")
+        if word in (b"%end", b"%error"):
+            raise _Desync("an end with no reply open")
+        if word == b"%exit":
+            raise EOFError("tmux ended the control client")
+        if word != b"%begin":
+            return  # a notification (%session-changed, %window-add, ...): nothing waits for those
+        guard, flags = rest, rest.rsplit(b" ", 1)[-1]
+        lines: list[str] = []
+        while True:
+            line = await self._line()
+            word, _, rest = line.partition(b" ")
+            if word in (b"%end", b"%error") and rest == guard:
+                break
+            if flags != b"1" and word in (b"%begin", b"%end", b"%error"):
+                raise _Desync("a reply inside a block that is not ours")
+            lines.append(line.decode("utf-8", "replace"))
+        if flags == b"1":
+            stamp, number, _ = guard.split(b" ", 2)
+            self._replies[self._replied] = Reply(ok=word == b"%end", lines=lines, number=int(number),
+                                                 time=int(stamp))
+            self._replied += 1
+
+    async def _line(self) -> bytes:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while (end := self._buf.find(b"\n")) < 0:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            if not data:
+                raise EOFError("the tmux server is gone")
+            self._buf += data
+        line, self._buf = self._buf[:end], self._buf[end + 1:]
+        return line
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Close the client's stdin (it detaches and exits) and reap it; kill it if it lingers."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass

@@ -1,0 +1,65 @@
+"""The shared file watcher on real files, on both backends (inotify through the event loop, watchfiles):
+hints for a file whose folder does not exist yet, for writes and renames, and one wake-up for a
+subscription to several paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.engine.watch import FileWatcher, Subscription
+from pipeline.system import inotify
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["inotify", "watchfiles"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "inotify" and not inotify.available():
+        pytest.skip("no inotify here")
+    monkeypatch.setenv("BATON_WATCHER", request.param)
+    return str(request.param)
+
+
+async def hint(sub: Subscription, what: str) -> set[Path]:
+    """The paths of the next hint (empty when the watcher restarted: then anything may have changed)."""
+    with anyio.move_on_after(10):
+        return await sub.wait()
+    raise AssertionError(f"no hint for {what}")
+
+
+async def test_hints_for_files_folders_and_renames(tmp_path: Path, backend: str) -> None:
+    watcher = FileWatcher()
+    target = tmp_path / "config" / "projects" / "a.jsonl"
+    session = tmp_path / "sessions" / "1.json"
+    session.parent.mkdir()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        with watcher.subscribe(target) as sub, watcher.subscribe(session.parent, target.parent) as both:
+            await sub.wait(0.5)  # the first hint: anything may have changed before the watch began
+            await both.wait(0.5)
+            target.parent.mkdir(parents=True)
+            await hint(sub, "the new folder")  # the watch moves down to it (a restart, and one more hint)
+            with anyio.fail_after(10):
+                while watcher._roots != {tmp_path / "sessions", target.parent}:
+                    await anyio.sleep(0.01)
+            await sub.wait(0.2)
+            target.write_text("one\n")
+            assert target in await hint(sub, "the new file")
+            with target.open("a") as f:
+                f.write("two\n")
+            assert target in await hint(sub, "an append")
+            while await both.wait(0.2):  # what the writes above told it
+                pass
+            tmp = session.with_suffix(".tmp")
+            tmp.write_text("{}")
+            os.replace(tmp, session)
+            assert session in await hint(both, "a rename into the sessions folder") | both.changed
+            while await both.wait(0.2):
+                pass
+            target.write_text("three\n")
+            assert target in await hint(both, "a write to its other path")
+            tg.cancel_scope.cancel()
