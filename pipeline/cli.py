@@ -21,6 +21,7 @@ from pipeline.commands.options import (
     add_common,
     bounded_float,
     bounded_int,
+    name_value,
     non_blank,
     pane_target,
 )
@@ -151,21 +152,25 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
-    sp.add_argument(
-        "--agent", default="claude", type=non_blank("--agent"), help="whose file it is (default claude)"
-    )
+    sp.add_argument("--agent", default="claude", type=non_blank("--agent"),
+                    help="whose file it is: any registered agent that reads files (default claude)")
     sp.add_argument("--session", metavar="ID", type=non_blank("--session"),
-                    help="a store holding several sessions (opencode): which one")
+                    help="a store holding several sessions (opencode): which one (= --option session=ID)")
+    sp.add_argument("-o", "--option", metavar="NAME=VALUE", action="append", default=[],
+                    type=name_value("--option"), help="an option of that agent's files (its ExtractOptions)")
     json_flag(sp, "the answer, its turn id, outcome and source")
 
     sp = cmd("hooks", None, "the agents' own completion hooks")
     hooks = sp.add_subparsers(metavar="ACTION")
     sp.set_defaults(help_of=sp)
-    hp = cmd("install", _hooks_install, "add Claude Code's Stop hook / Codex's notify, pointing at batonpass",
-             parent=hooks)
+    hp = cmd("install", _hooks_install, "add the agents' completion hooks (Claude Code's Stop hook, Codex's "
+             "notify, a plugin's own), pointing at batonpass", parent=hooks)
     hp.set_defaults(command="hooks install")
-    hp.add_argument("--claude", action="store_true")
-    hp.add_argument("--codex", action="store_true")
+    hp.add_argument("--agent", metavar="NAME", dest="agents", action="append", default=[],
+                    type=non_blank("--agent"),
+                    help="this agent's hooks (repeatable; default: every agent that has hooks)")
+    hp.add_argument("--claude", dest="agents", action="append_const", const="claude", help="= --agent claude")
+    hp.add_argument("--codex", dest="agents", action="append_const", const="codex", help="= --agent codex")
 
     sp = cmd("preview", _preview, "print what a route would hand on for an answer (default: the source "
              "tile's last answer); exit 1 when the route would not fire")
@@ -390,20 +395,15 @@ def _watch(args: argparse.Namespace, config: Config, registries: Registries) -> 
 def _extract(args: argparse.Namespace) -> int:
     from pipeline.commands.extract import extract_answer
 
-    return extract_answer(load_registries(), args.file, args.agent, args.session, args.json)
+    options = [("--session", "session", args.session)] if args.session else []
+    options += [(f"--option {name}", name, value) for name, value in args.option]
+    return extract_answer(load_registries(), args.file, args.agent, options, args.json)
 
 
 def _hooks_install(args: argparse.Namespace) -> int:
-    registries = load_registries()
-    kinds = [k for k, on in (("claude", args.claude), ("codex", args.codex)) if on] or ["claude", "codex"]
-    status = 0
-    for kind in kinds:
-        try:
-            print(registries.agents.get(kind).install_hooks([sys.executable, "-m", "pipeline.spool", kind]))
-        except (NotImplementedError, OSError, ValueError) as exc:
-            print(f"baton hooks install --{kind}: {exc}", file=sys.stderr)
-            status = 1
-    return status
+    from pipeline.commands.hooks import install_hooks
+
+    return install_hooks(load_registries(), args.agents)
 
 
 def _preview(args: argparse.Namespace) -> int:

@@ -82,6 +82,12 @@ def first_look(pipeline: Any, tile: str) -> bool:
     return getattr(pipeline.tiles[tile].adapter, "_mark", None) is not None
 
 
+def watches(watcher: Any, *paths: Path) -> bool:
+    """A running ``FileWatcher`` covers each of ``paths`` (it, or a folder above it): the watcher restarts
+    when a subscriber needs a new folder, and a change written before that restart is seen late, if at all."""
+    return all(any(root == p or root in p.parents for root in watcher.watching) for p in paths)
+
+
 class TmuxServer:
     """A private tmux server for one test."""
 

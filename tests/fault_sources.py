@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from pipeline.system import proc
-from plugins.claude_code.resolve import project_folder_name
+from plugins.claude_code.files import project_folder_name
 from plugins.codex.resolve import find_codex_process
 from tests.codex_standins import CodexHome, append, iso, rollout_path
 from tests.conftest import REPO, TmuxServer, demo_agent_command, wait_for

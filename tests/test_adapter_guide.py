@@ -68,22 +68,79 @@ def baton(*args: str) -> str:
                           check=True).stdout
 
 
+#: the `baton` console script pip made for this environment (the real entry point)
+BATON = Path(sys.executable).parent / "baton"
+
+
+def baton_script(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(BATON)] if BATON.exists() else [sys.executable, "-m", "pipeline.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The guide's files in a folder, built into a wheel and pip-installed into a folder of their own:
+    (the source folder, the folder to put on PYTHONPATH)."""
+    tmp = tmp_path_factory.mktemp("guide")
+    src, site = tmp / "baton-logbot", tmp / "site"
+    src.mkdir()
+    for name, text in guide_files().items():
+        (src / name).write_text(text)
+    wheel = build_wheel(src, tmp)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", "--target", str(site), str(wheel)], check=True)
+    return src, site
+
+
 def test_the_guide_has_its_three_files() -> None:
     assert set(guide_files()) == {"logbot", "baton_logbot.py", "pyproject.toml"}
+
+
+def test_baton_extract_and_hooks_install_take_the_installed_adapter(
+    guide_wheel: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands for one kind of agent are driven by the registry: a third-party adapter gets them."""
+    monkeypatch.setenv("PYTHONPATH", str(guide_wheel[1]))
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    log = tmp_path / "4242.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"type": "prompt", "turn": "t1", "text": "hi", "at": 1.0},
+        {"type": "answer", "turn": "t1", "text": "first answer", "at": 2.0},
+        {"type": "prompt", "turn": "t2", "text": "again", "at": 3.0},
+        {"type": "answer", "turn": "t2", "text": "second answer", "at": 4.0},
+    ]))
+    last = baton_script("extract", "--agent", "logbot", str(log))
+    assert (last.returncode, last.stdout) == (0, "second answer\n"), last
+    named = baton_script("extract", "--agent", "logbot", "-o", "turn=t1", "--json", str(log))
+    assert named.returncode == 0, named
+    answer = json.loads(named.stdout)
+    assert (answer["turn_id"], answer["text"]) == ("logbot:t1", "first answer")
+    wrong = baton_script("extract", "--agent", "logbot", "--session", "s1", str(log))
+    assert (wrong.returncode, wrong.stderr) == (
+        1, "baton extract: --session is not an option for logbot files (its options: turn)\n")
+
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    none = baton_script("hooks", "install", "--agent", "logbot")
+    assert none.returncode == 1 and "the logbot adapter has no hooks to install" in none.stderr, none
+    assert not claude.exists() and not codex.exists()
+    every = baton_script("hooks", "install")  # every adapter that has hooks: the built-ins, not logbot
+    assert every.returncode == 0 and every.stderr == "", every
+    assert "pipeline.spool claude" in (claude / "settings.json").read_text()
+    assert "pipeline.spool" in (codex / "config.toml").read_text()
+    alias = baton_script("hooks", "install", "--codex")  # the old flag: = --agent codex, again (no change)
+    assert alias.returncode == 0, alias
+    assert (codex / "config.toml").read_text().count("pipeline.spool") == 1
 
 
 @pytest.mark.tmux
 @pytest.mark.slow
 def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
-    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch,
+    guide_wheel: tuple[Path, Path]
 ) -> None:
-    src, site, home = tmp_path / "baton-logbot", tmp_path / "site", tmp_path / "logbot-home"
-    src.mkdir()
-    for name, text in guide_files().items():
-        (src / name).write_text(text)
-    wheel = build_wheel(src, tmp_path)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--target", str(site), str(wheel)], check=True)
+    (src, site), home = guide_wheel, tmp_path / "logbot-home"
     monkeypatch.setenv("PYTHONPATH", str(site))  # `baton run` and `baton plugins` see the installed plugin
     monkeypatch.setenv("LOGBOT_HOME", str(home))
     monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)

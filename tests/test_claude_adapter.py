@@ -28,10 +28,10 @@ from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.hooks import install_stop_hook
-from plugins.claude_code.resolve import project_folder_name
 from plugins.claude_code.screen import input_box, screen_answer
-from tests.conftest import FIXTURES, TmuxServer, messages, until, wait_for
+from tests.conftest import FIXTURES, TmuxServer, aquiet_for, messages, until, wait_for, watches
 from tests.stage_kit import with_catch_up
 from tests.test_claude_transcript import Transcript, text
 from tests.test_dispatch import REGISTRIES, make_config, running, start_demo
@@ -63,6 +63,10 @@ class Scene:
         self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
         self.adapter = ClaudeCodeAdapter(self.ctx)
         self.tx: Transcript | None = None
+
+    def folders(self) -> tuple[Path, Path]:
+        """The folders the adapter follows: the session files', and the project's (its transcripts)."""
+        return self.config / "sessions", self.config / "projects" / project_folder_name(str(self.cwd))
 
     def status(self, status: str, **extra: object) -> None:
         path = self.config / "sessions" / f"{self.pid}.json"
@@ -105,7 +109,7 @@ async def following(scene: Scene) -> AsyncIterator[list[Completion]]:
         tg.start_soon(scene.adapter.follow, with_catch_up(scene.adapter, emit, first_run=True))
         await until(lambda: scene.adapter._resolution is not None and scene.adapter._resolution.session, 10,
                     "the adapter following the session file")
-        await anyio.sleep(0.3)  # the watcher restarts on its new folders
+        await until(lambda: watches(watcher, *scene.folders()), what="the watcher on its new folders")
         yield emitted
         tg.cancel_scope.cancel()
 
@@ -123,7 +127,7 @@ async def test_one_turn_gets_one_id_from_transcript_status_and_hook(
         tx.end()
         scene.status("idle")
         await until(lambda: emitted, 10, "the completion")
-        await anyio.sleep(0.5)
+        await aquiet_for(0.5, "a completion under another turn id")
         hooked = await scene.adapter.hook_completion(scene.hook(key, "Refactored ✓"))
     turn = f"claude:{scene.session_id}:{key}"
     assert {c.turn_id for c in emitted} == {turn} and hooked.turn_id == turn
@@ -151,7 +155,7 @@ async def test_waiting_on_a_permission_prompt_is_not_a_completion(
         )
         scene.status("waiting", waitingFor="permission prompt")
         assert await scene.adapter.target_state() == "busy"
-        await anyio.sleep(2.0)  # longer than the idle grace: nothing may be reported
+        await aquiet_for(2.0, "a completion while the permission prompt waits (longer than the idle grace)")
         assert emitted == []
         scene.status("busy")
         tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
@@ -196,7 +200,7 @@ async def test_esc_before_any_text_is_a_failed_turn_and_a_local_command_no_turn(
             ),
         )
         scene.status("idle")
-        await anyio.sleep(2.0)
+        await aquiet_for(2.0, "a turn for the local command")
     assert len(emitted) == 1
 
 
@@ -228,7 +232,7 @@ async def test_the_hook_may_come_first_the_answer_still_comes_from_the_transcrip
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(answer)
-        await anyio.sleep(0.3)  # the Stop hook fires before the transcript line is on disk
+        await anyio.sleep(0.3)  # shapes the scenario: the Stop hook fires before the line is on disk
         tx.assistant("m", text("hook text, trimmed\n"))
         tx.end()
     assert answers == ["hook text, trimmed\n"]
@@ -409,7 +413,7 @@ async def test_a_turn_with_a_background_agent_running_is_held_until_the_notifica
         [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)  # what `baton status` prints
         assert row["state"] == "working: 1 background agent"
         assert await scene.adapter.target_state() == "busy"
-        await anyio.sleep(2.0)
+        await aquiet_for(2.0, "a completion of the held turn")
         assert emitted == []  # the held turn: no completion, so no route (not even on: any) and no hop
         tx = scene.transcript()
         notified = str(uuid.uuid4())
@@ -427,7 +431,7 @@ async def test_a_turn_with_a_background_agent_running_is_held_until_the_notifica
         tx.end()
         scene.status("idle")
         await until(lambda: emitted, 10, "the completion of the work")
-        await anyio.sleep(1.0)
+        await aquiet_for(1.0, "a second completion")
     assert [(c.turn_id, c.outcome) for c in emitted] == [
         (f"claude:{scene.session_id}:{notified}", "completed")
     ]
@@ -441,7 +445,7 @@ async def test_a_held_turn_with_no_turn_after_it_completes_once_the_session_is_i
     scene.status("idle")
     async with following(scene) as emitted:
         parent = agent_turn(scene, "AGENTTEST: quick")
-        await anyio.sleep(1.0)
+        await aquiet_for(1.0, "the held turn reported before the session file says idle again")
         assert emitted == []
         scene.status("idle")  # the agents finished and no notification turn came
         await until(lambda: emitted, 10, "the held turn as the completion")
@@ -508,16 +512,17 @@ async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_pro
     caplog.set_level("DEBUG", logger="batonpass")
     async with running(config, tmux_server) as pipeline:
         await until(lambda: "coder: following" in caplog.text, 20, "the claude tile following its files")
-        await anyio.sleep(0.5)
+        await until(lambda: watches(pipeline.tiles["coder"].ctx.watcher, *scene.folders()),
+                    what="the watcher restarted on the tile's folders")
         pipeline.hops.expect("coder", 2)  # as if a hand-off at hop 2 had started the Agent turn
         scene.status("busy")
         replay(44, 54)  # the parent turn ends, pendingBackgroundAgentCount 1; the session stays busy
-        await anyio.sleep(2.0)
+        await aquiet_for(2.0, "a hand-off of the held turn")
         assert messages(log) == []
         replay(55, 62)  # the <task-notification> turn, and its end
         scene.status("idle")
         await until(lambda: messages(log), 20, "the hand-off")
-        await anyio.sleep(ClaudeCodeAdapter.held_grace_s + 1.0)  # a second hand-off would be typed by now
+        await aquiet_for(ClaudeCodeAdapter.held_grace_s + 1.0, "a second hand-off (the held turn's)")
     final = json.loads(recorded[59])["message"]["content"][0]["text"]
     assert messages(log) == [final.strip("\n")]
     completions = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
@@ -550,11 +555,11 @@ async def test_without_a_session_file_an_old_style_answer_ends_after_the_transcr
             10,
             "the adapter following the transcript",
         )
-        await anyio.sleep(0.5)
+        await until(lambda: watches(watcher, *scene.folders()), what="the watcher on its new folders")
         key = tx.prompt("explain it")
         tx.assistant("m1", text("Let me look."), stop=None)
         tx.assistant("m1", {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}, stop=None)
-        await anyio.sleep(1.5)
+        await aquiet_for(1.5, "a completion while the last message calls a tool (longer than quiet_s)")
         assert emitted == []  # the last message calls a tool: not an answer
         tx.write(tx.line({"type": "user", "promptId": key, "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}}))

@@ -26,7 +26,7 @@ from pipeline.engine.config import Tile
 from pipeline.plugin.agents import TileContext
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, wait_for
 from tests.e2e_claude import make_claude_home
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
@@ -153,7 +153,10 @@ async def test_real_claude_code_answer_is_handed_over_once(
 
         # an interrupted turn: failed, nothing handed over
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
-        await anyio.sleep(0.4)
+        await until(lambda: (input_box(tmux_server.capture(pane)) or "").endswith("interrupt me"), 20,
+                    "the typed prompt in the input box")
+        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted (SPEC §5)
+        await anyio.sleep(ClaudeCodeAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", pane, "Enter")
         await until(
             lambda: f"Answer to «{SLOW}" in tmux_server.capture(pane), 20, "the slow answer streaming"
@@ -166,7 +169,7 @@ async def test_real_claude_code_answer_is_handed_over_once(
             15,
             "the failed completion",
         )
-        await anyio.sleep(1.0)  # a wrong hand-off would have been queued by now
+        await aquiet_for(1.0, "a hand-off of the interrupted turn")
     assert messages(log) == [answer.strip("\n")]
 
     resolved = baton("resolve", pane, "-L", tmux_server.socket, "--json")
@@ -261,7 +264,8 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
                     pressed["at"] = time.monotonic()
                     if re.search(r"❯\s*No", screen):
                         tmux_server.run("send-keys", "-t", pane, "Down")
-                        time.sleep(0.3)
+                        wait_for(lambda: not re.search(r"❯\s*No", tmux_server.capture(pane)), 5,
+                                 what="the selection off No")
                     tmux_server.run("send-keys", "-t", pane, "Enter")
                 return bool(messages(log))
 
@@ -276,7 +280,7 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
                     f"requests: {[r.last_user_message[:120] for r in api.turns]}"
                 ) from None
             await until(lambda: len(turn_ends(home.transcripts()[0])) >= 2, 20, "both turns' end lines")
-            await anyio.sleep(2.0)  # a second hand-off (the held turn's) would have been typed by now
+            await aquiet_for(2.0, "a second hand-off (the held turn's)")
         ends = turn_ends(home.transcripts()[0])
         pending = [e.get("pendingBackgroundAgentCount", 0) for e in ends]
         print(f"\nClaude Code {CLAUDE_CODE[1]} Agent turn: dialogs answered {sorted(answered)}; "

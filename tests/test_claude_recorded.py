@@ -13,7 +13,7 @@ from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import BUSY_STATUSES, ClaudeCodeAdapter
-from plugins.claude_code.resolve import read_session_file
+from plugins.claude_code.files import read_session_file
 from plugins.claude_code.screen import input_box, screen_answer
 from tests.conftest import FIXTURES
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.system import proc
-from plugins.claude_code.resolve import project_folder_name, read_session_file, resolve_pid, transcript_inside
+from plugins.claude_code.files import project_folder_name, read_session_file, transcript_inside
+from plugins.claude_code.resolve import resolve_pid
 from tests.conftest import FIXTURES, wait_for
 
 

@@ -32,7 +32,7 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, until, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 
@@ -202,7 +202,10 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         await until(lambda: messages(peer_log) == [first], what="the first answer in the peer")
         # a turn typed by a person in the Codex pane is handed on too
         tmux_server.run("send-keys", "-t", codex, "-l", "What next?")
-        await anyio.sleep(0.5)
+        await until(lambda: composer_draft(tmux_server.run("capture-pane", "-p", "-e", "-J", "-t", codex))
+                    == "What next?", what="the typed prompt in Codex's input line")
+        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted
+        await anyio.sleep(CodexAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", codex, "Enter")
         await until(lambda: messages(peer_log) == [first, second], what="the second answer in the peer")
         # both signals fired for both turns (notify chained to the program that was there before) ...
@@ -212,7 +215,7 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         await until(
             lambda: not list(spool_dir().glob("*.json")), what="the daemon to take the spooled records"
         )
-        await anyio.sleep(0.5)
+        await aquiet_for(0.5, "a turn handed on twice (once per signal)")
         # ... and each turn was handed on once, under the rollout's turn id
         assert messages(peer_log) == [first, second]
         completions = [e for e in events if isinstance(e, Completion) and e.tile == "codex"]
@@ -283,7 +286,7 @@ async def test_two_codex_panes_in_one_folder_keep_their_own_turns(
         await pipeline.submit(Prompt(route="seed-left", source="test", target="left", turn_id="s-l", hop=0,
                                      text="Left pane, now you."))
         await until(lambda: len(messages(peer_log)) == 2, what="left's answer")
-        await anyio.sleep(0.5)
+        await aquiet_for(0.5, "a third hand-off")
         assert messages(peer_log) == [
             "right: RIGHT_ANSWER from the right pane",
             "left: LEFT_ANSWER from the left pane",

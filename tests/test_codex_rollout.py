@@ -9,7 +9,8 @@ import pytest
 
 from pipeline.cli import main as baton
 from plugins.codex.adapter import CodexAdapter
-from plugins.codex.reader import JsonlTail, RolloutState, parse_timestamp, thread_id_of, uuid7_time
+from plugins.codex.reader import JsonlTail, parse_timestamp, thread_id_of, uuid7_time
+from plugins.codex.turns import RolloutState
 from tests.conftest import FIXTURES
 
 CODEX = FIXTURES / "codex"

@@ -19,8 +19,9 @@ from pipeline.engine.config import Tile
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.agents import TileContext
 from plugins.codex.adapter import CodexAdapter
-from plugins.codex.reader import JsonlTail, RolloutState, thread_id_of
+from plugins.codex.reader import JsonlTail, thread_id_of
 from plugins.codex.resolve import find_codex_process
+from plugins.codex.turns import RolloutState
 from tests.cli_run import baton, start_baton
 from tests.codex_standins import CodexHome, append, older_turns, prompt_lines, rollout_path
 from tests.conftest import FIXTURES, TmuxServer, demo_agent_command, messages, until, wait_for

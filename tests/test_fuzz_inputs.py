@@ -24,7 +24,7 @@ from pipeline.engine.config import ConfigError, load_config
 from pipeline.plugin.manager import load_registries
 from pipeline.spool import read_records
 from pipeline.system.text import sanitize
-from plugins.claude_code.resolve import read_session_file
+from plugins.claude_code.files import read_session_file
 from plugins.opencode.reader import OpenCodeStore, StoreError
 from tests.conftest import FIXTURES
 

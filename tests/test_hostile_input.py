@@ -20,6 +20,7 @@ from pipeline.system.jsonl import AppendedLines
 from pipeline.system.text import sanitize, strip_ansi
 from plugins.claude_code import reader as claude_transcript
 from plugins.codex import reader as codex_rollout
+from plugins.codex import turns as codex_turns
 from tests.conftest import FIXTURES
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -147,7 +148,7 @@ def test_claude_answers_with_escapes_are_sanitized(data: bytes) -> None:
 def test_codex_rollout_reader_never_crashes(data: bytes, cut: int) -> None:
     path = write(b"")
     try:
-        tail, state = codex_rollout.JsonlTail(path), codex_rollout.RolloutState()
+        tail, state = codex_rollout.JsonlTail(path), codex_turns.RolloutState()
 
         def read() -> None:
             for record in tail.read():

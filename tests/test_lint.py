@@ -28,3 +28,18 @@ def test_ruff_is_clean() -> None:
 def test_mypy_is_clean() -> None:
     result = run_tool("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_plugins_import_only_the_plugin_api() -> None:
+    """Built-in plugins are written like third-party ones: of batonpass they import ``pipeline.plugin``
+    (and its submodules) only, so what a plugin may rely on is all in one place."""
+    import ast
+
+    outside = []
+    for path in sorted((REPO / "plugins").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            outside += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names
+                        if name.split(".")[0] == "pipeline" and name.split(".")[:2] != ["pipeline", "plugin"]]
+    assert outside == []

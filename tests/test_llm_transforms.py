@@ -15,12 +15,12 @@ import anthropic
 import anyio
 import pytest
 
-from pipeline.engine.config import Config, ConfigError, LLMSettings, Settings, parse_config
+from pipeline.engine.config import Config, ConfigError, Settings, parse_config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Response
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
-from plugins.transforms.llm import MAX_CONCURRENT_CALLS, system_prompt
+from plugins.transforms.llm import MAX_CONCURRENT_CALLS, LLMSettings, system_prompt
 from tests.conftest import demo_agent_command, messages, until
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
 
@@ -240,6 +240,28 @@ def test_options_are_checked_when_the_config_loads(registries):
     text = str(exc.value)
     assert "unknown option 'instruction' for transform 'summary'" in text
     assert "routes[1].transform.max_words" in text
+
+
+def test_settings_llm_is_the_plugins_own_section_checked_where_it_is_written(registries):
+    """routes.yaml's ``settings.llm`` as before; the engine's Settings names no plugin, the LLM plugin
+    registers the section (register_settings) and reads it."""
+    assert "llm" not in Settings.model_fields and registries.settings.get("llm") is LLMSettings
+    good = ROUTES.replace("settings: {max_hops: 2}", "settings: {max_hops: 2, llm: {model: m, timeout_s: 5}}")
+    config, _ = parse_config(good, "routes.yaml", registries)
+    assert config.settings.section(LLMSettings) == LLMSettings(model="m", timeout_s=5)
+    transform = registries.transforms.get("summary").from_config({})
+    transform.configure(config.settings)
+    assert (transform.model, transform.timeout_s, transform.max_tokens) == ("m", 5, 1024)
+    bad = ROUTES.replace("{max_hops: 2}", "\n  max_hops: 2\n  llm: {max_tokens: '9', modle: m}\n  lm: {}")
+    with pytest.raises(ConfigError) as exc:
+        parse_config(bad, "routes.yaml", registries)
+    errors = [p for p in str(exc.value).splitlines() if "error" in p]
+    assert errors[:2] == [
+        "routes.yaml:14:21: error: settings.llm.max_tokens: Input should be a valid integer",
+        "routes.yaml:14:26: error: settings.llm.modle: unknown key 'modle'",
+    ]
+    assert errors[2].startswith("routes.yaml:15:3: error: settings.lm: unknown key 'lm'; known: max_hops, ")
+    assert errors[2].endswith(", llm") and len(errors) == 3
 
 
 async def test_the_fake_also_streams_server_sent_events(anthropic_api: FakeAnthropicAPI):

@@ -20,7 +20,7 @@ import pytest
 
 from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.journal import default_journal_path
-from pipeline.engine.notify import Notifier
+from pipeline.engine.notify import Notice, Notifier
 from pipeline.engine.notify_config import NotifyTarget
 from tests.conftest import REPO, TmuxServer, until, wait_for
 from tests.fakes.webhook import WebhookReceiver
@@ -29,6 +29,14 @@ from tests.test_faults import start_agent, wait_followed, write_config
 
 TOKEN = "tok-S3CRET-0a1b2c3d"
 DOWN_TOKEN = "tok-DOWN-9f8e7d6c"
+
+
+def hanging_listener() -> socket.socket:
+    """A loopback port that takes connections (the kernel's backlog) and never answers: a hung server."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    return s
 
 
 def closed_port() -> int:
@@ -66,6 +74,7 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
     monkeypatch.setenv("PATH", f"{tmp_path / 'desktop-bin'}:{os.environ['PATH']}")
     outer = TmuxServer(tmp_path)
     webhook = WebhookReceiver().start()
+    hung = hanging_listener()
     try:
         client = attach_client(tmux_server, outer)
         scene = Scene(tmux_server, tmp_path)
@@ -75,6 +84,7 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
         shell = tmux_server.new_pane()  # the tile's agent exited: a bare shell is left
         hook_url = f"{webhook.url}/hooks/{TOKEN}?auth={TOKEN}"
         down_url = f"http://127.0.0.1:{closed_port()}/x/{DOWN_TOKEN}"
+        hung_url = f"http://127.0.0.1:{hung.getsockname()[1]}/x/{DOWN_TOKEN}"
         config = write_config(
             tmp_path / "routes.yaml", tmux_server.socket,
             {"coder": {"pane": scene.pane, "agent": "claude"}, "a": {"pane": a, "agent": "demo"},
@@ -83,6 +93,7 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
             max_hops=1, give_up_s=1.5,
             notify=[{"kind": "webhook", "url": hook_url},
                     {"kind": "webhook", "url": down_url, "timeout_s": 2},
+                    {"kind": "webhook", "url": hung_url, "timeout_s": 1},
                     {"kind": "tmux", "display_s": 30}, {"kind": "desktop", "events": ["waiting"]}],
         )
         daemon = daemon_factory(config)
@@ -109,9 +120,11 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
         tmux_server.type(a, "seed")
         wait_for(lambda: webhook.events("failed") and webhook.events("max_hops"), timeout=30,
                  what="the failed hand-off and the loop stop")
+        wait_for(lambda: "no answer within 1s" in daemon.stderr(), what="the hung webhook given up")
         assert daemon.stop() == 0
     finally:
         webhook.stop()
+        hung.close()
         outer.kill()
 
     got = [(e["event"], e["tile"]) for e in webhook.events()]
@@ -128,8 +141,11 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
                                         "coder is waiting: permission prompt"]
     log = daemon.stderr()
     assert TOKEN not in log and DOWN_TOKEN not in log
+    # each webhook that is down is reported once, by scheme and host only
     down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line]
-    assert len(down) == 1 and "cannot connect" in down[0], log
+    assert len(down) == 2, log
+    assert sum("cannot connect" in line for line in down) == 1
+    assert sum("no answer within 1s" in line for line in down) == 1
     for f in (p for p in default_journal_path().parent.rglob("*") if p.is_file()):
         assert TOKEN.encode() not in f.read_bytes() and DOWN_TOKEN.encode() not in f.read_bytes()
 
@@ -196,3 +212,45 @@ async def test_desktop_without_notify_send_is_one_log_line(
     assert sum("notify-send is not installed" in m for m in lines) == 1
     assert sum(m.startswith("notice      waiting") for m in lines) == 2
     assert sum(m.startswith("notice      failed") for m in lines) == 1
+
+
+class Recording(Notifier):
+    """A notifier whose notices are kept in a list instead of sent."""
+
+    def __init__(self) -> None:
+        super().__init__([NotifyTarget(kind="tmux")])
+        self.notices: list[Notice] = []
+
+    def _post(self, notice: Notice) -> None:
+        self.notices.append(notice)
+
+
+@pytest.mark.anyio
+async def test_the_router_reports_a_failed_transform_and_a_stopped_loop_once_per_turn() -> None:
+    from pipeline.engine.stages.route import PromptRouter
+    from pipeline.plugin.events import Completion, Response
+    from pipeline.plugin.manager import load_registries
+    from tests import stage_kit
+
+    cfg = stage_kit.config("""
+version: 1
+tiles:
+  a: {pane: '%1', agent: shell}
+  b: {pane: '%2', agent: shell}
+routes:
+  - {from: a, to: b}
+settings: {max_hops: 2}
+""")
+    notifier = Recording()
+    router = PromptRouter(cfg, stage_kit.tiles(cfg), load_registries().transforms, notifier=notifier)
+
+    async def broken(route: object, response: object) -> str:
+        raise RuntimeError("the model is down")
+
+    router.transform = broken  # type: ignore[method-assign]
+    for _ in range(2):  # the same turn seen twice (two signals, a catch-up): one notice each
+        await router.decide(Response(Completion("a", "t1", hop=0), "answer", "transcript"))
+        await router.decide(Response(Completion("a", "t2", hop=2), "answer", "transcript"))
+    assert [(n.event, n.handoff, n.tile) for n in notifier.notices] == [
+        ("failed", "a->b@t1", "b"), ("max_hops", "a->b@t2", "a")]
+    assert "the model is down" in notifier.notices[0].message

@@ -30,7 +30,7 @@ from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 
@@ -130,7 +130,7 @@ async def test_real_opencode_hands_off_and_takes_prompts(
             with anyio.fail_after(45):
                 while not messages(log):
                     await anyio.sleep(0.05)
-            await anyio.sleep(2.0)
+            await aquiet_for(2.0, "a second hand-off")
             tg.cancel_scope.cancel()
         assert messages(log) == [ANSWER]
         assert [d.state for d in deliveries if d.prompt.target == "t"] == ["delivered"]

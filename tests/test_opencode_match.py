@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plugins.opencode.reader import SessionRow
 from plugins.opencode.resolve import Claim, OpenCodeProcess, choose_session, same_prompt
+from plugins.opencode.turns import SessionRow
 
 T0 = 1_800_000_000_000  # ms
 

@@ -16,16 +16,8 @@ import pytest
 
 from pipeline import cli
 from plugins.opencode.adapter import OpenCodeAdapter
-from plugins.opencode.reader import (
-    MessageRow,
-    OpenCodeStore,
-    StoreBusy,
-    StoreMissing,
-    UnknownSchema,
-    newest_turn_open,
-    store_path,
-    turn_ends,
-)
+from plugins.opencode.reader import OpenCodeStore, StoreBusy, StoreMissing, UnknownSchema, store_path
+from plugins.opencode.turns import MessageRow, newest_turn_open, turn_ends
 from tests.conftest import FIXTURES
 from tests.fakes.opencode_store import StoreWriter
 

@@ -10,11 +10,15 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from pipeline.commands.table import table
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import Registries
 
-__all__ = ["extract_answer", "print_history"]
+__all__ = ["extract_answer", "extract_options", "print_history"]
 
 
 def _regular_file(path: Path) -> str:
@@ -35,12 +39,37 @@ def _regular_file(path: Path) -> str:
     return ""
 
 
-def extract_answer(registries: Registries, path: Path, agent: str, session: str | None, as_json: bool) -> int:
+def extract_options(cls: type[AgentAdapter], given: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """The keyword arguments of ``cls.extract_file`` from ``given`` (flag, name, value), validated with the
+    adapter's :attr:`~AgentAdapter.ExtractOptions`; raises ValueError naming the flag that is wrong."""
+    fields = cls.ExtractOptions.model_fields
+    for flag, name, _ in given:
+        if name not in fields:
+            takes = ", ".join(fields) or "none"
+            raise ValueError(f"{flag} is not an option for {cls.name} files (its options: {takes})")
+    raw = {name: value for _, name, value in given}
+    try:
+        model = cls.ExtractOptions.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"--option {where}: {err['msg']}") from None
+    return {name: getattr(model, name) for name in raw}
+
+
+def extract_answer(registries: Registries, path: Path, agent: str, given: list[tuple[str, str, str]],
+                   as_json: bool) -> int:
+    """``baton extract``: ``given`` holds the options as (flag, name, value), for the adapter's
+    ``ExtractOptions``."""
     cls = registries.agents.get(agent)  # an unknown agent: UnknownName, one line from main()
+    try:
+        options = extract_options(cls, given)
+    except ValueError as exc:
+        print(f"baton extract: {exc}", file=sys.stderr)
+        return 1
     if why := _regular_file(path):
         print(f"baton extract: {why}", file=sys.stderr)
         return 1
-    options = {"session": session} if session else {}  # only stores of many sessions take it
     try:
         response = cls.extract_file(path, **options)
     except (LookupError, NotImplementedError, ValueError) as exc:
@@ -48,11 +77,6 @@ def extract_answer(registries: Registries, path: Path, agent: str, session: str 
         return 1
     except OSError as exc:
         print(f"baton extract: {path}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except TypeError:
-        if not options:
-            raise
-        print(f"baton extract: --session is not an option for {agent} files", file=sys.stderr)
         return 1
     except sqlite3.Error as exc:  # not an SQLite store at all (opencode)
         print(f"baton extract: {path} is not a {agent} file ({type(exc).__name__}: {exc})", file=sys.stderr)

@@ -19,6 +19,7 @@ __all__ = [
     "add_common",
     "bounded_float",
     "bounded_int",
+    "name_value",
     "non_blank",
     "pane_target",
 ]
@@ -58,6 +59,18 @@ def pane_target(value: str) -> str:
     if value == "title:":
         raise argparse.ArgumentTypeError("title: needs a title after it (title:NAME)")
     return value
+
+
+def name_value(what: str) -> Callable[[str], tuple[str, str]]:
+    """A ``NAME=VALUE`` argument (an option handed on to a plugin), as the pair."""
+
+    def check(value: str) -> tuple[str, str]:
+        name, eq, rest = non_blank(what)(value).partition("=")
+        if not eq or not name.strip():
+            raise argparse.ArgumentTypeError(f"{what} takes NAME=VALUE, not {value!r}")
+        return name.strip(), rest
+
+    return check
 
 
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:

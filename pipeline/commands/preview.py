@@ -1,7 +1,8 @@
 """``baton preview``: what a route would hand its target for a given answer, without typing anything.
 
-The route's transform is built exactly as the daemon builds it (the router's own construction, so
-``settings.llm`` and the route's options apply) and given the same :class:`TransformInput`. What is shown:
+The route's transform is built exactly as the daemon builds it (the router's own construction, so the
+plugins' settings sections and the route's options apply) and given the same :class:`TransformInput`. What
+is shown:
 
 - for transforms that call nothing (raw, template, ...): the prompt they make;
 - for AI transforms with their key set: the model's prompt — the API is called, so instructions can be

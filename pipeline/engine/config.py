@@ -29,12 +29,12 @@ from pipeline.engine.yaml_text import (
     read_checked,
 )
 from pipeline.plugin.registry import UnknownName
+from pipeline.plugin.settings import SectionT
 from pipeline.system.jsonl import json_list, json_object
 
 __all__ = [
     "Config",
     "ConfigError",
-    "LLMSettings",
     "Problem",
     "Route",
     "Settings",
@@ -101,18 +101,16 @@ class Route(Strict):
 
 
 # numbers are strict: `true` or "600" is a mistake in routes.yaml, not the number 1 or 600
-class LLMSettings(Strict):
-    model: str = "claude-sonnet-4-5"
-    max_tokens: int = Field(default=1024, gt=0, strict=True)
-    timeout_s: float = Field(default=60, gt=0, allow_inf_nan=False, strict=True)
+class Settings(BaseModel):
+    """The engine's settings; any other key is a plugin's own section (``register_settings``), checked
+    by the loader with that plugin's model and read by the plugin with :meth:`section`."""
 
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
-class Settings(Strict):
     max_hops: int | None = Field(default=None, ge=0, strict=True)
     catch_up_s: float = Field(default=300, ge=0, allow_inf_nan=False, strict=True)
     #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
     give_up_s: float = Field(default=600, gt=0, allow_inf_nan=False, strict=True)
-    llm: LLMSettings = LLMSettings()
     #: the NATS servers joining hosts (only needed when a route crosses hosts)
     bus: BusSettings | None = None
     #: where to tell a person that a tile waits for them, a hand-off was kept or failed, a loop stopped
@@ -121,6 +119,12 @@ class Settings(Strict):
     @property
     def hop_limit(self) -> int:
         return DEFAULT_MAX_HOPS if self.max_hops is None else self.max_hops
+
+    def section(self, model: type[SectionT]) -> SectionT:
+        """A plugin's own section, ``settings.<model.section>``, read with its model (the model's defaults
+        when routes.yaml has none)."""
+        raw = (self.model_extra or {}).get(model.section)
+        return raw if isinstance(raw, model) else model.model_validate(raw or {})
 
 
 class Config(Strict):
@@ -416,6 +420,8 @@ def _semantic_problems(data: dict[str, Any], positions: _Positions, registries: 
                                                 positions, registries))
     problems.extend(crossing_problems(data, positions))
     settings = json_object(data.get("settings"))
+    if registries is not None:
+        problems.extend(_section_problems(settings, positions, registries))
     if "max_hops" not in settings:
         for cycle in _cycles(edges):
             path = " -> ".join([*cycle, cycle[0]])
@@ -474,6 +480,30 @@ def _transform_problems(
                 problems.append(positions.problem(loc, _message(err)))
         return problems
     return _api_key_problems(cls, kind, validated, type_path, positions)
+
+
+def _section_problems(settings: dict[str, Any], positions: _Positions, registries: Any) -> list[Problem]:
+    """``settings:`` keys the engine does not own are plugins' sections, each checked with its plugin's
+    model (``register_settings``); a key no plugin registered is unknown."""
+    problems: list[Problem] = []
+    for key, value in settings.items():
+        if key in Settings.model_fields:
+            continue
+        if key not in registries.settings:
+            known = ", ".join([*Settings.model_fields, *registries.settings.names()])
+            problems.append(positions.problem(("settings", key), f"unknown key {key!r}; known: {known}",
+                                              key=True))
+            continue
+        try:
+            registries.settings.get(key).model_validate(value if value is not None else {})
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ("settings", key, *err["loc"])
+                if err["type"] == "extra_forbidden":
+                    problems.append(positions.problem(loc, f"unknown key {loc[-1]!r}", key=True))
+                else:
+                    problems.append(positions.problem(loc, _message(err)))
+    return problems
 
 
 def _api_key_problems(

@@ -13,11 +13,14 @@ import json
 import logging
 import shutil
 import socket
+import threading
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from pipeline.engine.notify_config import NotifyTarget
@@ -131,12 +134,8 @@ class DesktopSink(Sink):
 
 
 class WebhookSink(Sink):
-    """A JSON POST per notice, in a worker thread of its own limiter (the shared thread pool, which adapters
-    read files with, is never held by a slow server)."""
-
-    def __init__(self, target: NotifyTarget) -> None:
-        super().__init__(target)
-        self._threads = anyio.CapacityLimiter(PARALLEL)
+    """A JSON POST per notice, from a daemon thread of its own: a server that never answers holds neither
+    the shared thread pool (adapters read files with it) nor the exit of ``baton run``."""
 
     async def start(self) -> None:
         assert self.target.url is not None
@@ -144,7 +143,24 @@ class WebhookSink(Sink):
 
     async def send(self, notice: Notice) -> None:
         body = json.dumps(notice.as_json(), ensure_ascii=False).encode("utf-8")
-        await anyio.to_thread.run_sync(self._post, body, limiter=self._threads, abandon_on_cancel=True)
+        token = anyio.lowlevel.current_token()
+        done = anyio.Event()
+        failure: list[Exception] = []
+
+        def post() -> None:
+            try:
+                self._post(body)
+            except Exception as exc:
+                failure.append(exc)
+            try:
+                anyio.from_thread.run_sync(done.set, token=token)
+            except RuntimeError:
+                pass  # the event loop is gone: nobody waits for this answer any more
+
+        threading.Thread(target=post, name="batonpass-webhook", daemon=True).start()
+        await done.wait()
+        if failure:
+            raise failure[0]
 
     def _post(self, body: bytes) -> None:
         assert self.target.url is not None

@@ -94,6 +94,12 @@ class FileWatcher:
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
+    @property
+    def watching(self) -> frozenset[Path]:
+        """The folders watched now. A subscription that needs a new folder is covered once the restart has
+        put it here (the watch is set up in the same step, so a change from then on is seen)."""
+        return self._roots
+
     def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str]) -> Subscription:
         """Hints for ``path`` (and any of ``more``: one wake-up for changes to any of them). They need not
         exist yet: the nearest existing ancestor is watched until they do."""

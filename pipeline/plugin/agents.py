@@ -14,8 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from pydantic import BaseModel
+
 from pipeline.plugin.events import Completion, Response
-from pipeline.plugin.turns import ResolveStep, TurnEnd
+from pipeline.plugin.transforms import NoOptions
+from pipeline.plugin.turns import ResolveStep, TurnEnd, TurnMark
 from pipeline.system import proc
 from pipeline.system.tmux import PaneGone, ServerGone
 
@@ -136,6 +139,9 @@ class AgentAdapter:
     reads_screen: ClassVar[bool] = False
     #: a short description for `baton plugins`
     summary: ClassVar[str] = ""
+    #: the options :meth:`extract_file` takes (``baton extract --option NAME=VALUE``), a pydantic model like a
+    #: transform's ``Options``: ``baton extract`` validates them with it, so a wrong one is named, not raised
+    ExtractOptions: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, ctx: TileContext) -> None:
         self.ctx = ctx
@@ -177,11 +183,11 @@ class AgentAdapter:
         pane shows no such agent — never type there); ``gone`` (no pane)."""
         raise NotImplementedError
 
-    async def snapshot(self) -> Any:
-        """Whatever :meth:`turn_started` needs to see that a submitted prompt started a turn."""
-        return None
+    async def snapshot(self) -> TurnMark:
+        """What :meth:`turn_started` needs to see that a prompt submitted after now started a turn."""
+        return TurnMark()
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         """True once the agent shows it took the prompt submitted after ``snapshot()`` returned ``before``."""
         return True
 
@@ -191,9 +197,11 @@ class AgentAdapter:
         return None
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """``baton extract``: the last finished turn's answer from one of this agent's files, or None
-        if the file holds no finished turn. Adapters without files raise NotImplementedError."""
+        if the file holds no finished turn. ``options`` are fields of :attr:`ExtractOptions` (the same
+        signature in every adapter: an adapter declares its options there, never as extra parameters).
+        Adapters without files raise NotImplementedError."""
         raise NotImplementedError(f"the {cls.name} adapter reads no files")
 
     @classmethod
@@ -201,6 +209,12 @@ class AgentAdapter:
         """``baton hooks install``: add ``hook_command`` (it runs :mod:`pipeline.spool`) to the agent's own
         settings without destroying what the user has there. Returns what was changed, for the user."""
         raise NotImplementedError(f"the {cls.name} adapter has no hooks to install")
+
+    @classmethod
+    def has_hooks(cls) -> bool:
+        """Whether this adapter has completion hooks to install (it overrides :meth:`install_hooks`):
+        what ``baton hooks install`` without ``--agent`` installs."""
+        return any("install_hooks" in vars(k) for k in cls.__mro__[:cls.__mro__.index(AgentAdapter)])
 
     async def current_draft(self) -> str:
         """Text waiting in the agent's input line (a person's draft, or a paste a crash left unsubmitted)."""

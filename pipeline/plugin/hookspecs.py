@@ -13,14 +13,24 @@ from typing import Any
 
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.markers import hookspec
+from pipeline.plugin.settings import SettingsSection
 from pipeline.plugin.transforms import Transform
 
-__all__ = ["RegisterAgent", "RegisterTransform", "register_agents", "register_transforms"]
+__all__ = [
+    "RegisterAgent",
+    "RegisterSettings",
+    "RegisterTransform",
+    "register_agents",
+    "register_settings",
+    "register_transforms",
+]
 
 #: what ``register_agents`` hands a plugin: call it with an adapter class
 RegisterAgent = Callable[[type[AgentAdapter]], None]
 #: what ``register_transforms`` hands a plugin: call it with a transform class
 RegisterTransform = Callable[[type[Transform[Any]]], None]
+#: what ``register_settings`` hands a plugin: call it with a settings section model
+RegisterSettings = Callable[[type[SettingsSection]], None]
 
 
 @hookspec
@@ -44,4 +54,15 @@ def register_transforms(register: RegisterTransform) -> None:
         :class:`pipeline.plugin.transforms.Transform`; its ``name`` is what ``transform:`` in routes.yaml
         names and its ``Options`` pydantic model (``extra="forbid"``) validates the route's options when the
         config loads, so a wrong option is reported before anything runs.
+    """
+
+
+@hookspec
+def register_settings(register: RegisterSettings) -> None:
+    """Add the sections of ``settings:`` in routes.yaml that a plugin owns.
+
+    :param register: call ``register(SectionClass)`` once per section. The class subclasses
+        :class:`pipeline.plugin.settings.SettingsSection` (a pydantic model, ``extra="forbid"``); its
+        ``section`` is the key under ``settings:``. The config loader validates that section with it (each
+        error at its YAML position) and the plugin reads it with ``settings.section(SectionClass)``.
     """

@@ -10,12 +10,13 @@ A third-party plugin that cannot be loaded — its entry point fails to import, 
 a hook raises — is left out with a warning naming it; every ``baton`` command keeps working and
 ``baton plugins`` lists it as ``failed: <error>``. A broken built-in is a bug and still raises.
 
-Registration: :func:`load_registries` calls ``pm.hook.register_agents(register=…)`` and
-``pm.hook.register_transforms(register=…)``. A class's origin comes from its ``__module__``: the
-built-in ``plugins`` package, or the distribution of the third-party plugin whose module defines it. The
-classes are added in plugin order — built-ins first, then third-party plugins in the order they loaded —
-and a **later class of the same name overrides** the earlier one (so a third-party plugin can replace a
-built-in adapter). An override is never silent: a warning names the name and both origins.
+Registration: :func:`load_registries` calls ``pm.hook.register_agents(register=…)``,
+``pm.hook.register_transforms(register=…)`` and ``pm.hook.register_settings(register=…)``. A class's origin
+comes from its ``__module__``: the built-in ``plugins`` package, or the distribution of the third-party
+plugin whose module defines it. The classes are added in plugin order — built-ins first, then third-party
+plugins in the order they loaded — and a **later class of the same name overrides** the earlier one (so a
+third-party plugin can replace a built-in adapter). An override is never silent: a warning names the name
+and both origins.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import pluggy
 
 from pipeline.plugin import hookspecs
 from pipeline.plugin.markers import PROJECT
-from pipeline.plugin.registry import AgentRegistry, Registry, TransformRegistry
+from pipeline.plugin.registry import AgentRegistry, Registry, SettingsRegistry, TransformRegistry
 
 __all__ = [
     "BUILTIN",
@@ -170,6 +171,8 @@ def make_plugin_manager(*, load_external: bool | None = None) -> BatonPluginMana
 class Registries:
     agents: AgentRegistry
     transforms: TransformRegistry
+    #: the sections of ``settings:`` that plugins own (``register_settings``)
+    settings: SettingsRegistry = field(default_factory=SettingsRegistry)
 
 
 @dataclass
@@ -215,13 +218,14 @@ def _call(pm: BatonPluginManager, hook: str, registry: Registry[T]) -> None:
         replaced = registry.add(cls, origin)
         if replaced is not None:
             log.warning("%s %r from %s overrides the one from %s", registry.kind,
-                        getattr(cls, "name", "?"), origin, replaced)
+                        getattr(cls, registry.key, "?"), origin, replaced)
 
 
 def load_registries(pm: BatonPluginManager | None = None) -> Registries:
-    """Call both registration hooks, remembering which plugin registered each class (see the module)."""
+    """Call the registration hooks, remembering which plugin registered each class (see the module)."""
     pm = pm or make_plugin_manager()
-    agents, transforms = AgentRegistry(), TransformRegistry()
-    _call(pm, "register_agents", agents)
-    _call(pm, "register_transforms", transforms)
-    return Registries(agents, transforms)
+    registries = Registries(AgentRegistry(), TransformRegistry(), SettingsRegistry())
+    _call(pm, "register_agents", registries.agents)
+    _call(pm, "register_transforms", registries.transforms)
+    _call(pm, "register_settings", registries.settings)
+    return registries

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 from pipeline.plugin.agents import AgentAdapter
+from pipeline.plugin.settings import SettingsSection
 from pipeline.plugin.transforms import Transform
 
-__all__ = ["AgentRegistry", "Registry", "TransformRegistry", "UnknownName"]
+__all__ = ["AgentRegistry", "Registry", "SettingsRegistry", "TransformRegistry", "UnknownName"]
 
 T = TypeVar("T")
 
@@ -23,9 +24,10 @@ class UnknownName(LookupError):
 
 
 class Registry(Generic[T]):
-    """Classes (subclasses of ``T``) by their ``name``."""
+    """Classes (subclasses of ``T``) by their ``name`` (the class attribute :attr:`key` says which)."""
 
     kind = "name"
+    key = "name"
 
     def __init__(self) -> None:
         self._classes: dict[str, type[T]] = {}
@@ -34,9 +36,9 @@ class Registry(Generic[T]):
     def add(self, cls: type[T], origin: str = "?") -> str | None:
         """Register ``cls`` under its ``name``, replacing any earlier class of that name; returns the
         replaced class's origin (None when the name was new), so the caller can say so."""
-        name = getattr(cls, "name", None)
+        name = getattr(cls, self.key, None)
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{cls!r} has no 'name' string, so routes.yaml could not name it")
+            raise TypeError(f"{cls!r} has no {self.key!r} string, so routes.yaml could not name it")
         replaced = self._origin.get(name) if name in self._classes else None
         self._classes[name] = cls
         self._origin[name] = origin
@@ -68,3 +70,10 @@ class AgentRegistry(Registry[AgentAdapter]):
 
 class TransformRegistry(Registry[Transform[Any]]):
     kind = "transform"
+
+
+class SettingsRegistry(Registry[SettingsSection]):
+    """The plugins' sections of ``settings:``, by their ``section`` key."""
+
+    kind = "settings section"
+    key = "section"

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.plugin.events import Response
+from pipeline.plugin.settings import PluginSettings
 
 __all__ = ["NoOptions", "OptionsT", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
 
@@ -76,9 +77,10 @@ class Transform(Generic[OptionsT]):
     def from_config(cls, options: dict[str, Any]) -> Transform[OptionsT]:
         return cls(cast(OptionsT, cls.Options.model_validate(options)))
 
-    def configure(self, settings: Any) -> None:
-        """Called once after construction with the config's :class:`pipeline.engine.config.Settings`, for
-        transforms that take defaults from it (the LLM ones read ``settings.llm``). Default: nothing."""
+    def configure(self, settings: PluginSettings) -> None:
+        """Called once after construction with the config's settings, for transforms that take defaults
+        from their plugin's own section (``settings.section(Model)``, a model registered with the
+        ``register_settings`` hook; the LLM ones read ``llm``). Default: nothing."""
 
     def dry_run(self, data: TransformInput) -> str | None:
         """What :meth:`apply` would send to an outside service, shown instead of sending it

@@ -3,11 +3,13 @@ found those files. Each adapter reads its own formats; these are what it hands t
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pipeline.plugin.events import Completion, Outcome
 
-__all__ = ["Resolution", "ResolveStep", "TurnEnd"]
+__all__ = ["Resolution", "ResolveStep", "TurnEnd", "TurnMark"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +59,24 @@ class Resolution:
     def stopped_at(self) -> str | None:
         """The first step that failed, if any."""
         return next((s.step for s in self.steps if not s.ok), None)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMark:
+    """What an adapter noted just before a prompt was submitted (:meth:`AgentAdapter.snapshot`), for
+    :meth:`AgentAdapter.turn_started` to compare with. One type for every adapter; each fills what it reads.
+
+    ``source``: the file the agent was writing (a transcript, a rollout); ``count``: how many prompts or
+    turn starts it held; ``key``: its latest prompt's key; ``keys``: the latest user message per session (a
+    store of several sessions); ``changed_at``: when the agent last reported a status; ``screen``: the pane's
+    text (screen adapters, and the fallback of the others); ``cursor``: the pane's cursor line; ``at``: when
+    the mark was taken (epoch seconds)."""
+
+    source: str | None = None
+    count: int = 0
+    key: str | None = None
+    keys: Mapping[str, str | None] | None = None
+    changed_at: float | None = None
+    screen: str | None = None
+    cursor: int | None = None
+    at: float = field(default_factory=time.time)

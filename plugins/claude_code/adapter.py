@@ -27,14 +27,14 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.tools import proc
 from pipeline.plugin.usage import SessionUsage
-from pipeline.system import proc
-from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, TmuxError
+from plugins.claude_code.files import UUID, config_dir, read_session_file, transcript_inside
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.paste import normalized
@@ -48,15 +48,7 @@ from plugins.claude_code.reader import (
     recent_prompts,
     scan_back,
 )
-from plugins.claude_code.resolve import (
-    PROCESS_NAMES,
-    UUID,
-    Resolution,
-    config_dir,
-    read_session_file,
-    resolve_pid,
-    transcript_inside,
-)
+from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
 from plugins.claude_code.screen import BUSY_MARKERS, input_box, screen_answer
 from plugins.claude_code.turns import TurnEnd, turn_id
 from plugins.claude_code.usage import TranscriptUsage
@@ -270,7 +262,7 @@ class ClaudeCodeAdapter(FileFollowing):
             return None
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """The last finished turn's answer; raises LookupError saying why there is none (no main chain,
         the last turn still open or waiting for background agents, the last turn failed)."""
         end = last_finished_turn(path)
@@ -326,32 +318,30 @@ class ClaudeCodeAdapter(FileFollowing):
         want = normalized(text)
         return any(normalized(p) == want for p in prompts)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> TurnMark:
         info = await self.ctx.pane()
         res = self._current(info)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
         screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
-        return {
-            "status_at": res.session.status_updated_at if res.session else None,
-            "transcript": res.transcript,
-            "key": key,
-            "screen": screen,
-        }
+        return TurnMark(
+            changed_at=res.session.status_updated_at if res.session else None,
+            source=str(res.transcript) if res.transcript is not None else None,
+            key=key,
+            screen=screen,
+        )
 
-    async def turn_started(self, before: Any) -> bool:
-        if not isinstance(before, dict):
-            return await super().turn_started(before)
+    async def turn_started(self, before: TurnMark) -> bool:
         info = await self.ctx.pane()
         res = self._current(info)
-        if res.session is not None and res.session.status_updated_at != before["status_at"] \
+        if res.session is not None and res.session.status_updated_at != before.changed_at \
                 and res.session.status in BUSY_STATUSES:
             return True
         if res.transcript is not None:
-            if res.transcript != before["transcript"] or \
-                    await anyio.to_thread.run_sync(latest_key, res.transcript) != before["key"]:
+            if str(res.transcript) != before.source or \
+                    await anyio.to_thread.run_sync(latest_key, res.transcript) != before.key:
                 return True
-        if before["screen"] is not None:
-            return await super().turn_started(before["screen"])
+        if before.screen is not None:
+            return await super().turn_started(before)
         return False
 
     # ---- hooks -----------------------------------------------------------------------------------

@@ -14,26 +14,22 @@ import os
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from pipeline.engine.watch import Subscription
+from pipeline.plugin import PaneGone, ServerGone
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
-from pipeline.system import proc
-from pipeline.system.tmux import PaneGone, ServerGone
+from pipeline.plugin.tools import proc
+from plugins.claude_code.files import SessionFile, project_folder_name, read_session_file, session_owner
 from plugins.claude_code.reader import TranscriptTail
-from plugins.claude_code.resolve import (
-    Resolution,
-    SessionFile,
-    project_folder_name,
-    read_session_file,
-    resolve_process,
-    session_owner,
-)
+from plugins.claude_code.resolve import Resolution, resolve_process
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
+
+if TYPE_CHECKING:
+    from pipeline.plugin.tools import Subscription
 
 __all__ = ["FileFollowing", "wait_any", "waiting_reason"]
 

@@ -20,185 +20,30 @@ chain went, where it stopped and which fallback rule it took:
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.plugin.agents import ResolveStep
-from pipeline.system import proc
+from pipeline.plugin.tools import proc
+from plugins.claude_code.files import (
+    UUID,
+    SessionFile,
+    config_dir,
+    live_sessions,
+    project_folder_name,
+    read_session_file,
+    session_matches,
+    transcript_inside,
+)
 
-__all__ = [
-    "PROCESS_NAMES",
-    "Resolution",
-    "SessionFile",
-    "config_dir",
-    "project_folder_name",
-    "read_session_file",
-    "resolve_pid",
-    "resolve_process",
-    "session_owner",
-    "transcript_inside",
-]
+__all__ = ["PROCESS_NAMES", "Resolution", "resolve_pid", "resolve_process"]
 
 PROCESS_NAMES = frozenset({"claude", "claude.exe"})
-UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-MAX_SESSION_FILE = 64 * 1024
 #: how the transcript that /clear starts begins (seen on 2.1.197, which also renames the session file's
 #: sessionId; older versions are reported to keep the old one)
 CLEAR_MARK = b"<command-name>/clear</command-name>"
-#: Claude Code's limit on a project folder name before it switches to the hash form
-MAX_FOLDER_NAME = 200
-
-
-def project_folder_name(cwd: str) -> str:
-    """Claude Code's folder name for ``cwd``: every UTF-16 unit outside ``[a-zA-Z0-9]`` becomes ``-``;
-    over 200 units, the first 200 + ``-`` + base36 of the absolute Java-style 32-bit hash of ``cwd``.
-    (Seen in 2.1.197's own code: JavaScript strings are UTF-16, so a character outside the BMP counts
-    twice.)"""
-    units = cwd.encode("utf-16-le")
-    codes = [int.from_bytes(units[i:i + 2], "little") for i in range(0, len(units), 2)]
-    name = "".join(chr(c) if c < 128 and chr(c).isalnum() else "-" for c in codes)
-    if len(name) <= MAX_FOLDER_NAME:
-        return name
-    h = 0
-    for c in codes:
-        h = (h * 31 + c) & 0xFFFFFFFF
-    h = abs(h - (1 << 32) if h >= 1 << 31 else h)
-    digits = ""
-    while True:
-        h, r = divmod(h, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + digits
-        if h == 0:
-            break
-    return f"{name[:MAX_FOLDER_NAME]}-{digits}"
-
-
-def config_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$CLAUDE_CONFIG_DIR``, else ``$HOME/.claude``, from ``env`` (default: this process's)."""
-    environ: Mapping[str, str] = os.environ if env is None else env
-    if environ.get("CLAUDE_CONFIG_DIR"):
-        return Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
-    return Path(environ.get("HOME") or os.path.expanduser("~")) / ".claude"
-
-
-def process_env(pid: int) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in pairs}
-
-
-@dataclass(frozen=True)
-class SessionFile:
-    """``sessions/<PID>.json`` as Claude Code writes it."""
-
-    path: Path
-    pid: int
-    session_id: str
-    cwd: str | None
-    proc_start: str | None
-    status: str | None
-    waiting_for: str | None
-    status_updated_at: int | None
-    started_at: int | None
-    version: str | None
-    #: 2.1.332: ``"<session>:@<window>.%<pane>"``, written when the CLI's environment has ``$TMUX``
-    tmux: str | None = None
-
-    @property
-    def pane_id(self) -> str | None:
-        """The ``%N`` the ``tmux`` key names, if any."""
-        tail = self.tmux.rsplit(".", 1)[-1] if self.tmux else ""
-        return tail if re.fullmatch(r"%\d+", tail) else None
-
-
-def read_session_file(path: Path) -> SessionFile:
-    """Parse a session file. Raises ValueError (with the reason) for anything that is not one, and
-    for a ``sessionId`` that is not a UUID."""
-    try:
-        raw = path.read_bytes()[:MAX_SESSION_FILE]
-        data = json.loads(raw)
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past Python's stack
-        raise ValueError(f"unreadable: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    session_id = data.get("sessionId")
-    if not isinstance(session_id, str) or not UUID.match(session_id):
-        raise ValueError(f"refused: sessionId {str(session_id)[:60]!r} is not a UUID")
-    try:
-        pid = int(data.get("pid"))  # type: ignore[arg-type]  # None or junk: the except below
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError("no pid") from None
-
-    def opt_int(key: str) -> int | None:
-        value = data.get(key)
-        return int(value) if isinstance(value, int) or (isinstance(value, float) and value == value
-                                                          and abs(value) != float("inf")) else None
-
-    return SessionFile(
-        path=path,
-        pid=pid,
-        session_id=session_id.lower(),
-        cwd=data.get("cwd") or None,
-        proc_start=str(data["procStart"]) if data.get("procStart") is not None else None,
-        status=data.get("status"),
-        waiting_for=data.get("waitingFor"),
-        status_updated_at=opt_int("statusUpdatedAt"),
-        started_at=opt_int("startedAt"),
-        version=data.get("version"),
-        tmux=data["tmux"] if isinstance(data.get("tmux"), str) else None,
-    )
-
-
-#: session files parsed, by path: (mtime_ns, size, inode) and the result, so that looking at every session of
-#: a config folder (another process's claim) costs a stat per file, not a read and a JSON parse
-_parsed: dict[Path, tuple[tuple[int, int, int], SessionFile]] = {}
-
-
-def _read_cached(path: Path) -> SessionFile:
-    """:func:`read_session_file`, parsed again only when the file changed (same errors)."""
-    try:
-        st = path.stat()
-    except OSError:
-        _parsed.pop(path, None)
-        raise
-    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-    hit = _parsed.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    session = read_session_file(path)
-    if len(_parsed) > 4096:
-        _parsed.clear()
-    _parsed[path] = (key, session)
-    return session
-
-
-def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
-    """Why ``session`` does not belong to the live process ``p``, or None if it does."""
-    if session.pid != p.pid:
-        return f"its pid {session.pid} is not {p.pid}"
-    if session.proc_start is not None and session.proc_start != str(p.start_ticks):
-        return f"procStart {session.proc_start} != {p.start_ticks} in /proc/{p.pid}/stat (a reused PID)"
-    return None
-
-
-def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None:
-    """``path`` if it is a ``<UUID>.jsonl`` directly inside a project folder of ``config`` — also once
-    symlinks are followed — else None: batonpass only reads Claude Code's own transcripts, whatever a hook
-    payload or a link in the projects folder points at."""
-    p = Path(os.path.abspath(path))
-    projects = Path(os.path.abspath(config / "projects"))
-    if p.suffix != ".jsonl" or not UUID.match(p.stem) or p.parent.parent != projects:
-        return None
-    if not os.path.realpath(p).startswith(os.path.realpath(projects) + os.sep):
-        return None
-    return p
 
 
 @dataclass
@@ -251,7 +96,7 @@ def resolve_process(p: proc.Proc, pane_id: str | None = None) -> Resolution:
     stale (a wrapper process named claude whose child wrote it)."""
     res = Resolution(process=p)
     res.add("process", True, f"{p.comm} pid {p.pid} ({p.exe or 'exe unreadable'})", p.pid)
-    env = process_env(p.pid)
+    env = proc.environ(p.pid) or None  # {}: unreadable (or empty): then this environment decides
     res.config = config_dir(env) if env is not None else config_dir()
     origin = ("CLAUDE_CONFIG_DIR of the process" if env and env.get("CLAUDE_CONFIG_DIR") else
               "HOME of the process" if env else "this environment (the process's is unreadable)")
@@ -303,20 +148,9 @@ def _pane_named(res: Resolution, p: proc.Proc, pane_id: str) -> None:
                 res.session.tmux,
             )
         return
-    try:
-        names = sorted(os.listdir(res.config / "sessions"))
-    except OSError:
-        return
     cwd = proc.cwd(p.pid)
-    for name in names:
-        if not re.fullmatch(r"\d+\.json", name):
-            continue
-        try:
-            other = _read_cached(res.config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        live = proc.read_proc(other.pid)
-        if other.pane_id != pane_id or live is None or session_matches(other, live) is not None:
+    for name, other in live_sessions(res.config):
+        if not re.fullmatch(r"\d+\.json", name) or other.pane_id != pane_id:
             continue
         if cwd is not None and other.cwd is not None and os.path.realpath(other.cwd) != os.path.realpath(cwd):
             continue
@@ -411,43 +245,8 @@ def _mtime(path: Path) -> float:
 def _claimed_elsewhere(res: Resolution) -> set[str]:
     """Session ids of the other live Claude Code processes of this config folder."""
     assert res.config is not None and res.process is not None
-    claimed: set[str] = set()
-    try:
-        entries = os.listdir(res.config / "sessions")
-    except OSError:
-        return claimed
-    for name in entries:
-        if not name.endswith(".json") or name == f"{res.process.pid}.json":
-            continue
-        try:
-            other = _read_cached(res.config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        live = proc.read_proc(other.pid)
-        if live is not None and session_matches(other, live) is None:
-            claimed.add(other.session_id)
-    return claimed
-
-
-def session_owner(config: Path, session_id: str) -> proc.Proc | None:
-    """The live Claude Code process whose session file (in ``config``) names ``session_id``, or None."""
-    try:
-        entries = os.listdir(config / "sessions")
-    except OSError:
-        return None
-    for name in entries:
-        if not name.endswith(".json"):
-            continue
-        try:
-            session = _read_cached(config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        if session.session_id != session_id.lower():
-            continue
-        live = proc.read_proc(session.pid)
-        if live is not None and session_matches(session, live) is None:
-            return live
-    return None
+    own = f"{res.process.pid}.json"
+    return {other.session_id for name, other in live_sessions(res.config) if name != own}
 
 
 def _newest_unclaimed(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.system.text import strip_ansi
+from pipeline.plugin.tools import strip_ansi
 
 __all__ = ["BUSY_MARKERS", "input_box", "screen_answer"]
 

@@ -8,82 +8,51 @@ assistant message, else the hook's text, else the screen. Codex's ``notify`` pro
 in daemon mode it runs with the daemon's environment, so it is matched to the tile by thread id, and it
 carries the same turn id as the rollout, so the detector keeps one of the two.
 
-Codex before ~0.104 (and the legacy format) writes no end of turn: a turn ends at the next prompt, and the
-last one when the session goes idle — its newest item is an assistant message, the rollout has been quiet
-for :data:`IDLE_QUIET_S` and the screen shows no busy marker — or when the pane's codex exits (those
-versions ran no daemon: the TUI itself wrote the rollout). See docs/agent-versions.md.
+Following the rollout (and the idle rule of Codex before ~0.104) is :mod:`plugins.codex.follow`'s; this
+module adds the answers, the notify hook, the target side and ``baton resolve`` / ``baton extract``.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
-from pipeline.plugin.agents import Emit, ResolveStep, TargetState
+from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, TmuxError
+from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.turns import TurnEnd
+from pipeline.plugin.tools import strip_ansi
+from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
-from pipeline.spool import HookRecord
-from pipeline.system.text import strip_ansi
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from plugins.codex.follow import RolloutFollowing
 from plugins.codex.hooks import install_notify, notify_turn
-from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, RolloutState, Turn, thread_id_of
+from plugins.codex.reader import JsonlTail, thread_id_of
 from plugins.codex.resolve import (
-    CodexProcess,
     default_codex_home,
-    find_codex_process,
     resolve_rollout,
 )
 from plugins.codex.screen import composer_draft, strip_furniture
+from plugins.codex.turns import RolloutState, Turn
 from plugins.codex.usage import RolloutUsage
-from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["CodexAdapter"]
 
-log = logging.getLogger("batonpass")
-
-#: while no rollout is known, look again this often even without a file hint (a new process, say)
-UNRESOLVED_RECHECK_S = 2.0
-#: with a rollout, check that the pane still runs the same codex this often
-RESOLVED_RECHECK_S = 5.0
-#: resolution is not cheap (sqlite, folder listings): at most this often when asked in a tight loop
-RESOLVE_MIN_INTERVAL_S = 0.25
 #: a turn that wrote nothing for this long, with no busy marker on screen, is not trusted to be running
 STALE_BUSY_S = 1800.0
 #: how long an answer may be waited for when a hook reported the turn before the rollout did
 ANSWER_WAIT_S = 1.0
 #: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
-#: older Codex (no task events): a turn whose newest item is an answer ends once the rollout stayed this
-#: quiet with no busy marker on screen. The answer's item is written whole (nothing while it streams); a
-#: tool call after it comes in the same response, and while one streams the screen shows it is working.
-IDLE_QUIET_S = 5.0
-#: while the screen still says busy after that, look again this often
-IDLE_RECHECK_S = 1.0
 #: older Codex: an open turn with no answer (an interrupt there writes nothing) and nothing written for this
 #: long is not trusted to be running unless the screen says so, or hand-offs to it would wait STALE_BUSY_S
 PROVISIONAL_STALE_S = 60.0
 
 
-@dataclass
-class _Snapshot:
-    rollout: Path | None
-    turn_starts: int
-    screen: str
-    at: float
-    wall: float
-
-
-class CodexAdapter(TerminalAdapter):
+class CodexAdapter(RolloutFollowing):
     name = "codex"
     summary = "OpenAI Codex CLI: completions and answers from its rollout files"
     process_names = frozenset({"codex"})
@@ -94,190 +63,6 @@ class CodexAdapter(TerminalAdapter):
     input_line = re.compile(r"^›\s?(.*)$")
     placeholders = ("Ask Codex to do anything",)
     quiet_s = 2.0
-
-    def __init__(self, ctx: Any) -> None:
-        super().__init__(ctx)
-        self._lock = anyio.Lock()
-        self._process: CodexProcess | None = None
-        self._resolved_at = 0.0
-        self._resolved_wall = 0.0
-        self._orphans: list[Turn] = []
-        self._tail: JsonlTail | None = None
-        self._state: RolloutState | None = None
-        self._foreign: set[Path] = set()
-        self._process_checked = 0.0
-        #: a new rollout is followed: the engine is told (ctx.resolved) and asks finished_turns
-        self._switched = False
-        #: when the rollout last grew (monotonic): older Codex's last turn ends when it stays quiet
-        self._fed_at = 0.0
-
-    # ---- keeping up with the pane's rollout ------------------------------------------------------------
-
-    @property
-    def rollout(self) -> Path | None:
-        return self._tail.path if self._tail else None
-
-    @property
-    def state(self) -> RolloutState | None:
-        return self._state
-
-    async def _refresh(self, hints: set[Path] | None = None, *, force: bool = False) -> CodexProcess | None:
-        """Bring the rollout state up to date: the pane's codex, its rollout (resolved when unknown, or
-        when a prompt batonpass typed went to a rollout other than the known one), its new lines.
-        Resolution is throttled unless ``force``."""
-        async with self._lock:
-            info = await self.ctx.pane()
-            now = time.monotonic()
-            process = self._process
-            if process is None or now - self._process_checked > RESOLVED_RECHECK_S or not process.alive():
-                self._process_checked = now
-                process = await anyio.to_thread.run_sync(find_codex_process, info.pid)
-                if process is None or self._process is None or process.key != self._process.key:
-                    self._switch(None)
-                    self._process = process
-            if process is None:
-                return None
-            new_files = {
-                p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout
-            } - self._foreign
-            unconfirmed = (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
-                           and self._state is not None and not self._state.received(self.last_prompt))
-            due = force or now - self._resolved_at > RESOLVE_MIN_INTERVAL_S
-            if due and (self._tail is None or (new_files and unconfirmed)):
-                await self._resolve(process)
-                self._foreign |= {p for p in new_files if p != self.rollout}
-            if self._tail is not None and self._state is not None:
-                records, now = self._tail.read(), time.time()
-                if records:
-                    self._fed_at = time.monotonic()
-                for record in records:
-                    self._state.feed(record, now)
-            return process
-
-    async def _resolve(self, process: CodexProcess) -> None:
-        info = await self.ctx.pane()
-        resolution = await anyio.to_thread.run_sync(
-            lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at, process=process))
-        self._resolved_at, self._resolved_wall = time.monotonic(), time.time()
-        if resolution.rollout is not None and resolution.rollout != self.rollout:
-            log.info("%s: codex rollout %s (rule: %s)", self.ctx.name, resolution.rollout, resolution.rule)
-            self._switch(resolution.rollout)
-
-    def _switch(self, path: Path | None) -> None:
-        """Follow ``path`` from now on. Turns of the old rollout still unread are read first (a
-        ``codex exec`` may exit right after its last line); of the new one's finished turns, only the
-        finished turns are the engine's to catch up on (:meth:`finished_turns`), not news."""
-        if self._tail is not None and self._state is not None:
-            for record in self._tail.read(final=True):
-                self._state.feed(record, time.time())
-            if path is None:  # the pane's codex is gone: older Codex's open turn ended with it
-                self._state.settle("the codex process exited before the turn ended", gone=True)
-            self._orphans += self._state.take_finished()
-        if path is None:
-            self._tail = self._state = None
-            return
-        self._tail, self._state = JsonlTail(path), RolloutState(thread_id=thread_id_of(path))
-        for record in self._tail.read():
-            self._state.feed(record)
-        self._state.keep_recent_finished(0)
-        try:
-            self._fed_at = time.monotonic() - max(0.0, time.time() - os.stat(path).st_mtime)
-        except OSError:
-            self._fed_at = time.monotonic()
-        self._switched = True
-
-    def _idle_wait(self) -> float | None:
-        """How long until an older Codex's answered open turn may be settled; None when there is none."""
-        turn = self._state.provisional if self._state is not None else None
-        if turn is None or not turn.answered:
-            return None
-        return max(IDLE_RECHECK_S, IDLE_QUIET_S - (time.monotonic() - self._fed_at))
-
-    async def _settle_idle(self) -> None:
-        """End an older Codex's open turn when the session went idle after its answer (see the module doc)."""
-        state = self._state
-        turn = state.provisional if state is not None else None
-        if (
-            state is None
-            or turn is None
-            or not turn.answered
-            or time.monotonic() - self._fed_at < IDLE_QUIET_S
-        ):
-            return
-        try:
-            busy = self.is_busy(strip_ansi(await self.ctx.capture()))
-        except TmuxError:
-            busy = False
-        if not busy:
-            state.settle("the session went idle after the answer")
-
-    def _completion(self, turn: Turn, signal: str) -> Completion:
-        detail = turn.error or ""
-        return Completion(tile=self.ctx.name, turn_id=turn.turn_id, outcome=turn.outcome or "completed",
-                          signal=signal, at=turn.finished_at or time.time(), detail=detail)
-
-    async def follow(self, emit: Emit) -> None:
-        watcher = self.ctx.watcher
-        sub = None
-        hints: set[Path] = set()
-        try:
-            while True:
-                try:
-                    process = await self._refresh(hints)
-                except (PaneGone, ServerGone):
-                    process = None
-                hints = set()
-                if process is not None:
-                    await self._settle_idle()
-                if self._switched:
-                    self._switched = False
-                    await self.ctx.resolved()
-                finished = list(self._orphans) + (self._state.take_finished() if self._state else [])
-                self._orphans = []
-                for turn in finished:
-                    await emit(self._completion(turn, "rollout"))
-                sessions = Path(os.path.abspath(process.codex_home / "sessions")) if process else None
-                if watcher is not None and sessions is not None and (sub is None or sub.path != sessions):
-                    if sub is not None:
-                        sub.close()
-                    sub = watcher.subscribe(sessions)
-                    continue  # read again: lines written before the subscription began
-                timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
-                timeout = min(timeout, self._idle_wait() or timeout)
-                if sub is not None:
-                    hints = await sub.wait(timeout)
-                else:
-                    await anyio.sleep(0.5)  # no shared watcher (outside the daemon)
-        finally:
-            if sub is not None:
-                sub.close()
-
-    async def finished_turns(self, since: float) -> list[TurnEnd] | None:
-        """The turns of the pane's rollout that finished at or after ``since``."""
-        try:
-            if await self._refresh(force=True) is not None:
-                await self._settle_idle()
-        except (PaneGone, ServerGone):
-            return []
-        state = self._state
-        if state is None:
-            return []
-        finished = [t for t in state.turns.values() if t.outcome is not None]
-        try:
-            written = os.stat(self.rollout).st_mtime if self.rollout else time.time()
-        except OSError:
-            written = time.time()
-
-        def ended(turn: Turn) -> float:
-            """A legacy line has no time: the newest turn ended when the file was last written, the others
-            no later than the session began (so old history is never taken for news)."""
-            if turn.finished_at is not None:
-                return turn.finished_at
-            return written if turn is finished[-1] else (state.started_at or 0.0)
-
-        return [TurnEnd(turn_id=t.turn_id, outcome=t.outcome, text=t.answer or "", ended_at=ended(t),
-                        session_id=state.thread_id, cwd=state.cwd, detail=t.error or "")
-                for t in finished if t.outcome is not None and ended(t) >= since]
 
     # ---- answers -----------------------------------------------------------------------------------------
 
@@ -333,7 +118,7 @@ class CodexAdapter(TerminalAdapter):
                         cwd=state.cwd, note=turn.answer_from)
 
     @classmethod
-    def extract_file(cls, path: Path) -> Response | None:
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
         with open(path, "rb"):
             pass  # a missing or unreadable file is an error for the caller, not "no turn"
         state = RolloutState(thread_id=thread_id_of(path))
@@ -418,20 +203,18 @@ class CodexAdapter(TerminalAdapter):
             return await super().received(text)
         return self._state.received(text)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> TurnMark:
         try:
             await self._refresh(force=True)
         except TmuxError:
             pass
-        return _Snapshot(
-            self.rollout,
-            self._state.turn_starts if self._state else 0,
-            await self.ctx.capture(),
-            time.monotonic(),
-            time.time(),
+        return TurnMark(
+            source=str(self.rollout) if self.rollout is not None else None,
+            count=self._state.turn_starts if self._state else 0,
+            screen=await self.ctx.capture(),
         )
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         """A ``task_started`` (or older ``user_message``) appended after the snapshot; the screen only
         when no rollout can be found at all."""
         try:
@@ -440,12 +223,13 @@ class CodexAdapter(TerminalAdapter):
             return False
         state = self._state
         if state is not None:
-            if self.rollout != before.rollout:  # the first prompt made the rollout (or a new thread began)
-                return any(t.started_at is not None and t.started_at >= before.wall - START_SLACK_S
+            rollout = str(self.rollout) if self.rollout is not None else None
+            if rollout != before.source:  # the first prompt made the rollout (or a new thread began)
+                return any(t.started_at is not None and t.started_at >= before.at - START_SLACK_S
                            for t in state.turns.values())
-            if state.turn_starts > before.turn_starts:
+            if state.turn_starts > before.count:
                 return True
-        if self._tail is None and time.monotonic() - before.at > 2.0:
+        if self._tail is None and time.time() - before.at > 2.0:
             screen = await self.ctx.capture()
             return self.is_busy(screen) or screen != before.screen
         return False

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.system.text import strip_ansi
+from pipeline.plugin.tools import strip_ansi
 
 __all__ = ["composer_draft", "strip_furniture"]
 

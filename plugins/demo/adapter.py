@@ -16,15 +16,12 @@ from typing import Any
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import RegisterAgent, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.turns import TurnEnd
-from pipeline.system import proc
-from pipeline.system.jsonl import AppendedLines
-from pipeline.system.text import sanitize
-from pipeline.system.tmux import TmuxError
+from pipeline.plugin.tools import AppendedLines, proc, sanitize
+from pipeline.plugin.turns import TurnEnd, TurnMark
 from plugins.demo.agent import transcript_dir
 from plugins.terminal.adapter import TerminalAdapter
 
@@ -166,17 +163,17 @@ class DemoAdapter(TerminalAdapter):
                 return "busy"
         return state
 
-    async def snapshot(self) -> Any:
-        if await self._find_agent() is None:
+    async def snapshot(self) -> TurnMark:
+        if await self._find_agent() is None or self._agent is None:
             return await super().snapshot()
         self._read()
-        return len(self._prompts)
+        return TurnMark(source=str(self._transcript(self._agent)), count=len(self._prompts))
 
-    async def turn_started(self, before: Any) -> bool:
-        if not isinstance(before, int):
+    async def turn_started(self, before: TurnMark) -> bool:
+        if before.source is None:  # no agent when the prompt was typed: the screen
             return await super().turn_started(before)
         self._read()
-        return len(self._prompts) > before
+        return len(self._prompts) > before.count
 
     async def received(self, text: str) -> bool | None:
         if await self._find_agent() is None:
@@ -202,11 +199,7 @@ class DemoAdapter(TerminalAdapter):
 
 
 def _keeps_no_transcript(agent: proc.Proc) -> bool:
-    try:
-        with open(f"/proc/{agent.pid}/cmdline", "rb") as f:
-            return b"--no-transcript" in f.read().split(b"\0")
-    except OSError:
-        return False
+    return "--no-transcript" in proc.cmdline(agent.pid)
 
 
 @hookimpl

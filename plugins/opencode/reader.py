@@ -1,4 +1,4 @@
-"""OpenCode's SQLite store, read safely: where it is, what a finished turn looks like, its answer.
+"""OpenCode's SQLite store, read safely: where it is, and the queries for sessions, turns and answers.
 
 OpenCode (SPEC §7) keeps every session in ``$XDG_DATA_HOME/opencode/opencode.db`` (``OPENCODE_DB`` overrides
 it: an absolute path as is, a relative one under the data folder), in WAL mode with the WAL often not
@@ -8,16 +8,11 @@ of messages and parts, released at once so OpenCode's checkpoints are never held
 waited out and retried; a schema this module does not know raises :class:`UnknownSchema` instead of
 guessing.
 
-A turn is a user message and the assistant messages whose ``parentID`` is it, one per step. The turn is
-done when its newest assistant message has ``time.completed`` and a ``finish`` other than ``tool-calls``
-or ``unknown`` (OpenCode's own loop-exit rule) with no tool still running, or an ``error`` (an abort or a
-provider failure: outcome ``failed``). The answer is that message's text parts, joined in order, as
-OpenCode joins them.
+What the rows mean — a turn, when it is finished, its answer — is :mod:`plugins.opencode.turns`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -29,21 +24,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.plugin.events import Outcome
-from pipeline.system.jsonl import json_object
+from plugins.opencode.turns import (
+    MessageRow,
+    SessionRow,
+    TurnEnd,
+    is_final,
+    newest_turn_open,
+    part_text,
+    turn_ends,
+)
 
 __all__ = [
-    "MessageRow",
     "OpenCodeStore",
-    "SessionRow",
     "StoreBusy",
     "StoreError",
     "StoreMissing",
-    "TurnEnd",
     "UnknownSchema",
-    "is_final",
-    "newest_turn_open",
     "store_path",
-    "turn_ends",
 ]
 
 T = TypeVar("T")
@@ -54,8 +51,6 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "message": frozenset({"id", "session_id", "time_created", "data"}),
     "part": frozenset({"id", "message_id", "data"}),
 }
-#: finishes after which OpenCode's loop goes on to another step (so the turn is not over)
-CONTINUING_FINISHES = frozenset({"tool-calls", "unknown"})
 #: how many of a session's newest messages one look reads: a turn that ended since the last look is in there
 RECENT_MESSAGES = 64
 
@@ -97,123 +92,6 @@ def store_path(env: Mapping[str, str] | None = None) -> Path | None:
         if channel:
             return channel[0]
     return default
-
-
-# ---- rows ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    id: str
-    directory: str
-    title: str
-    created_ms: int
-    updated_ms: int
-    #: the texts of its newest user messages, newest first (to tell panes apart by what was typed)
-    recent_prompts: tuple[str, ...] = ()
-    #: the id of its newest user message (a new one means a prompt was taken)
-    newest_user: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MessageRow:
-    id: str
-    session_id: str
-    created_ms: int
-    role: str
-    parent_id: str | None
-    finish: str | None
-    completed_ms: int | None
-    error: str | None
-    cwd: str | None
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> MessageRow:
-        mid, session_id, created, raw = row
-        try:
-            data = json.loads(raw)
-        except (TypeError, ValueError):
-            data = {}
-        data = data if isinstance(data, dict) else {}
-        times = json_object(data.get("time"))
-        error = data.get("error")
-        if isinstance(error, dict):
-            detail = error.get("data", {}).get("message") if isinstance(error.get("data"), dict) else None
-            error = ": ".join(str(x) for x in (error.get("name") or "error", detail) if x)
-        path = json_object(data.get("path"))
-        return cls(
-            id=mid,
-            session_id=session_id,
-            created_ms=int(created or 0),
-            role=str(data.get("role") or ""),
-            parent_id=data.get("parentID"),
-            finish=data.get("finish"),
-            completed_ms=times.get("completed"),
-            error=str(error) if error else None,
-            cwd=path.get("cwd"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEnd:
-    """One finished turn: ``turn_id`` is its final assistant message's id."""
-
-    turn_id: str
-    session_id: str
-    user_id: str
-    outcome: Outcome
-    text: str
-    completed_ms: int
-    cwd: str | None = None
-    detail: str = ""
-
-
-def is_final(message: MessageRow) -> bool:
-    """Whether ``message`` (the newest assistant message of its turn) ends the turn, judged from the message
-    alone; :meth:`OpenCodeStore.turn_end` also checks that no tool part is still running."""
-    if message.role != "assistant" or message.completed_ms is None:
-        return False
-    return message.error is not None or (
-        message.finish is not None and message.finish not in CONTINUING_FINISHES
-    )
-
-
-def turn_ends(messages: list[MessageRow]) -> list[MessageRow]:
-    """The final assistant messages of the finished turns among ``messages`` (oldest first)."""
-    newest: dict[str, MessageRow] = {}
-    for message in sorted(messages, key=lambda m: (m.created_ms, m.id)):
-        if message.role == "assistant" and message.parent_id:
-            newest[message.parent_id] = message
-    return sorted((m for m in newest.values() if is_final(m)), key=lambda m: (m.completed_ms or 0, m.id))
-
-
-def newest_turn_open(messages: list[MessageRow]) -> bool:
-    """Whether the session's newest user message still waits for its turn to end (the agent is busy)."""
-    users = [m for m in messages if m.role == "user"]
-    if not users:
-        return False
-    user = max(users, key=lambda m: (m.created_ms, m.id))
-    chain = sorted((m for m in messages if m.role == "assistant" and m.parent_id == user.id),
-                   key=lambda m: (m.created_ms, m.id))
-    return not chain or not is_final(chain[-1])
-
-
-def _part_text(rows: list[tuple[Any, ...]]) -> tuple[str, bool]:
-    """(the text parts joined in order, whether a tool part is still pending or running)."""
-    texts, running = [], False
-    for (raw,) in rows:
-        try:
-            part = json.loads(raw)
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored"):
-            texts.append(str(part.get("text") or ""))
-        elif part.get("type") == "tool":
-            state = json_object(part.get("state"))
-            running = running or state.get("status") in ("pending", "running")
-    return "".join(texts), running
 
 
 # ---- the store -------------------------------------------------------------------------------------
@@ -436,7 +314,7 @@ def _messages(conn: sqlite3.Connection, session_id: str, limit: int) -> list[Mes
 
 def _turn_end(conn: sqlite3.Connection, message: MessageRow) -> TurnEnd | None:
     rows = conn.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id", (message.id,)).fetchall()
-    text, running = _part_text(rows)
+    text, running = part_text(rows)
     if running and message.error is None:
         return None
     outcome: Outcome = "failed" if message.error is not None else "completed"
@@ -451,5 +329,5 @@ def _prompts(conn: sqlite3.Connection, session_id: str, count: int) -> dict[str,
     texts = []
     for user in users[:count]:
         rows = conn.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id", (user.id,)).fetchall()
-        texts.append(_part_text(rows)[0])
+        texts.append(part_text(rows)[0])
     return {"recent_prompts": tuple(texts), "newest_user": users[0].id if users else None}

@@ -21,13 +21,13 @@ prompt is the peer's.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.system import proc
-from plugins.opencode.reader import SessionRow, store_path
+from pipeline.plugin.tools import proc
+from plugins.opencode.reader import store_path
+from plugins.opencode.turns import SessionRow
 
 __all__ = ["Claim", "Match", "OpenCodeProcess", "PEERS", "choose_session", "read_process", "same_prompt"]
 
@@ -76,39 +76,19 @@ class OpenCodeProcess:
         return any(a in ("-c", "--continue") for a in self.argv[1:])
 
 
-def started_ms(start_ticks: int) -> int:
-    """A process's start (``/proc/PID/stat`` field 22) as epoch ms, to ~10 ms (``btime`` is whole seconds)."""
-    with open("/proc/uptime") as f:
-        uptime = float(f.read().split()[0])
-    return int((time.time() - uptime + start_ticks / os.sysconf("SC_CLK_TCK")) * 1000)
-
-
 def read_process(p: proc.Proc) -> OpenCodeProcess:
     """Cwd, start time, argv and store of ``p``. The store comes from the *process's* environment
     (``OPENCODE_DB``, ``XDG_DATA_HOME``, ``HOME``), which may differ from the daemon's."""
-    try:
-        with open(f"/proc/{p.pid}/environ", "rb") as f:
-            env = dict(
-                item.split("=", 1) for item in f.read().decode("utf-8", "replace").split("\0") if "=" in item
-            )
-    except OSError:
-        env = dict(os.environ)
-    try:
-        with open(f"/proc/{p.pid}/cmdline", "rb") as f:
-            argv = tuple(a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a)
-    except OSError:
-        argv = ()
-    try:
-        cwd: str | None = os.readlink(f"/proc/{p.pid}/cwd")
-    except OSError:
-        cwd = None
+    env = proc.environ(p.pid) or dict(os.environ)  # unreadable: this environment's is the best guess
+    argv = tuple(a for a in proc.cmdline(p.pid) if a)
+    cwd = proc.cwd(p.pid)
     pwd = env.get("PWD")
     if not (pwd and cwd and pwd != cwd and os.path.realpath(pwd) == cwd):
         pwd = None
     return OpenCodeProcess(
         pid=p.pid,
         start_ticks=p.start_ticks,
-        started_ms=started_ms(p.start_ticks),
+        started_ms=int(proc.started_at(p) * 1000),
         cwd=cwd,
         store=store_path(env),
         argv=argv,

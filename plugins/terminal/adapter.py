@@ -14,13 +14,11 @@ from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import RegisterAgent
+from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.system import proc
-from pipeline.system.text import sanitize, strip_ansi
-from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
+from pipeline.plugin.tools import proc, sanitize, strip_ansi
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
@@ -189,8 +187,8 @@ class TerminalAdapter(AgentAdapter):
                 return "" if any(text.startswith(p) for p in self.placeholders) else text
         return ""
 
-    async def snapshot(self) -> Any:
-        return await self.ctx.capture()
+    async def snapshot(self) -> TurnMark:
+        return TurnMark(screen=await self.ctx.capture())
 
     async def current_draft(self) -> str:
         try:
@@ -213,12 +211,12 @@ class TerminalAdapter(AgentAdapter):
                          if self.input_line is not None and self.input_line.search(lines[i])), len(lines))
         return any(ln.rstrip().endswith(tail) for ln in lines[:draft_at])
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         try:
             screen = await self.ctx.capture()
         except TmuxError:
             return False
-        return self.is_busy(screen) or screen != before
+        return self.is_busy(screen) or screen != before.screen
 
 
 class ShellAdapter(TerminalAdapter):
@@ -318,12 +316,12 @@ class ShellAdapter(TerminalAdapter):
         busy = proc.foreground_busy(info.pid)
         return "gone" if busy is None else ("busy" if busy else "ready")
 
-    async def snapshot(self) -> Any:
-        return (await self.ctx.pane()).cursor_line
+    async def snapshot(self) -> TurnMark:
+        return TurnMark(cursor=(await self.ctx.pane()).cursor_line)
 
-    async def turn_started(self, before: Any) -> bool:
+    async def turn_started(self, before: TurnMark) -> bool:
         info = await self.ctx.pane()
-        return bool(proc.foreground_busy(info.pid)) or info.cursor_line != before
+        return bool(proc.foreground_busy(info.pid)) or info.cursor_line != before.cursor
 
 
 class AmpAdapter(TerminalAdapter):

@@ -2,8 +2,9 @@
 
 Both read the source's clean answer and send it, with a system prompt shipped as readable text in
 ``plugins/prompts/``, to ``anthropic.AsyncAnthropic`` (which reads ``ANTHROPIC_API_KEY`` and
-``ANTHROPIC_BASE_URL`` itself). Model, ``max_tokens`` and ``timeout_s`` come from ``settings.llm`` and can be
-overridden per route.
+``ANTHROPIC_BASE_URL`` itself). Model, ``max_tokens`` and ``timeout_s`` come from ``settings.llm`` (this
+plugin's own section, :class:`LLMSettings`, registered with ``register_settings``) and can be overridden per
+route.
 
 A failed call never loses the hand-off: with no key, a timeout, an API error or an empty answer the
 transform hands on the raw answer (``on_error: raw``, the default) or skips the hand-off (``on_error: skip``),
@@ -22,8 +23,7 @@ import anyio
 from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.engine.config import LLMSettings
-from pipeline.plugin import RegisterTransform
+from pipeline.plugin import PluginSettings, RegisterSettings, RegisterTransform, SettingsSection
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_INPUT_CHARS",
     "MAX_CONCURRENT_CALLS",
     "AIRouting",
+    "LLMSettings",
     "LLMTransform",
     "Summary",
     "call_limiter",
@@ -88,6 +89,17 @@ def cut_middle(text: str, max_chars: int) -> tuple[str, int]:
     return f"{text[:head]}\n\n[… {cut} characters cut by batonpass …]\n\n{text[len(text) - tail:]}", cut
 
 
+# numbers are strict: `true` or "600" is a mistake in routes.yaml, not the number 1 or 600
+class LLMSettings(SettingsSection):
+    """``settings.llm`` in routes.yaml: what every LLM transform uses unless its route says otherwise."""
+
+    section = "llm"
+
+    model: str = "claude-sonnet-4-5"
+    max_tokens: int = Field(default=1024, gt=0, strict=True)
+    timeout_s: float = Field(default=60, gt=0, allow_inf_nan=False, strict=True)
+
+
 class LLMOptions(BaseModel):
     """Options every LLM transform takes; ``model``, ``max_tokens`` and ``timeout_s`` default to
     ``settings.llm``."""
@@ -125,8 +137,8 @@ class LLMTransform(Transform[LLMOptionsT]):
         self.llm = LLMSettings()
         self.system = system_prompt(self.prompt_name)
 
-    def configure(self, settings: Any) -> None:
-        self.llm = settings.llm
+    def configure(self, settings: PluginSettings) -> None:
+        self.llm = settings.section(LLMSettings)
 
     @property
     def model(self) -> str:
@@ -283,3 +295,8 @@ class Summary(LLMTransform[SummaryOptions]):
 def register_transforms(register: RegisterTransform) -> None:
     register(Summary)
     register(AIRouting)
+
+
+@hookimpl
+def register_settings(register: RegisterSettings) -> None:
+    register(LLMSettings)

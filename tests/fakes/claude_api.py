@@ -170,7 +170,7 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                     self.event("content_block_start", {"type": "content_block_start", "index": index,
                                                        "content_block": start})
                     for delta in deltas:
-                        time.sleep(delay)
+                        time.sleep(delay)  # shapes the scenario: the model streams at this pace
                         self.event("content_block_delta", {"type": "content_block_delta", "index": index,
                                                            "delta": delta})
                     self.event("content_block_stop", {"type": "content_block_stop", "index": index})

@@ -164,7 +164,7 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
                 words = payload.split(" ")
                 delay = SLOW_CHUNK_S if "SLOWTEST" in _last_user(body) else chat.chunk_delay_s
                 for i, word in enumerate(words):
-                    time.sleep(delay)
+                    time.sleep(delay)  # shapes the scenario: the model streams at this pace
                     chunk({"content": word + (" " if i < len(words) - 1 else "")})
                 finish = "stop"
             chunk({}, finish=finish)

@@ -182,7 +182,7 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
             for i in range(0, len(reply.text), step):
                 send({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
                       "content_index": 0, "delta": reply.text[i:i + step]})
-                time.sleep(reply.chunk_delay_s)
+                time.sleep(reply.chunk_delay_s)  # shapes the scenario: the model streams at this pace
             part = {"type": "output_text", "text": reply.text, "annotations": []}
             send(
                 {

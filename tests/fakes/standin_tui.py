@@ -108,7 +108,7 @@ def _turn(args: argparse.Namespace, n: int, message: str, out) -> None:
             f.write(json.dumps({"t": time.time(), "turn": n, "message": message}) + "\n")
     out.write("\r\n" + args.busy)
     out.flush()
-    time.sleep(args.work_s)
+    time.sleep(args.work_s)  # shapes the scenario: the agent works this long
     reply = args.answer.format(n=n, message=message)
     out.write("\r\x1b[K" + reply.replace("\n", "\r\n") + "\r\n\r\n" + args.prompt)
 

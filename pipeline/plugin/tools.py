@@ -1,0 +1,22 @@
+"""The engine's low-level helpers that plugins use, re-exported so that a plugin imports from
+``pipeline.plugin`` only (the modules behind these may move; this list is what plugins may rely on).
+
+- ``proc``: one reader of ``/proc`` (a pane's process tree, a process's start time, environ, cwd, cmdline);
+- ``strip_ansi`` / ``sanitize``: a screen's text without escapes; text made safe to type into a pane;
+- ``AppendedLines``, ``json_object``: reading what an agent appends to a JSON-lines file, and one record;
+- ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints
+  only: import it under ``TYPE_CHECKING``, as the engine is not imported at run time).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.system import proc
+from pipeline.system.jsonl import AppendedLines, json_object
+from pipeline.system.text import sanitize, strip_ansi
+
+if TYPE_CHECKING:
+    from pipeline.engine.watch import Subscription
+
+__all__ = ["AppendedLines", "Subscription", "json_object", "proc", "sanitize", "strip_ansi"]
