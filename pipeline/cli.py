@@ -7,15 +7,16 @@ usage (argparse); 3 ``status`` found none of the tiles; 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
+from pipeline.commands.history import parse_since, quiet_stdout
 from pipeline.commands.options import (
     OneLineParser,
     add_common,
@@ -25,18 +26,11 @@ from pipeline.commands.options import (
     non_blank,
     pane_target,
 )
-from pipeline.commands.server import config_path, load, load_optional, tmux_for
-from pipeline.commands.table import count, table
-from pipeline.plugin.manager import load_registries, make_plugin_manager
+from pipeline.commands.server import config_path, load, this_host, tmux_for
+from pipeline.engine.journal import STATES
+from pipeline.plugin.manager import load_registries
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
-
-if TYPE_CHECKING:
-    from pipeline.engine.config import Config
-    from pipeline.plugin.agents import AgentAdapter
-    from pipeline.plugin.manager import Registries
-    from pipeline.plugin.turns import ResolveStep
-    from pipeline.system.tmux import Tmux
 from pipeline.system.tmux import TmuxError
 
 __all__ = ["main"]
@@ -53,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `baton plugins | head -3`: the reader has what it wanted
+        quiet_stdout()
+        return 0
     except (TmuxError, UnknownName) as exc:
         print(f"baton {args.command}: {exc}", file=sys.stderr)
         return 1
@@ -68,6 +65,19 @@ def main(argv: list[str] | None = None) -> int:
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     return [leaf for exc in group.exceptions
             for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])]
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The handler ``NAME_command`` of ``pipeline.commands.NAME`` (``module:function`` when they differ),
+    imported only when that command runs: each command pays the start-up of its own imports only."""
+    module, _, function = name.partition(":")
+
+    def run(args: argparse.Namespace) -> int:
+        handler: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"pipeline.commands.{module}"), function or f"{module}_command")
+        return handler(args)
+
+    return run
 
 
 def _version() -> str:
@@ -116,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", default=None, type=non_blank("--name"),
                     help="the server's name (default: batonpass-HOSTNAME)")
 
-    sp = cmd("check", _check, "validate routes.yaml; exit 0 if valid, 1 if not")
+    sp = cmd("check", _command("check"), "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
 
     sp = cmd("demo", _demo, "a self-contained demo on real tmux panes (no API key, no agents needed)")
@@ -132,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
                     help="the agent in the pane (default: from its process tree)")
 
-    sp = cmd("resolve", _resolve, "run the resolution chain for one pane and show every step")
+    sp = cmd("resolve", _command("pane:resolve_command"),
+             "run the resolution chain for one pane and show every step")
     sp.add_argument("pane", type=pane_target, help="%%N, session:window.pane or title:NAME")
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
                     help="the agent in the pane (default: from its process tree)")
@@ -141,8 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
     host_flag(sp, "bring up")
 
-    sp = cmd("status", _status, "per tile: pane, agent, agent PID, state, session, transcript, last answer "
-             "(exit 3 when no tile's pane exists)")
+    sp = cmd("status", _command("status"), "per tile: pane, agent, agent PID, state, session, transcript, "
+             "last answer (exit 3 when no tile's pane exists)")
     json_flag(sp, "one object per tile")
     sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
     host_flag(sp, "show")
@@ -150,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="a live board in the terminal, redrawn as agents work: state and why, last answer, "
                     "queued and last hand-off, tokens and cost (q quits)")
 
-    sp = cmd("extract", _extract, "print the last finished turn's answer from a transcript or rollout file")
+    sp = cmd("extract", _command("extract"),
+             "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=Path)
     sp.add_argument("--agent", default="claude", type=non_blank("--agent"),
                     help="whose file it is: any registered agent that reads files (default claude)")
@@ -172,51 +184,38 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument("--claude", dest="agents", action="append_const", const="claude", help="= --agent claude")
     hp.add_argument("--codex", dest="agents", action="append_const", const="codex", help="= --agent codex")
 
-    sp = cmd("preview", _preview, "print what a route would hand on for an answer (default: the source "
-             "tile's last answer); exit 1 when the route would not fire")
+    sp = cmd("preview", _command("preview"), "print what a route would hand on for an answer (default: the "
+             "source tile's last answer); exit 1 when the route would not fire")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
     sp.add_argument(
         "--input", metavar="FILE", help="the answer (up to 8 MB): a file, or - for standard input"
     )
     sp.add_argument("--dry-run", action="store_true",
                     help="AI transforms: print the request that would be sent instead of calling the model")
+    json_flag(sp, "the text (or why the route would not fire) and the notes")
 
-    sp = cmd("history", _history, "the hand-off journal: when, route, turn, hop, outcome, and why")
-    json_flag(sp, "the hand-offs")
+    sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and why")
+    json_flag(sp, "the hand-offs, one object per line")
     sp.add_argument("-n", "--limit", type=bounded_int(1), default=50,
                     help="how many of the latest hand-offs (default 50)")
     sp.add_argument("--all-hosts", action="store_true", help="every host's hand-offs, from the bus")
+    sp.add_argument("--route", type=non_blank("--route"),
+                    help="only this route's hand-offs: its name, or FROM->TO (any route between those tiles)")
+    sp.add_argument("--tile", type=non_blank("--tile"), help="only hand-offs from or to this tile")
+    sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
+                    help=f"only hand-offs in this state: {', '.join(STATES)}")
+    sp.add_argument("--since", type=parse_since, metavar="WHEN",
+                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago, or an ISO time (2026-03-01T14:00)")
+    sp.add_argument("-f", "--follow", action="store_true",
+                    help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
 
-    sp = cmd("plugins", _plugins, "loaded agent adapters and transforms, and where each comes from")
+    sp = cmd("plugins", _command("plugins"),
+             "loaded agent adapters and transforms, and where each comes from")
     json_flag(sp, "the plugins and their classes")
     return p
 
 
 # ---- commands ------------------------------------------------------------------------------------
-
-
-def _check(args: argparse.Namespace) -> int:
-    from pipeline.engine.config import ConfigError, load_config
-
-    if not args.json:
-        config, warnings = load(args, load_registries())
-        if config is None:
-            return 1
-        print(f"{config.path}: ok — {count(len(config.tiles), 'tile')}, {count(len(config.routes), 'route')}"
-              + (f", {count(len(warnings), 'warning')}" if warnings else ""))
-        return 0
-    path = config_path(args)
-    try:
-        config, problems = load_config(path, load_registries())
-        out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes)}
-    except ConfigError as exc:
-        problems, out = exc.problems, {"file": str(path), "ok": False}
-    out["problems"] = [
-        {"line": p.line, "col": p.col, "severity": p.severity, "path": p.path, "message": p.message}
-        for p in problems
-    ]
-    print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0 if out["ok"] else 1
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -252,17 +251,15 @@ def _demo(args: argparse.Namespace) -> int:
     return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
 
 
-def _pane_adapter(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
-    """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
-    registries = load_registries()
-    if args.agent != "auto":
-        registries.agents.get(args.agent)  # an unknown name: one line from main(), before anything else
-    config, ok = load_optional(args, registries)
-    return (registries, tmux_for(args, config)) if ok else None
-
-
 def _send(args: argparse.Namespace) -> int:
-    from pipeline.commands.pane import InputTooLarge, adapter_for, check_size, read_input, send_text
+    from pipeline.commands.pane import (
+        InputTooLarge,
+        adapter_for,
+        check_size,
+        pane_setup,
+        read_input,
+        send_text,
+    )
 
     try:
         if args.text == "-":
@@ -273,7 +270,7 @@ def _send(args: argparse.Namespace) -> int:
     except InputTooLarge as exc:
         print(f"baton send: {exc}", file=sys.stderr)
         return 1
-    setup = _pane_adapter(args)
+    setup = pane_setup(args)
     if setup is None:
         return 1
 
@@ -287,55 +284,13 @@ def _send(args: argparse.Namespace) -> int:
         return 1
 
 
-def _resolve(args: argparse.Namespace) -> int:
-    from pipeline.commands.pane import adapter_for
-
-    setup = _pane_adapter(args)
-    if setup is None:
-        return 1
-
-    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
-        adapter = await adapter_for(args.pane, args.agent, *setup)
-        return adapter, await adapter.resolve()
-
-    adapter, steps = anyio.run(resolve)
-    ok = all(s.ok for s in steps)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "pane": args.pane,
-                    "agent": adapter.name,
-                    "ok": ok,
-                    "steps": [
-                        {"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value} for s in steps
-                    ],
-                },
-                indent=2,
-                default=str,
-            )
-        )
-    else:
-        print(f"{args.pane}: agent {adapter.name}")
-        for s in steps:
-            print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
-    return 0 if ok else 1
-
-
-def _this_host(config: Config, host: str | None) -> Config:
-    """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
-    from pipeline.engine.hosts import local_host
-
-    return config.on_host(host or local_host())
-
-
 def _up(args: argparse.Namespace) -> int:
     from pipeline.commands.up import bring_up
 
     config, _ = load(args, load_registries())
     if config is None:
         return 1
-    config = _this_host(config, args.host)
+    config = this_host(config, args.host)
     results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
     for r in results:
         print(f"{r.tile:<14} {r.action:<10} {r.detail}")
@@ -344,144 +299,10 @@ def _up(args: argparse.Namespace) -> int:
     return 1 if any(r.action == "error" for r in results) else 0
 
 
-def _status(args: argparse.Namespace) -> int:
-    from pipeline.commands.status import tile_status
-
-    registries = load_registries()
-    config, _ = load(args, registries)
-    if config is None:
-        return 1
-    if args.all_hosts:
-        from pipeline.commands.allhosts import print_all_hosts
-
-        return print_all_hosts("tiles", config, args.json)
-    config = _this_host(config, args.host)
-    if args.watch:
-        return _watch(args, config, registries)
-    rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
-    status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
-    if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return status
-    print(table(("TILE", "PANE", "AGENT", "PID", "STATE", "LAST ANSWER"),
-                [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-", r["state"],
-                  r["last_response"] or "-") for r in rows]))
-    for r in rows:
-        for key in ("session", "transcript", "error"):
-            if r.get(key):
-                print(f"{r['tile']} {key}: {r[key]}")
-    if status:
-        print(
-            f"baton status: none of the {count(len(rows), 'tile')} has its pane on "
-            f"{tmux_for(args, config).describe()}",
-            file=sys.stderr,
-        )
-    return status
-
-
-def _watch(args: argparse.Namespace, config: Config, registries: Registries) -> int:
-    from pipeline.commands.watch import watch_board
-
-    if args.json:
-        print("baton status: --watch draws a board; --json prints once (use one of them)", file=sys.stderr)
-        return 2
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        print("baton status --watch: needs a terminal (standard input and output); "
-              "use baton status or baton status --json in scripts", file=sys.stderr)
-        return 1
-    return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))
-
-
-def _extract(args: argparse.Namespace) -> int:
-    from pipeline.commands.extract import extract_answer
-
-    options = [("--session", "session", args.session)] if args.session else []
-    options += [(f"--option {name}", name, value) for name, value in args.option]
-    return extract_answer(load_registries(), args.file, args.agent, options, args.json)
-
-
 def _hooks_install(args: argparse.Namespace) -> int:
     from pipeline.commands.hooks import install_hooks
 
     return install_hooks(load_registries(), args.agents)
-
-
-def _preview(args: argparse.Namespace) -> int:
-    from pipeline.commands.pane import InputTooLarge, read_input
-    from pipeline.commands.preview import PreviewError, preview_route
-
-    registries = load_registries()
-    config, _ = load(args, registries)
-    if config is None:
-        return 1
-    try:
-        answer = None
-        if args.input == "-":
-            answer = read_input(sys.stdin, "standard input")
-        elif args.input is not None:
-            with open(args.input, "rb") as f:  # a FIFO is read like standard input: up to the cap
-                answer = read_input(f, f"--input {args.input}")
-    except InputTooLarge as exc:
-        print(f"baton preview: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"baton preview: cannot read --input {args.input}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    try:
-        result = anyio.run(
-            lambda: preview_route(
-                config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
-            )
-        )
-    except PreviewError as exc:
-        print(f"baton preview: {exc}", file=sys.stderr)
-        return 1
-    for note in result.notes:
-        print(f"baton preview: {note}", file=sys.stderr)
-    if result.skipped is not None:
-        print(f"baton preview: route {args.route} would not hand this off: {result.skipped}", file=sys.stderr)
-        return 1
-    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
-    return 0
-
-
-def _history(args: argparse.Namespace) -> int:
-    from pipeline.commands.extract import print_history
-
-    if args.all_hosts:
-        from pipeline.commands.allhosts import print_all_hosts
-
-        config, ok = load_optional(args, load_registries())
-        return print_all_hosts("history", config, args.json, args.limit) if ok else 1
-    return print_history(args.limit, args.json)
-
-
-def _plugins(args: argparse.Namespace) -> int:
-    pm = make_plugin_manager()
-    registries = load_registries(pm)
-    rows = []
-    for kind, registry in (("agent", registries.agents), ("transform", registries.transforms)):
-        for name in registry.names():
-            cls = registry.get(name)
-            rows.append({"kind": kind, "name": name, "from": registry.origin(name),
-                         "summary": getattr(cls, "summary", "")})
-    failed = [{"name": e.name, "from": e.origin, "error": e.error} for e in pm.failed()]
-    if args.json:
-        print(json.dumps({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows,
-                          "failed": failed, "disabled": pm.disabled}, indent=2))
-        return 0
-    print(
-        table(
-            ("KIND", "NAME", "FROM", "SUMMARY"),
-            [(r["kind"], r["name"], r["from"], r["summary"]) for r in rows]
-            + [("plugin", f["name"], f["from"], f"failed: {f['error']}") for f in failed],
-        )
-    )
-    if os.environ.get("BATON_DISABLE_EXTERNAL_PLUGINS") == "1":
-        print("(external plugins disabled by BATON_DISABLE_EXTERNAL_PLUGINS=1)")
-    if pm.disabled:
-        print(f"(disabled by BATON_DISABLED_PLUGINS: {', '.join(pm.disabled)})")
-    return 0
 
 
 if __name__ == "__main__":

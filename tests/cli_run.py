@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["BATON", "Result", "baton", "start_baton"]
+__all__ = ["BATON", "Result", "baton", "json_lines", "start_baton"]
 
 _SCRIPT = Path(sys.executable).with_name("baton")
 #: the installed console script when there is one (what a person runs), else the module
@@ -34,6 +36,11 @@ class Result:
         for needle in needles:
             assert needle in self.err, (needle, self.err)
         return self.error_lines[0]
+
+
+def json_lines(text: str) -> list[Any]:
+    """``--json`` output of a streaming command (``history``): one JSON object per line, each parsed."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _env(env: dict[str, str] | None) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import json_lines
 from tests.conftest import REPO, TmuxServer, messages, wait_for
 from tests.test_faults import start_agent, wait_followed, write_config
 
@@ -176,7 +177,7 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     wait_for(lambda: len(messages(blog)) >= 2, timeout=30, what="the caught-up hand-off")
 
     def delivered() -> list[tuple[str, str]]:
-        return sorted((h["source"], h["target"]) for h in json.loads(baton("history", "--json"))
+        return sorted((h["source"], h["target"]) for h in json_lines(baton("history", "--json"))
                       if h["state"] == "delivered")
 
     # the paste is in b's log a moment before the daemon has seen b's turn start and recorded it delivered

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.bus_kit import NatsServer
+from tests.cli_run import json_lines
 from tests.conftest import messages, wait_for
 from tests.test_bus import hosts, nats, two_hosts  # noqa: F401  (fixtures)
 
@@ -26,7 +27,7 @@ def all_hosts(command: str, url: str, config: Path) -> list[dict]:
         timeout=30,
     )
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json_lines(out.stdout) if command == "history" else json.loads(out.stdout)
 
 
 def test_status_and_history_of_every_host_from_anywhere(tmp_path: Path, hosts, nats: NatsServer) -> None:  # noqa: F811

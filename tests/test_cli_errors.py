@@ -178,7 +178,7 @@ def test_preview_refuses_an_input_file_over_8_mb(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan"]
+    "setting", ["give_up_s: true", "catch_up_s: '300'", "max_hops: 2.5", "give_up_s: .nan", "max_per_hour: 0"]
 )
 def test_settings_numbers_are_strict(tmp_path: Path, setting: str) -> None:
     path = tmp_path / "routes.yaml"

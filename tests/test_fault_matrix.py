@@ -11,7 +11,6 @@ BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 from __future__ import annotations
 
 import collections
-import json
 import os
 import random
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
+from tests.cli_run import json_lines
 from tests.conftest import TmuxServer, messages, quiet_for, wait_for
 from tests.fault_sources import SOURCES
 from tests.test_faults import start_agent, wait_followed, write_config
@@ -36,7 +36,7 @@ def history() -> list[dict]:
         text=True,
         check=True,
     )
-    return json.loads(out.stdout)
+    return json_lines(out.stdout)
 
 
 @pytest.mark.parametrize("kind", list(SOURCES))

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
+from tests.cli_run import json_lines
 from tests.conftest import TmuxServer, demo_agent_command, messages, quiet_for, read_log, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
@@ -128,7 +129,7 @@ def test_loop_between_two_agents_stops_at_max_hops(
     out = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "history", "--json"], capture_output=True, text=True
     )
-    assert [h["hop"] for h in json.loads(out.stdout)] == [1, 2, 3, 4]
+    assert [h["hop"] for h in json_lines(out.stdout)] == [1, 2, 3, 4]
 
 
 def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxServer, tmp_path: Path,

@@ -19,7 +19,7 @@ from pipeline.engine.config import Config, ConfigError, Settings, parse_config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Response
 from pipeline.plugin.manager import load_registries, make_plugin_manager
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
 from plugins.transforms.llm import MAX_CONCURRENT_CALLS, LLMSettings, system_prompt
 from tests.conftest import demo_agent_command, messages, until
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
@@ -76,7 +76,9 @@ async def test_ai_routing_sends_the_answer_and_hands_on_the_models_prompt(
     anthropic_api.default = Reply(text=MODEL_PROMPT)
     transform = make(registries, "ai-routing", instructions="Ask for a security review.")
     result = await transform.apply(handoff())
-    assert result == TransformResult(MODEL_PROMPT, note="")
+    # the fake's usage: 10 tokens in, a quarter of the text out; claude-test has no price: tokens only
+    usage = Usage("claude-test", 10, len(MODEL_PROMPT) // 4)
+    assert result == TransformResult(MODEL_PROMPT, note="", usage=usage)
     [request] = anthropic_api.messages
     assert request.path.startswith("/v1/messages")
     assert TEST_KEY in request.headers.get("x-api-key", "") + request.headers.get("authorization", "")

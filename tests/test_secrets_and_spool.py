@@ -16,6 +16,7 @@ import pytest
 
 from pipeline import spool
 from pipeline.system.logs import RedactingFormatter, redact
+from tests.cli_run import json_lines
 from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
 
@@ -116,4 +117,4 @@ def test_api_key_never_reaches_the_log_or_journal(tmux_server: TmuxServer, tmp_p
     assert TEST_KEY not in err and "[redacted]" in err
     history = subprocess.run([sys.executable, "-m", "pipeline.cli", "history", "--json"], capture_output=True,
                              text=True).stdout
-    assert TEST_KEY not in history and json.loads(history)[0]["state"] == "delivered"
+    assert TEST_KEY not in history and json_lines(history)[0]["state"] == "delivered"

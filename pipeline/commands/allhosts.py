@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
 
 import anyio
 
-from pipeline.commands.table import table
+from pipeline.commands.table import json_line, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
+from pipeline.engine.journal import HistoryFilter
 
 __all__ = ["print_all_hosts"]
 
@@ -19,8 +19,10 @@ __all__ = ["print_all_hosts"]
 REACH_S = 5.0
 
 
-def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int = 50) -> int:
-    """Print every host's tiles (``kind="tiles"``) or hand-offs (``"history"``); 1 when there is no bus."""
+def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int = 50,
+                    match: HistoryFilter | None = None) -> int:
+    """Print every host's tiles (``kind="tiles"``) or hand-offs (``"history"``, those that ``match``, one
+    JSON object per line with ``--json``); 1 when there is no bus."""
     settings = config.settings.bus if config is not None else None
     if not bus_servers(settings):
         print(
@@ -38,11 +40,16 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         )
         return 1
     if kind == "history":
+        rows = [r for r in rows if match is None or match.matches(r)]
         rows = sorted(rows, key=lambda r: (r.get("created", 0), r.get("key", "")))[-limit:]
+        if as_json:
+            for row in rows:
+                print(json_line(row))
+            return 0
     else:
         rows = sorted(rows, key=lambda r: (r.get("host", ""), r.get("tile", "")))
     if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json_text(rows))
         return 0
     if kind == "tiles":
         print(

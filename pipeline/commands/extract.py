@@ -1,24 +1,22 @@
-"""``baton extract``: the last finished turn's answer from an agent's file, and ``baton history``."""
+"""``baton extract``: the last finished turn's answer from an agent's file."""
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import sqlite3
 import stat
 import sys
-import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.commands.table import table
+from pipeline.commands.table import json_text
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import Registries
 
-__all__ = ["extract_answer", "extract_options", "print_history"]
+__all__ = ["extract_answer", "extract_command", "extract_options"]
 
 
 def _regular_file(path: Path) -> str:
@@ -86,27 +84,16 @@ def extract_answer(registries: Registries, path: Path, agent: str, given: list[t
         return 1
     if as_json:
         c = response.completion
-        print(json.dumps({"text": response.text, "turn_id": c.turn_id, "outcome": c.outcome,
-                          "source": response.source, "cwd": response.cwd}, ensure_ascii=False, indent=2))
+        print(json_text({"text": response.text, "turn_id": c.turn_id, "outcome": c.outcome,
+                         "source": response.source, "cwd": response.cwd}))
     else:
         sys.stdout.write(response.text if response.text.endswith("\n") else response.text + "\n")
     return 0
 
 
-def print_history(limit: int, as_json: bool) -> int:
-    from pipeline.engine.journal import Journal, default_journal_path
+def extract_command(args: argparse.Namespace) -> int:
+    from pipeline.plugin.manager import load_registries
 
-    if not default_journal_path().exists():
-        print("[]" if as_json else f"no hand-offs yet ({default_journal_path()} does not exist)")
-        return 0
-    records = Journal().history(limit)
-    if as_json:
-        print(json.dumps([asdict(r) for r in records], ensure_ascii=False, indent=2))
-        return 0
-    if not records:
-        print("no hand-offs yet")
-        return 0
-    rows = [(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)), r.route, r.turn_id[:28], r.hop,
-             r.state, r.attempts, r.last_error or r.note) for r in records]
-    print(table(("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "WHY"), rows))
-    return 0
+    options = [("--session", "session", args.session)] if args.session else []
+    options += [(f"--option {name}", name, value) for name, value in args.option]
+    return extract_answer(load_registries(), args.file, args.agent, options, args.json)

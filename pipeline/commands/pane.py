@@ -5,20 +5,27 @@ anything else happens, so a runaway pipe is refused instead of filling a pane.""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 from typing import IO
 
+import anyio
+
 from pipeline.commands.options import MAX_INPUT_BYTES
+from pipeline.commands.server import load_optional, tmux_for
+from pipeline.commands.table import json_text
 from pipeline.engine.config import Tile
 from pipeline.engine.stages.dispatch import type_prompt
 from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import AgentAdapter, TileContext
-from pipeline.plugin.manager import Registries
+from pipeline.plugin.manager import Registries, load_registries
+from pipeline.plugin.turns import ResolveStep
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 
-__all__ = ["InputTooLarge", "adapter_for", "check_size", "read_input", "send_text"]
+__all__ = ["InputTooLarge", "adapter_for", "check_size", "pane_setup", "read_input", "resolve_command",
+           "send_text"]
 
 
 class InputTooLarge(ValueError):
@@ -70,3 +77,35 @@ async def send_text(adapter: AgentAdapter, text: str, out: Callable[..., object]
         + (f", {removed} control chars removed" if removed else "") + ": "
         + ("the agent started a turn" if confirmed else "typed; the agent did not show a new turn yet"))
     return 0
+
+
+def pane_setup(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
+    """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
+    registries = load_registries()
+    if args.agent != "auto":
+        registries.agents.get(args.agent)  # an unknown name: one line from main(), before anything else
+    config, ok = load_optional(args, registries)
+    return (registries, tmux_for(args, config)) if ok else None
+
+
+def resolve_command(args: argparse.Namespace) -> int:
+    """``baton resolve``: every step of the resolution chain; 1 when one stopped it."""
+    setup = pane_setup(args)
+    if setup is None:
+        return 1
+
+    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
+        adapter = await adapter_for(args.pane, args.agent, *setup)
+        return adapter, await adapter.resolve()
+
+    adapter, steps = anyio.run(resolve)
+    ok = all(s.ok for s in steps)
+    if args.json:
+        print(json_text({"pane": args.pane, "agent": adapter.name, "ok": ok,
+                         "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value}
+                                   for s in steps]}))
+    else:
+        print(f"{args.pane}: agent {adapter.name}")
+        for s in steps:
+            print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
+    return 0 if ok else 1

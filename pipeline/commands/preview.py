@@ -21,7 +21,11 @@ from its screen, as ``baton status`` reaches tiles.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass, field
+
+import anyio
 
 from pipeline.engine.config import KNOWN_SHOWN, Config, Route
 from pipeline.engine.stages.route import PromptRouter
@@ -32,7 +36,7 @@ from pipeline.plugin.transforms import TransformResult, TransformSkipped
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["PreviewError", "PreviewResult", "find_route", "last_response", "preview_route"]
+__all__ = ["PreviewError", "PreviewResult", "find_route", "last_response", "preview_command", "preview_route"]
 
 PREVIEW_TURN = "preview"
 
@@ -49,6 +53,8 @@ class PreviewResult:
     notes: list[str] = field(default_factory=list)
     #: set when the route would drop this hand-off (the transform raised TransformSkipped)
     skipped: str | None = None
+    #: ``text`` is the request an AI transform would send (``--dry-run``), not a prompt
+    request: bool = False
 
 
 def find_route(config: Config, name: str) -> Route:
@@ -120,7 +126,7 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
             notes.append(
                 f"--dry-run: this is the request {route.transform_type} would send; the model was not called"
             )
-            return PreviewResult(request, notes)
+            return PreviewResult(request, notes, request=True)
     try:
         result = TransformResult.of(await transform.apply(data))
     except TransformSkipped as exc:
@@ -133,3 +139,53 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
     if typed != result.text:
         notes.append(f"{len(result.text) - len(typed)} control characters removed, as run removes them")
     return PreviewResult(typed, notes)
+
+
+def preview_command(args: argparse.Namespace) -> int:
+    """``baton preview``: 0 with the text; 1 when the route would not fire or there is nothing to preview.
+    With ``--json`` one object (the text, or why it would not fire, and the notes) on standard output."""
+    from pipeline.commands.pane import InputTooLarge, read_input
+    from pipeline.commands.server import load, tmux_for
+    from pipeline.commands.table import json_text
+    from pipeline.plugin.manager import load_registries
+
+    registries = load_registries()
+    config, _ = load(args, registries)
+    if config is None:
+        return 1
+    try:
+        answer = None
+        if args.input == "-":
+            answer = read_input(sys.stdin, "standard input")
+        elif args.input is not None:
+            with open(args.input, "rb") as f:  # a FIFO is read like standard input: up to the cap
+                answer = read_input(f, f"--input {args.input}")
+    except InputTooLarge as exc:
+        print(f"baton preview: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"baton preview: cannot read --input {args.input}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        route = find_route(config, args.route)
+        result = anyio.run(
+            lambda: preview_route(
+                config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
+            )
+        )
+    except PreviewError as exc:
+        print(f"baton preview: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json_text({"route": route.label, "from": route.from_, "to": route.to,
+                         "transform": route.transform_type, "fires": result.skipped is None,
+                         "text": result.text if result.skipped is None else None,
+                         "skipped": result.skipped, "request": result.request, "notes": result.notes}))
+        return 0 if result.skipped is None else 1
+    for note in result.notes:
+        print(f"baton preview: {note}", file=sys.stderr)
+    if result.skipped is not None:
+        print(f"baton preview: route {args.route} would not hand this off: {result.skipped}", file=sys.stderr)
+        return 1
+    sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    return 0

@@ -16,7 +16,7 @@ from pipeline.engine.config import Config, ConfigError, Problem, default_config_
 from pipeline.plugin.manager import Registries
 from pipeline.system.tmux import Tmux
 
-__all__ = ["config_path", "load", "load_optional", "tmux_for"]
+__all__ = ["config_path", "load", "load_optional", "this_host", "tmux_for"]
 
 
 def config_path(args: argparse.Namespace) -> Path:
@@ -52,3 +52,10 @@ def load_optional(args: argparse.Namespace, registries: Registries) -> tuple[Con
 def tmux_for(args: argparse.Namespace, config: Config | None) -> Tmux:
     socket = args.socket or (None if args.socket_path else (config.tmux.socket_name if config else None))
     return Tmux(socket_name=socket, socket_path=args.socket_path)
+
+
+def this_host(config: Config, host: str | None) -> Config:
+    """Only the tiles of ``host`` (default: this machine): a tile on another machine has no pane here."""
+    from pipeline.engine.hosts import local_host
+
+    return config.on_host(host or local_host())

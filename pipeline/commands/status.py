@@ -3,15 +3,21 @@ and a preview of the last answer."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
 
+import anyio
+
 from pipeline.commands.preview import PreviewError, last_response
+from pipeline.commands.server import load, this_host, tmux_for
+from pipeline.commands.table import count, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime, build_tiles
-from pipeline.plugin.manager import Registries
+from pipeline.plugin.manager import Registries, load_registries
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["tile_row", "tile_status"]
+__all__ = ["status_command", "tile_row", "tile_status"]
 
 #: resolve steps whose value is worth a column of its own
 FILE_STEPS = {
@@ -56,3 +62,43 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
     except PreviewError:
         pass
     return row
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """0; 1 when routes.yaml is invalid; 3 when none of the tiles has its pane."""
+    registries = load_registries()
+    config, _ = load(args, registries)
+    if config is None:
+        return 1
+    if args.all_hosts:
+        from pipeline.commands.allhosts import print_all_hosts
+
+        return print_all_hosts("tiles", config, args.json)
+    config = this_host(config, args.host)
+    if args.watch:
+        from pipeline.commands.watch import watch_command
+
+        return watch_command(args, config, registries)
+    rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
+    status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
+    if args.json:
+        print(json_text(rows))
+    else:
+        _print_rows(rows)
+    if status:
+        print(
+            f"baton status: none of the {count(len(rows), 'tile')} has its pane on "
+            f"{tmux_for(args, config).describe()}",
+            file=sys.stderr,
+        )
+    return status
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    print(table(("TILE", "PANE", "AGENT", "PID", "STATE", "LAST ANSWER"),
+                [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-", r["state"],
+                  r["last_response"] or "-") for r in rows]))
+    for r in rows:
+        for key in ("session", "transcript", "error"):
+            if r.get(key):
+                print(f"{r['tile']} {key}: {r[key]}")

@@ -1,4 +1,4 @@
-"""Text output shared by the commands: counted nouns and tables with a header row.
+"""Output shared by the commands: counted nouns, tables with a header row, and JSON.
 
 A table's columns are as wide as their widest cell (header included), so a long pane name or route name
 shifts the columns instead of running into the next one; the last column is never padded.
@@ -6,9 +6,21 @@ shifts the columns instead of running into the next one; the last column is neve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["count", "table"]
+__all__ = ["count", "json_line", "json_text", "table"]
+
+
+def json_text(value: Any) -> str:
+    """One JSON document for ``--json`` (indented: one object per command run)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def json_line(value: Any) -> str:
+    """One JSON object on one line, for commands that stream (``history``, ``history --follow``)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

@@ -11,6 +11,7 @@ read of a long transcript never holds the board back. ``q`` or Ctrl-C quits; the
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
@@ -26,6 +27,7 @@ from anyio import CancelScope
 from anyio.abc import TaskGroup
 
 from pipeline.commands.board import Board, read_handoffs, render
+from pipeline.commands.server import tmux_for
 from pipeline.commands.status import tile_row
 from pipeline.engine.config import Config
 from pipeline.engine.journal import default_journal_path
@@ -35,7 +37,7 @@ from pipeline.plugin.manager import Registries
 from pipeline.system.terminal import FullScreen
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["watch_board"]
+__all__ = ["watch_board", "watch_command"]
 
 log = logging.getLogger("batonpass")
 #: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
@@ -256,3 +258,15 @@ async def watch_board(config: Config, registries: Registries, tmux: Tmux,
                 await live.quit.wait()
                 tg.cancel_scope.cancel()
     return 0
+
+
+def watch_command(args: argparse.Namespace, config: Config, registries: Registries) -> int:
+    """``baton status --watch`` for ``config``'s tiles on this host: 0 when quit; 1 without a terminal."""
+    if args.json:
+        print("baton status: --watch draws a board; --json prints once (use one of them)", file=sys.stderr)
+        return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("baton status --watch: needs a terminal (standard input and output); "
+              "use baton status or baton status --json in scripts", file=sys.stderr)
+        return 1
+    return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))

@@ -82,6 +82,9 @@ class Route(Strict):
     on: Literal["completed", "failed", "any"] = "completed"
     match: str | None = None
     transform: str | dict[str, Any] = "raw"
+    #: at most this many hand-offs typed in any hour; more are held (kept) until the hour allows them.
+    #: None: ``settings.max_per_hour``
+    max_per_hour: int | None = Field(default=None, gt=0, strict=True)
 
     @property
     def label(self) -> str:
@@ -108,6 +111,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
     max_hops: int | None = Field(default=None, ge=0, strict=True)
+    #: every route's rate limit unless the route sets its own (None: no limit)
+    max_per_hour: int | None = Field(default=None, gt=0, strict=True)
     catch_up_s: float = Field(default=300, ge=0, allow_inf_nan=False, strict=True)
     #: how long a hand-off to a missing pane or exited agent is kept and retried before it fails
     give_up_s: float = Field(default=600, gt=0, allow_inf_nan=False, strict=True)
@@ -138,6 +143,11 @@ class Config(Strict):
 
     def routes_from(self, tile: str) -> list[Route]:
         return [r for r in self.routes if r.from_ == tile]
+
+    def rate_limits(self) -> dict[str, int]:
+        """Each rate-limited route's ``max_per_hour`` (its own, else ``settings.max_per_hour``), by label."""
+        limits = {r.label: r.max_per_hour or self.settings.max_per_hour for r in self.routes}
+        return {label: n for label, n in limits.items() if n is not None}
 
     def tiles_on(self, host: str) -> dict[str, Tile]:
         """The tiles ``baton run --host HOST`` follows and types into."""

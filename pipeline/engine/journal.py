@@ -3,6 +3,7 @@
 It is what makes batonpass exactly-once across crashes. State is written *before* each side effect:
 
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
+        │            └──> held (its route's max_per_hour) ──┘
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
 A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target
@@ -19,22 +20,27 @@ process crash cannot). Blocking calls are tiny; the engine runs them directly on
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
-__all__ = ["MEMORY", "HandoffRecord", "HandoffState", "Journal", "default_journal_path"]
+__all__ = ["FINAL_STATES", "MEMORY", "STATES", "HandoffRecord", "HandoffState", "HistoryFilter", "Journal",
+           "default_journal_path"]
 
 HandoffState = Literal[
-    "pending", "transformed", "delivering", "delivered", "unconfirmed", "failed", "skipped", "published"
+    "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
+    "published",
 ]
+#: every state, in the order a hand-off passes them (``baton history --outcome`` takes these)
+STATES: tuple[HandoffState, ...] = get_args(HandoffState)
 FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
 #: how long finished records are kept (``baton history`` looks back this far)
 KEEP_S = 30 * 24 * 3600.0
@@ -50,6 +56,7 @@ CREATE TABLE IF NOT EXISTS handoffs (
     prompt_digest TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
     note TEXT NOT NULL DEFAULT '', pane TEXT, created REAL NOT NULL, updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS handoffs_state ON handoffs (state);
+CREATE INDEX IF NOT EXISTS handoffs_updated ON handoffs (updated);
 CREATE TABLE IF NOT EXISTS hops (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tile TEXT NOT NULL, hop INTEGER NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS tiles (tile TEXT PRIMARY KEY, followed_until REAL NOT NULL);
@@ -79,10 +86,51 @@ class HandoffRecord:
     pane: str | None
     created: float
     updated: float
+    #: the AI transform's model call: model, tokens, cost_usd (None: no model was called)
+    usage: dict[str, Any] | None = None
 
     def to_prompt(self) -> Prompt:
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
                       turn_id=self.turn_id, hop=self.hop, created=self.created)
+
+
+@dataclass(frozen=True)
+class HistoryFilter:
+    """Which hand-offs ``baton history`` shows: every field set must hold (None: any)."""
+
+    route: str | None = None
+    #: the source or the target
+    tile: str | None = None
+    outcome: str | None = None
+    #: created at or after (epoch seconds)
+    since: float | None = None
+
+    def sql(
+        self, extra: tuple[str, ...] = (), extra_args: tuple[object, ...] = ()
+    ) -> tuple[str, tuple[object, ...]]:
+        """`` WHERE ...`` (or "") and its arguments."""
+        terms, args = list(extra), list(extra_args)
+        if self.route is not None:  # a route's name, or FROM->TO (the route's tiles, named or not)
+            terms.append("(route = ? OR source || '->' || target = ?)")
+            args += [self.route, self.route]
+        if self.tile is not None:
+            terms.append("(source = ? OR target = ?)")
+            args += [self.tile, self.tile]
+        if self.outcome is not None:
+            terms.append("state = ?")
+            args.append(self.outcome)
+        if self.since is not None:
+            terms.append("created >= ?")
+            args.append(self.since)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
+
+    def matches(self, row: dict[str, object]) -> bool:
+        """The same test on a row read from elsewhere (``--all-hosts``: the bus)."""
+        created, between = row.get("created"), f"{row.get('source')}->{row.get('target')}"
+        return ((self.route is None or self.route in (row.get("route"), between))
+                and (self.tile is None or self.tile in (row.get("source"), row.get("target")))
+                and (self.outcome is None or row.get("state") == self.outcome)
+                and (self.since is None or (isinstance(created, int | float) and created >= self.since)))
 
 
 def digest(text: str) -> str:
@@ -107,6 +155,18 @@ class Journal:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Columns newer than the journal file (it outlives upgrades): added in place, old rows null."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(handoffs)")}
+        for column, kind in _ADDED_COLUMNS.items():
+            if column not in have:
+                try:
+                    self.db.execute(f"ALTER TABLE handoffs ADD COLUMN {column} {kind}")
+                except sqlite3.OperationalError as exc:  # another process added it in between
+                    if "duplicate column" not in str(exc):
+                        raise
 
     def close(self) -> None:
         self.db.close()
@@ -200,7 +260,11 @@ class Journal:
 
     def handoff(self, key: str) -> HandoffRecord | None:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE key=?", (key,)).fetchone()
-        return HandoffRecord(*row) if row else None
+        return _record(row) if row else None
+
+    def record_usage(self, key: str, usage: dict[str, Any]) -> None:
+        """What the hand-off's AI transform used (model, tokens, cost)."""
+        self.db.execute("UPDATE handoffs SET usage=? WHERE key=?", (json.dumps(usage), key))
 
     def set_state(self, key: str, state: HandoffState, *, error: str | None = None, note: str | None = None,
                   pane: str | None = None, attempt: bool = False) -> None:
@@ -223,12 +287,32 @@ class Journal:
         """Hand-offs a previous run left before a final state, oldest first."""
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs WHERE state NOT IN {FINAL_STATES} "
                                "ORDER BY created").fetchall()
-        return [HandoffRecord(*r) for r in rows]
+        return [_record(r) for r in rows]
 
-    def history(self, limit: int = 100) -> list[HandoffRecord]:
-        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs ORDER BY created DESC, key LIMIT ?",
-                               (limit,)).fetchall()
-        return [HandoffRecord(*r) for r in reversed(rows)]
+    def history(self, limit: int = 100, match: HistoryFilter | None = None) -> list[HandoffRecord]:
+        """The latest ``limit`` hand-offs that ``match`` (default: all), oldest first."""
+        where, args = (match or HistoryFilter()).sql()
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY created DESC, key LIMIT ?",
+                               (*args, limit)).fetchall()
+        return [_record(r) for r in reversed(rows)]
+
+    def changed_since(self, at: float, match: HistoryFilter | None = None) -> list[HandoffRecord]:
+        """Hand-offs that ``match`` whose record changed at or after ``at``, in the order they changed
+        (``baton history --follow``)."""
+        where, args = (match or HistoryFilter()).sql(("updated >= ?",), (at,))
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM handoffs{where} ORDER BY updated, key",
+                               args).fetchall()
+        return [_record(r) for r in rows]
+
+    def typed_since(self, route: str, at: float, but: str = "") -> list[float]:
+        """When each hand-off of ``route`` (other than ``but``) typed into its target at or after ``at`` was
+        last recorded, oldest first (the route's ``max_per_hour`` counts these)."""
+        rows = self.db.execute(
+            "SELECT updated FROM handoffs WHERE route=? AND updated>=? AND key!=? AND state IN "
+            "('delivering', 'delivered', 'unconfirmed') ORDER BY updated",
+            (route, at, but),
+        ).fetchall()
+        return [float(r[0]) for r in rows]
 
     def prune(self, older_than_s: float = KEEP_S) -> int:
         """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
@@ -287,8 +371,15 @@ class Journal:
 
 _COLUMNS = (
     "key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
-    " created, updated"
+    " created, updated, usage"
 )
+#: columns added after the first release, and their types
+_ADDED_COLUMNS = {"usage": "TEXT"}
+
+
+def _record(row: tuple[Any, ...]) -> HandoffRecord:
+    usage = row[-1]
+    return replace(HandoffRecord(*row[:-1]), usage=json.loads(usage) if usage else None)
 
 
 class _Transaction:

@@ -72,7 +72,7 @@ class Pipeline:
                               notifier=self.notifier)
         self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
                                            dry_run=self.dry_run, report=self.report, journal=self.journal,
-                                           notifier=self.notifier)
+                                           notifier=self.notifier, limits=self.config.rate_limits())
         completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)

@@ -14,7 +14,14 @@ from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Respon
 from pipeline.plugin.hookspecs import RegisterAgent, RegisterSettings, RegisterTransform
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.settings import PluginSettings, SettingsSection
-from pipeline.plugin.transforms import NoOptions, Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.transforms import (
+    NoOptions,
+    Transform,
+    TransformInput,
+    TransformResult,
+    TransformSkipped,
+    Usage,
+)
 from pipeline.plugin.turns import Resolution, ResolveStep, TurnEnd, TurnMark
 from pipeline.spool import HookRecord
 from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, TmuxError
@@ -49,5 +56,6 @@ __all__ = [
     "TransformSkipped",
     "TurnEnd",
     "TurnMark",
+    "Usage",
     "hookimpl",
 ]

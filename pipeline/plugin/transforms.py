@@ -11,7 +11,15 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.plugin.events import Response
 from pipeline.plugin.settings import PluginSettings
 
-__all__ = ["NoOptions", "OptionsT", "Transform", "TransformInput", "TransformResult", "TransformSkipped"]
+__all__ = [
+    "NoOptions",
+    "OptionsT",
+    "Transform",
+    "TransformInput",
+    "TransformResult",
+    "TransformSkipped",
+    "Usage",
+]
 
 
 class NoOptions(BaseModel):
@@ -27,12 +35,28 @@ class TransformSkipped(Exception):
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a transform's own model call used, as the API counted it; the journal keeps it with the
+    hand-off and ``baton history`` shows it. ``cost_usd`` is None when the model's price is not known."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    #: input written to / read from the prompt cache (billed apart from ``input_tokens``)
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
 class TransformResult:
     """A prompt plus a note on how it was made, for transforms with something to report (an AI transform
-    that fell back to the raw answer says why). ``apply`` may return this or a plain ``str``."""
+    that fell back to the raw answer says why), and what its model call used. ``apply`` may return this or
+    a plain ``str``."""
 
     text: str
     note: str = ""
+    usage: Usage | None = None
 
     @classmethod
     def of(cls, value: str | TransformResult) -> TransformResult:

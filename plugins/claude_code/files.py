@@ -21,6 +21,7 @@ __all__ = [
     "live_sessions",
     "project_folder_name",
     "read_session_file",
+    "session_files",
     "session_matches",
     "session_owner",
     "transcript_inside",
@@ -157,9 +158,9 @@ def session_matches(session: SessionFile, p: proc.Proc) -> str | None:
     return None
 
 
-def live_sessions(config: Path) -> Iterator[tuple[str, SessionFile]]:
-    """The session files of ``config`` (with their file names, in name order) whose process is alive and
-    is the one that wrote them: the live Claude Code sessions of that config folder."""
+def session_files(config: Path) -> Iterator[tuple[str, SessionFile]]:
+    """The readable session files of ``config`` (``sessions/*.json``) with their file names, in name order;
+    parsed again only when a file changed."""
     try:
         names = sorted(os.listdir(config / "sessions"))
     except OSError:
@@ -168,9 +169,15 @@ def live_sessions(config: Path) -> Iterator[tuple[str, SessionFile]]:
         if not name.endswith(".json"):
             continue
         try:
-            session = _read_cached(config / "sessions" / name)
+            yield name, _read_cached(config / "sessions" / name)
         except (OSError, ValueError):
             continue
+
+
+def live_sessions(config: Path) -> Iterator[tuple[str, SessionFile]]:
+    """The session files of ``config`` (with their file names, in name order) whose process is alive and
+    is the one that wrote them: the live Claude Code sessions of that config folder."""
+    for name, session in session_files(config):
         live = proc.read_proc(session.pid)
         if live is not None and session_matches(session, live) is None:
             yield name, session
@@ -191,18 +198,9 @@ def transcript_inside(path: str | os.PathLike[str], config: Path) -> Path | None
 
 def session_owner(config: Path, session_id: str) -> proc.Proc | None:
     """The live Claude Code process whose session file (in ``config``) names ``session_id``, or None."""
-    try:
-        entries = os.listdir(config / "sessions")
-    except OSError:
-        return None
-    for name in entries:
-        if not name.endswith(".json"):
-            continue
-        try:
-            session = _read_cached(config / "sessions" / name)
-        except (OSError, ValueError):
-            continue
-        if session.session_id != session_id.lower():
+    wanted = session_id.lower()
+    for _, session in session_files(config):
+        if session.session_id != wanted:
             continue
         live = proc.read_proc(session.pid)
         if live is not None and session_matches(session, live) is None:

@@ -10,6 +10,9 @@ A failed call never loses the hand-off: with no key, a timeout, an API error or 
 transform hands on the raw answer (``on_error: raw``, the default) or skips the hand-off (``on_error: skip``),
 logs why, and returns the reason as the :class:`TransformResult` note (the router copies it to
 ``Prompt.note`` for the journal).
+
+Every call that the API answered returns its token use (and its cost, from :mod:`plugins.transforms.prices`)
+as the result's ``usage``, which the journal keeps with the hand-off: ``baton history`` shows it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.plugin import PluginSettings, RegisterSettings, RegisterTransform, SettingsSection
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
+from plugins.transforms.prices import usage_of
 
 __all__ = [
     "API_KEY_ENV",
@@ -190,7 +194,7 @@ class LLMTransform(Transform[LLMOptionsT]):
         import anthropic  # here, not at the top: it costs ~1 s of start-up to every `baton` command
 
         try:
-            text, stop_reason = await self._ask(request)
+            text, stop_reason, usage = await self._ask(request)
         except TimeoutError:
             return self._fall_back(
                 data, where, f"no answer from {self.model} within timeout_s={self.timeout_s:g}", notes
@@ -206,14 +210,16 @@ class LLMTransform(Transform[LLMOptionsT]):
             return self._fall_back(data, where, f"{type(exc).__name__}: {exc}", notes)
         if not text:
             return self._fall_back(data, where, f"{self.model} returned no text (stop_reason: {stop_reason})",
-                                   notes)
+                                   notes, usage)
         if stop_reason == "max_tokens":
             notes.append(f"the model's text stopped at max_tokens={self.max_tokens}")
             log.warning("%s: %s", where, notes[-1])
-        log.info("%s: %d chars from %s", where, len(text), self.model)
-        return TransformResult(text, note="; ".join(notes))
+        log.info("%s: %d chars from %s (%d tokens in, %d out%s)", where, len(text), usage.model,
+                 usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens, usage.output_tokens,
+                 "" if usage.cost_usd is None else f", ${usage.cost_usd:.4f}")
+        return TransformResult(text, note="; ".join(notes), usage=usage)
 
-    async def _ask(self, request: dict[str, Any]) -> tuple[str, str | None]:
+    async def _ask(self, request: dict[str, Any]) -> tuple[str, str | None, Usage]:
         """One call, bounded by the shared limiter (waiting for a slot does not count against the
         timeout) and by ``timeout_s`` (retries included). A client per call: hand-offs are seconds apart,
         and a client outlives no event loop it was not made in."""
@@ -226,14 +232,15 @@ class LLMTransform(Transform[LLMOptionsT]):
                 ) as client:
                     message = await client.messages.create(**request)
         text = "".join(block.text for block in message.content if block.type == "text").strip()
-        return text, message.stop_reason
+        return text, message.stop_reason, usage_of(message.model or request["model"], message.usage)
 
-    def _fall_back(self, data: TransformInput, where: str, reason: str, notes: list[str]) -> TransformResult:
+    def _fall_back(self, data: TransformInput, where: str, reason: str, notes: list[str],
+                   usage: Usage | None = None) -> TransformResult:
         if self.options.on_error == "skip":
             raise TransformSkipped(f"{self.name} could not run: {reason} (on_error: skip)")
         log.warning("%s: %s; handing on the raw answer instead (on_error: raw)", where, reason)
         note = f"{self.name} fell back to the raw answer: {reason}"
-        return TransformResult(data.response.text, note="; ".join([note, *notes]))
+        return TransformResult(data.response.text, note="; ".join([note, *notes]), usage=usage)
 
 
 def _api_message(exc: Any) -> str:

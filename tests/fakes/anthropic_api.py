@@ -41,6 +41,8 @@ class Reply:
     empty: bool = False
     stop_reason: str = "end_turn"
     headers: dict[str, str] = field(default_factory=dict)
+    #: counts for the message's ``usage`` over the defaults (10 input tokens, a quarter of the text out)
+    usage: dict[str, int] = field(default_factory=dict)
 
     def error_body(self) -> dict[str, Any]:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
@@ -192,7 +194,7 @@ def _message(body: Any, reply: Reply) -> dict[str, Any]:
     return {"id": "msg_fake_" + uuid.uuid4().hex[:16], "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": reply.stop_reason, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": max(1, len(reply.text) // 4),
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **reply.usage}}
 
 
 @contextmanager

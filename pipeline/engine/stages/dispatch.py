@@ -5,6 +5,10 @@ For each prompt the target's adapter is asked whether the pane can take it. ``bu
 tile's agent — typically a bare shell after the agent exited) or ``gone``: nothing is typed; the hand-off
 is reported, kept, and retried with backoff until ``settings.give_up_s``. Once typed, a prompt is never
 typed again: it ends ``delivered`` (the agent showed it started), ``unconfirmed`` or ``failed``.
+
+A route with ``max_per_hour`` that already typed that many hand-offs in the last hour holds the next one
+(``held`` in the journal, logged once) until the oldest of them is an hour old: kept, never dropped, and
+still held after a restart. Its target's queue waits behind it, so the order of hand-offs is kept too.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ __all__ = ["PromptDispatcher", "target_state", "type_prompt"]
 log = logging.getLogger("batonpass")
 
 WAIT_TICK_S = 0.2
+#: the window ``max_per_hour`` counts in
+HOUR_S = 3600.0
+#: a held hand-off looks again at least this often (the journal may be changed under it, the clock set)
+HOLD_TICK_S = 60.0
 
 
 async def target_state(adapter: AgentAdapter) -> TargetState:
@@ -81,8 +89,10 @@ class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
                  queue_size: int = 256, journal: Journal | None = None,
-                 notifier: Notifier | None = None) -> None:
+                 notifier: Notifier | None = None, limits: dict[str, int] | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
+        #: each rate-limited route's max_per_hour, by route label
+        self.limits = limits or {}
         self.journal = journal if journal is not None else Journal(MEMORY)
         self.notifier = notifier if notifier is not None else Notifier()
         #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
@@ -135,6 +145,7 @@ class PromptDispatcher:
                 flush=True,
             )
             return Delivery(prompt, "dry-run")
+        await self._hold_for_rate(prompt)
         started = time.monotonic()
         if prompt.key in self.unsure:
             self.unsure.discard(prompt.key)
@@ -167,6 +178,30 @@ class PromptDispatcher:
             len(prompt.text),
         )
         return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
+
+    async def _hold_for_rate(self, prompt: Prompt) -> None:
+        """Wait while ``prompt``'s route has typed ``max_per_hour`` hand-offs in the last hour."""
+        limit = self.limits.get(prompt.route)
+        if limit is None:
+            return
+        said = False
+        while True:
+            now = time.time()
+            typed = self.journal.typed_since(prompt.route, now - HOUR_S, but=prompt.key)
+            if len(typed) < limit:
+                if said:  # released: it waits for its target like any other hand-off now
+                    self.journal.set_state(prompt.key, "transformed")
+                return
+            free_at = typed[len(typed) - limit] + HOUR_S  # when one fewer than the limit is left in the hour
+            if not said:
+                n, at = len(typed), time.strftime("%H:%M:%S", time.localtime(free_at))
+                why = (f"held by max_per_hour={limit}: route {prompt.route} typed {n} "
+                       f"hand-off{'s' * (n != 1)} in the last hour; it goes at {at}")
+                log.warning("held        %s -> %s: %s", prompt.key, prompt.target, why)
+                self.journal.set_state(prompt.key, "held", note=why)
+                self.notifier.kept(prompt.key, prompt.route, prompt.target, why)
+                said = True
+            await anyio.sleep(min(max(free_at - now, 0.01), HOLD_TICK_S))
 
     async def _await_target(self, prompt: Prompt, started: float, wanted: tuple[str, ...]) -> int | Delivery:
         """Wait, in order, until the target's state is one of ``wanted``; returns how many times it was

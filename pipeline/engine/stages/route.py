@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
@@ -19,7 +19,7 @@ from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response
 from pipeline.plugin.registry import TransformRegistry
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
 
 __all__ = ["PromptRouter", "RouteDecision"]
 
@@ -33,6 +33,8 @@ class RouteDecision:
     prompt: Prompt | None
     state: str  # transformed | skipped | failed
     reason: str = ""
+    #: what the route's AI transform's model call used (None: no model was called)
+    usage: Usage | None = None
 
 
 class PromptRouter:
@@ -58,6 +60,9 @@ class PromptRouter:
                 self.journal.record_routing(
                     response.completion, [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]
                 )
+                for d in decisions:
+                    if d.usage is not None:
+                        self.journal.record_usage(f"{d.route}@{response.completion.turn_id}", asdict(d.usage))
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
@@ -96,7 +101,8 @@ class PromptRouter:
                 continue
             prompt = Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
                             turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note)
-            decisions.append(RouteDecision(route.label, route.to, prompt, "transformed", result.note))
+            decisions.append(RouteDecision(route.label, route.to, prompt, "transformed", result.note,
+                                           result.usage))
         return decisions
 
     def why_not(self, route: Route, response: Response) -> str:

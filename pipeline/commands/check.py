@@ -1,0 +1,41 @@
+"""``baton check``: validate routes.yaml; every problem at its line and column, or a one-line verdict."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pipeline.commands.server import config_path, load
+from pipeline.commands.table import count, json_text
+from pipeline.plugin.manager import load_registries
+
+__all__ = ["check_command"]
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """0 when routes.yaml is valid (warnings allowed), 1 when it is not."""
+    from pipeline.engine.config import ConfigError, load_config
+
+    if not args.json:
+        config, warnings = load(args, load_registries())
+        if config is None:
+            return 1
+        print(f"{config.path}: ok — {count(len(config.tiles), 'tile')}, {count(len(config.routes), 'route')}"
+              + (f", {count(len(warnings), 'warning')}" if warnings else ""))
+        print(f"limits: max_hops {config.settings.hop_limit}"
+              + "".join(f"; {label} at most {n} an hour" for label, n in config.rate_limits().items()))
+        return 0
+    path = config_path(args)
+    out: dict[str, Any]
+    try:
+        config, problems = load_config(path, load_registries())
+        out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes),
+               "limits": {"max_hops": config.settings.hop_limit, "max_per_hour": config.rate_limits()}}
+    except ConfigError as exc:
+        problems, out = exc.problems, {"file": str(path), "ok": False}
+    out["problems"] = [
+        {"line": p.line, "col": p.col, "severity": p.severity, "path": p.path, "message": p.message}
+        for p in problems
+    ]
+    print(json_text(out))
+    return 0 if out["ok"] else 1

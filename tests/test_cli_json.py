@@ -1,0 +1,187 @@
+"""``--json`` on every read command, parsed; ``baton history``'s filters and ``--follow`` — all through the
+real ``baton`` command, against a real journal file and a real tmux pane (docs/json.md is the contract)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from pipeline.engine.journal import Journal, default_journal_path
+from pipeline.plugin.events import Completion, Prompt
+from tests.cli_run import BATON, _env, baton, json_lines
+from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.test_faults import start_agent, transcript_answers, write_config
+
+#: the fields of one ``history --json`` line (docs/json.md)
+HISTORY_FIELDS = {"key", "route", "source", "target", "turn_id", "hop", "state", "response", "prompt",
+                  "attempts", "last_error", "note", "pane", "created", "updated", "usage"}
+
+
+def add_handoff(journal: Journal, route: str, source: str, target: str, turn: str, state: str,
+                reason: str = "", ago_s: float = 0.0) -> None:
+    """One hand-off as the daemon records it: routed (transformed, skipped or failed), then its end."""
+    completion = Completion(tile=source, turn_id=turn)
+    journal.record_completion(completion)
+    routed = state if state in ("skipped", "failed") else "transformed"
+    prompt = None if routed != "transformed" else Prompt(route, source, target, f"text of {turn}", turn, 1)
+    journal.record_routing(completion, [(prompt, route, target, routed, reason)])
+    if state != routed:
+        journal.set_state(f"{route}@{turn}", state)  # type: ignore[arg-type]
+    if ago_s:
+        at = time.time() - ago_s
+        key = f"{route}@{turn}"
+        journal.db.execute("UPDATE handoffs SET created=?, updated=? WHERE key=?", (at, at, key))
+
+
+@pytest.fixture
+def journal() -> Journal:
+    j = Journal(default_journal_path())
+    add_handoff(j, "a->b", "a", "b", "t1", "delivered", ago_s=3 * 3600)
+    add_handoff(j, "b->a", "b", "a", "t2", "delivered", ago_s=1800)
+    add_handoff(j, "a->b", "a", "b", "t3", "skipped", "the chain reached max_hops=6")
+    add_handoff(j, "review", "a", "c", "t3", "failed", "transform ai-routing failed: boom")
+    return j
+
+
+def keys(*args: str) -> list[str]:
+    result = baton("history", "--json", *args)
+    assert result.status == 0 and "Traceback" not in result.err, result.err
+    rows = json_lines(result.out)
+    assert all(set(r) == HISTORY_FIELDS for r in rows), rows
+    return [r["key"] for r in rows]
+
+
+def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal: Journal) -> None:
+    assert keys() == ["a->b@t1", "b->a@t2", "a->b@t3", "review@t3"]
+    assert keys("--route", "a->b") == ["a->b@t1", "a->b@t3"]
+    assert keys("--route", "a->c") == keys("--route", "review") == ["review@t3"]  # FROM->TO or its name
+    assert keys("--tile", "c") == ["review@t3"]  # the target counts
+    assert keys("--tile", "b") == ["a->b@t1", "b->a@t2", "a->b@t3"]  # source or target
+    assert keys("--outcome", "failed") == ["review@t3"]
+    assert keys("--since", "1h") == ["b->a@t2", "a->b@t3", "review@t3"]
+    two_hours_ago = datetime.fromtimestamp(time.time() - 2 * 3600).isoformat(timespec="seconds")
+    assert keys("--since", two_hours_ago) == ["b->a@t2", "a->b@t3", "review@t3"]
+    assert keys("--tile", "a", "--outcome", "delivered", "--since", "1d", "-n", "1") == ["b->a@t2"]
+    text = baton("history", "--route", "a->b", "--outcome", "skipped")
+    assert text.status == 0 and "the chain reached max_hops=6" in text.out and "review" not in text.out
+    assert baton("history", "--route", "nope").out.strip() == "no hand-offs match"
+    baton("history", "--since", "yesterday").one_line_error(2, "--since", "'yesterday'")
+    baton("history", "--outcome", "lost").one_line_error(2, "--outcome", "invalid choice")
+    baton("history", "--follow", "--all-hosts").one_line_error(2, "--follow")
+
+
+class Follower:
+    """``baton history --follow`` running, its standard output read line by line on a thread."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([*BATON, "history", "--follow", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                     env=_env(None))
+        self.lines: queue.Queue[str] = queue.Queue()
+        assert self.proc.stdout is not None
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+
+    def _read(self, out: IO[str]) -> None:
+        for line in out:
+            self.lines.put(line.rstrip("\n"))
+
+    def next(self, timeout: float = 15.0) -> str:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line from baton history --follow within {timeout}s") from None
+
+    def interrupt(self) -> tuple[int, str]:
+        """Ctrl-C, as a person ends it: the exit status and standard error."""
+        self.proc.send_signal(signal.SIGINT)
+        status = self.proc.wait(timeout=15)
+        assert self.proc.stderr is not None
+        return status, self.proc.stderr.read()
+
+
+def test_follow_json_prints_the_backlog_then_each_change_and_ctrl_c_exits_0(journal: Journal) -> None:
+    follower = Follower("--json", "--route", "a->b", "-n", "1")
+    try:
+        assert json.loads(follower.next())["key"] == "a->b@t3"  # the latest one first
+        add_handoff(journal, "b->a", "b", "a", "t4", "delivered")  # another route: not shown
+        add_handoff(journal, "a->b", "a", "b", "t5", "transformed")
+        row = json.loads(follower.next())
+        assert (row["key"], row["state"], row["prompt"]) == ("a->b@t5", "transformed", "text of t5")
+        journal.set_state("a->b@t5", "delivered", pane="%3")
+        row = json.loads(follower.next())
+        assert (row["key"], row["state"], row["pane"]) == ("a->b@t5", "delivered", "%3")
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and "Traceback" not in err and err.strip() == "", err
+    assert follower.lines.empty()  # nothing else: t4 is another route's
+
+
+def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
+    assert not default_journal_path().exists()
+    follower = Follower()
+    try:
+        assert follower.next().split() == [
+            "WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI", "USE", "WHY"]
+        add_handoff(Journal(default_journal_path()), "x->y", "x", "y", "turn-1", "skipped", "no match")
+        line = follower.next()
+        assert "x->y" in line and "turn-1" in line and "skipped" in line and "no match" in line
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and "Traceback" not in err, err
+
+
+@pytest.mark.tmux
+def test_every_read_command_answers_json(
+    tmux_server: TmuxServer, tmp_path: Path, private_state: Path
+) -> None:
+    pane = start_agent(tmux_server, tmp_path / "a.jsonl", "a")
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": {"pane": pane, "agent": "demo"}, "b": {"pane": "%999", "agent": "demo"}},
+        [{"from": "a", "to": "b", "match": "DONE",
+          "transform": {"type": "template", "template": "> {response}"}}],
+    )
+    c = ("-c", str(config))
+    tmux_server.type(pane, "all DONE")  # a finished turn: its transcript is there to resolve and preview
+    wait_for(lambda: transcript_answers(private_state), what="the demo agent's answer")
+
+    def parsed(*args: str, status: int = 0) -> Any:
+        result = baton(*args, "--json", cwd=tmp_path)
+        assert result.status == status and "Traceback" not in result.err, (args, result)
+        return json.loads(result.out)
+
+    check = parsed("check", *c)
+    assert (check["ok"], check["tiles"], check["routes"], check["problems"]) == (True, 2, 1, [])
+    status = {r["tile"]: r for r in parsed("status", *c)}
+    assert (status["a"]["pane_id"], status["a"]["agent"], status["b"]["state"]) == (pane, "demo", "gone")
+    resolved = parsed("resolve", pane, "--agent", "demo", "-L", tmux_server.socket)
+    assert resolved["agent"] == "demo" and resolved["steps"] and {"step", "ok", "detail", "value"} == set(
+        resolved["steps"][0])
+    fires = parsed("preview", "a->b", *c)  # the source's last answer
+    assert (fires["fires"], fires["text"], fires["skipped"], fires["to"]) == (True, "> all DONE", None, "b")
+    assert any("last one" in note for note in fires["notes"])
+    answer = tmp_path / "answer.md"
+    answer.write_text("still working\n")
+    quiet = parsed("preview", "a->b", "--input", str(answer), *c, status=1)
+    assert (quiet["fires"], quiet["text"]) == (False, None) and "does not match" in quiet["skipped"]
+    plugins = parsed("plugins")
+    names = {(r["kind"], r["name"]) for r in plugins["classes"]}
+    assert {("agent", "demo"), ("transform", "template")} <= names
+    transcript = FIXTURES / "claude-code" / "home" / ".claude" / "projects" / "-home-dev-my-app" / (
+        "842bf2f0-133b-4c4f-9737-29f5b0a34edd.jsonl")
+    extracted = parsed("extract", str(transcript))
+    assert extracted["text"].strip() and extracted["outcome"] == "completed" and extracted["turn_id"]
+    # an error in --json mode: one line on standard error, nothing on standard output, the documented status
+    wrong = baton("preview", "nope", "--json", *c)
+    wrong.one_line_error(1, "no route 'nope'")
+    assert wrong.out == ""
