@@ -157,6 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "one object per tile")
     sp.add_argument("--all-hosts", action="store_true", help="every host's tiles, from the bus")
     host_flag(sp, "show")
+    sp.add_argument("--watch", action="store_true",
+                    help="a live board in the terminal, redrawn as agents work: state and why, last answer, "
+                    "queued and last hand-off, tokens and cost (q quits)")
 
     sp = cmd("extract", _command("extract"),
              "print the last finished turn's answer from a transcript or rollout file")

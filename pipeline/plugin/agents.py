@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from pipeline.engine.config import Tile
     from pipeline.engine.watch import FileWatcher
+    from pipeline.plugin.usage import SessionUsage
     from pipeline.spool import HookRecord
     from pipeline.system.tmux import PaneInfo, Tmux
 
@@ -169,6 +170,12 @@ class AgentAdapter:
     async def last_response(self) -> Response | None:
         """The answer of the tile's latest finished turn, whenever that was (``baton status``,
         ``baton preview``), or None when this adapter cannot tell (the screen is asked next)."""
+        return None
+
+    async def usage(self) -> SessionUsage | None:
+        """Tokens and cost of the agent's current session so far, read from its own files (the live board
+        asks after each change: read only what was appended since), or None when the agent records no
+        usage, or none of a shape this adapter knows."""
         return None
 
     async def target_state(self) -> TargetState:

@@ -33,6 +33,7 @@ from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc
+from pipeline.plugin.usage import SessionUsage
 from plugins.claude_code.files import UUID, config_dir, read_session_file, transcript_inside
 from plugins.claude_code.follow import FileFollowing
 from plugins.claude_code.hooks import install_stop_hook
@@ -50,6 +51,7 @@ from plugins.claude_code.reader import (
 from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
 from plugins.claude_code.screen import BUSY_MARKERS, input_box, screen_answer
 from plugins.claude_code.turns import TurnEnd, turn_id
+from plugins.claude_code.usage import TranscriptUsage
 
 __all__ = ["ClaudeCodeAdapter"]
 
@@ -270,6 +272,16 @@ class ClaudeCodeAdapter(FileFollowing):
             tile=Path(path).name, turn_id=end.turn_id, signal="transcript", detail=end.reason
         )
         return Response(completion=completion, text=end.text, source="transcript", cwd=end.cwd)
+
+    _usage: TranscriptUsage | None = None
+
+    async def usage(self) -> SessionUsage | None:
+        res = self._resolution or await self._resolve()
+        if res.transcript is None:
+            return None
+        if self._usage is None or self._usage.transcript != res.transcript:
+            self._usage = TranscriptUsage(res.transcript)
+        return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
 
     # ---- as a target -----------------------------------------------------------------------------
 

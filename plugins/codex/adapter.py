@@ -27,6 +27,7 @@ from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import strip_ansi
 from pipeline.plugin.turns import TurnMark
+from pipeline.plugin.usage import SessionUsage
 from plugins.codex.follow import RolloutFollowing
 from plugins.codex.hooks import install_notify, notify_turn
 from plugins.codex.reader import JsonlTail, thread_id_of
@@ -36,6 +37,7 @@ from plugins.codex.resolve import (
 )
 from plugins.codex.screen import composer_draft, strip_furniture
 from plugins.codex.turns import RolloutState, Turn
+from plugins.codex.usage import RolloutUsage
 
 __all__ = ["CodexAdapter"]
 
@@ -90,7 +92,9 @@ class CodexAdapter(RolloutFollowing):
                 sub.close()
 
     async def response(self, completion: Completion) -> Response | None:
-        turn = await self._turn(completion.turn_id, ANSWER_WAIT_S if completion.signal != "rollout" else 0.0)
+        # a turn the rollout reported is there already; `baton status`/`preview` ask for none in particular
+        wait_s = 0.0 if completion.signal in ("rollout", "preview") else ANSWER_WAIT_S
+        turn = await self._turn(completion.turn_id, wait_s)
         if turn is not None and turn.answer is not None:
             return Response(completion=completion, text=turn.answer, source="transcript",
                             cwd=self._state.cwd if self._state else None,
@@ -230,6 +234,17 @@ class CodexAdapter(RolloutFollowing):
             return self.is_busy(screen) or screen != before.screen
         return False
 
+    _resolve_view: tuple[JsonlTail, RolloutState] | None = None
+    _usage: RolloutUsage | None = None
+
+    async def usage(self) -> SessionUsage | None:
+        rollout = self.rollout or (self._resolve_view[0].path if self._resolve_view else None)
+        if rollout is None:
+            return None
+        if self._usage is None or self._usage.path != rollout:
+            self._usage = RolloutUsage(rollout)
+        return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
+
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         steps = [self.pane_step(info)]
@@ -237,9 +252,12 @@ class CodexAdapter(RolloutFollowing):
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps
         if resolution.rollout is not None:
-            state = RolloutState(thread_id=resolution.thread_id)
-            tail = JsonlTail(resolution.rollout)
-            for record in tail.read():
+            view = self._resolve_view
+            if view is None or view[0].path != resolution.rollout:  # read as it grows: the board asks often
+                view = (JsonlTail(resolution.rollout), RolloutState(thread_id=resolution.thread_id))
+                self._resolve_view = view
+            tail, state = view
+            for record in await anyio.to_thread.run_sync(tail.read):
                 state.feed(record)
             last = state.last_finished()
             steps.append(

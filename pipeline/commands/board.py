@@ -1,0 +1,264 @@
+"""What ``baton status --watch`` shows, as plain lines: one row per tile (two lines), never wider than the
+terminal.
+
+The data comes from :func:`pipeline.commands.status.tile_row` (state, last answer), the journal (queued
+and last hand-offs) and the adapters' :meth:`~pipeline.plugin.agents.AgentAdapter.usage`. The board keeps
+when each tile's state began, so a clock (``working 2m10s``) can tick between refreshes without asking
+anything again. Everything from an agent (answers, pane commands) is stripped of control characters before
+it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.plugin.usage import SessionUsage
+from pipeline.system.text import strip_ansi
+
+__all__ = ["Board", "HandoffView", "TileView", "read_handoffs", "render", "state_words", "text_width", "fit"]
+
+SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "nu", "elvish", "xonsh"})
+QUEUED_STATES = ("pending", "transformed", "delivering")
+
+
+# ---- text that fits ----------------------------------------------------------------------------------
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def text_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (wide East Asian characters take two)."""
+    return sum(_char_width(ch) for ch in text)
+
+
+def clean(text: str) -> str:
+    """One line of printable text: escape sequences go, other control characters (tabs, newlines) become
+    spaces."""
+    return "".join(" " if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" else ch
+                   for ch in strip_ansi(text))
+
+
+def fit(text: str, width: int, *, pad: bool = False) -> str:
+    """``text`` cut to ``width`` columns with ``…`` where it was cut (padded with spaces if ``pad``)."""
+    if width <= 0:
+        return ""
+    if text_width(text) <= width:
+        return text + " " * (width - text_width(text)) if pad else text
+    out, used = [], 0
+    for ch in text:
+        w = _char_width(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    cut = "".join(out) + "…"
+    return cut + " " * (width - used - 1) if pad else cut
+
+
+def ago(seconds: float) -> str:
+    """``5s``, ``2m10s``, ``3h05m``, ``4d``."""
+    s = max(int(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d"
+
+
+def tokens(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M" if n < 100_000_000 else f"{n // 1_000_000}M"
+
+
+def dollars(cost: float | None) -> str:
+    if cost is None:
+        return ""
+    return f"${cost:.2f}" if cost < 100 else f"${cost:.0f}"
+
+
+# ---- states in words -----------------------------------------------------------------------------------
+
+
+def state_words(state: str | None, pane_command: str = "") -> tuple[str, str]:
+    """(kind, words) for a status row's state. ``kind`` is ``working``, ``waiting``, ``idle``, ``absent``
+    or ``gone`` (what the clock and the colour follow); ``words`` is the rest of what the board says."""
+    if state is None or state == "gone":
+        return "gone", ""
+    if state in ("busy", "working"):
+        return "working", ""
+    if state.startswith("working"):
+        return "working", state.removeprefix("working").lstrip(": ")
+    if state.startswith("waiting"):
+        reason = state.removeprefix("waiting").strip(" :()")
+        return "waiting", reason or "for a person"
+    if state == "ready":
+        return "idle", ""
+    if state == "draft":
+        return "idle", "draft typed"
+    if state == "absent":
+        command = clean(pane_command).strip()
+        return "absent", "bare shell" if command in SHELLS or not command else f"runs {command}"
+    return "idle", clean(state)
+
+
+# ---- the journal -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HandoffView:
+    route: str
+    source: str
+    target: str
+    state: str
+    updated: float
+    why: str
+
+
+def read_handoffs(path: Path, tiles: list[str]) -> tuple[dict[str, int], dict[str, HandoffView]]:
+    """(queued hand-offs per target tile, the latest hand-off from or to each tile), read-only: the board
+    never writes the journal (nor makes one where there is none)."""
+    if not path.exists():
+        return {}, {}
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    try:
+        marks = ",".join("?" * len(QUEUED_STATES))
+        queued = {str(t): int(n) for t, n in db.execute(
+            f"SELECT target, COUNT(*) FROM handoffs WHERE state IN ({marks}) GROUP BY target", QUEUED_STATES)}
+        last = {}
+        for tile in tiles:
+            row = db.execute(
+                "SELECT route, source, target, state, updated, last_error, note FROM handoffs "
+                "WHERE source=? OR target=? ORDER BY updated DESC LIMIT 1", (tile, tile)).fetchone()
+            if row is not None:
+                route, source, target, state, updated, error, note = row
+                last[tile] = HandoffView(route, source, target, state, float(updated), error or note or "")
+        return queued, last
+    except sqlite3.Error:
+        return {}, {}  # no handoffs table yet, or locked past the timeout: the next refresh tries again
+    finally:
+        db.close()
+
+
+# ---- the board -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class TileView:
+    tile: str
+    agent: str
+    kind: str = "gone"
+    words: str = ""
+    #: when this kind of state began (epoch seconds), as first seen by the board
+    since: float = field(default_factory=time.time)
+    answer: str = ""
+    queued: int = 0
+    last: HandoffView | None = None
+    usage: SessionUsage | None = None
+
+
+class Board:
+    """Every tile's view, updated from status rows; the order is routes.yaml's."""
+
+    def __init__(self, tiles: list[tuple[str, str]], title: str = "") -> None:
+        self.title = title
+        self.views = {name: TileView(name, agent) for name, agent in tiles}
+        self.note = ""
+
+    def update(self, row: dict[str, Any], pane_command: str = "", now: float | None = None) -> None:
+        view = self.views[row["tile"]]
+        kind, words = state_words(row.get("state"), pane_command)
+        if kind != view.kind:
+            view.since = time.time() if now is None else now
+        view.kind, view.words, view.agent = kind, words, row.get("agent") or view.agent
+        answer = row.get("last_response") or ""
+        view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()
+
+    def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView]) -> None:
+        for name, view in self.views.items():
+            view.queued, view.last = queued.get(name, 0), last.get(name)
+
+
+def _state_text(view: TileView, now: float) -> str:
+    if view.kind == "working":
+        return f"working {ago(now - view.since)}" + (f": {view.words}" if view.words else "")
+    if view.kind in ("waiting", "absent"):
+        return f"{view.kind}: {view.words}"
+    return view.kind + (f": {view.words}" if view.words else "")
+
+
+def _handoff_text(view: TileView, now: float) -> str:
+    h = view.last
+    if h is None:
+        return ""
+    where = f"→{h.target}" if h.source == view.tile else f"←{h.source}"
+    state = "queued" if h.state in ("pending", "transformed") else h.state
+    return f"{where} {state} {ago(now - h.updated)} ago"
+
+
+#: SGR colour per state kind (NO_COLOR turns them off)
+COLOURS = {"working": "33", "waiting": "1;31", "idle": "32", "absent": "2", "gone": "2"}
+
+
+def _joined(cells: list[str], width: int, colours: dict[int, str]) -> str:
+    """``cells`` two spaces apart, cut at ``width`` columns; cell ``i`` in SGR colour ``colours[i]``."""
+    out, used = [], 0
+    for i, cell in enumerate(cells):
+        text = fit(("  " if i else "") + cell, width - used)
+        used += text_width(text)
+        out.append(f"\x1b[{colours[i]}m{text}\x1b[0m" if i in colours and text else text)
+        if used >= width:
+            break
+    return "".join(out).rstrip()
+
+
+def render(board: Board, width: int, height: int, now: float | None = None,
+           colour: bool = False) -> list[str]:
+    """The board as lines of at most ``width`` columns (escape sequences, when ``colour``, take none) and
+    at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost; under it the
+    last answer's first line and the last hand-off from or to the tile."""
+    now = time.time() if now is None else now
+    width = max(width, 20)
+    views = list(board.views.values())
+    name_w = min(max([4, *(text_width(v.tile) for v in views)]), 14)
+    agent_w = min(max([5, *(text_width(v.agent) for v in views)]), 9)
+    q_w, tok_w, cost_w = 6, 6, 7
+    state_w = max(width - (name_w + agent_w + q_w + tok_w + cost_w + 10), 8)
+    clock = time.strftime("%H:%M:%S", time.localtime(now))
+    title = f"batonpass · {len(views)} tile{'s' if len(views) != 1 else ''}" + (
+        f" · {board.title}" if board.title else "")
+    lines = [fit(fit(title, max(width - 19, 0), pad=True) + f" {clock}  q quits", width)]
+    lines.append(fit("  ".join([fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True),
+                                fit("STATE", state_w, pad=True), fit("QUEUED", q_w), fit("TOKENS", tok_w),
+                                "COST"]), width))
+    room = max(height - 2 - (1 if board.note else 0), 2)
+    shown = views if len(views) * 2 <= room else views[: max((room - 1) // 2, 0)]
+    for view in shown:
+        u = view.usage
+        cells = [fit(view.tile, name_w, pad=True), fit(view.agent, agent_w, pad=True),
+                 fit(_state_text(view, now), state_w, pad=True),
+                 fit(str(view.queued) if view.queued else "-", q_w).rjust(q_w),
+                 fit(tokens(u.total) if u else "-", tok_w).rjust(tok_w),
+                 fit(dollars(u.cost_usd) if u else "", cost_w).rjust(cost_w)]
+        lines.append(_joined(cells, width, {2: COLOURS.get(view.kind, "0")} if colour else {}))
+        handoff = fit(_handoff_text(view, now), min(36, max(width // 2 - 4, 12)))
+        answer = fit(f"  └ {view.answer or '(no answer yet)'}", width - text_width(handoff) - 2, pad=True)
+        lines.append(fit(f"{answer}  {handoff}", width))
+    if len(shown) < len(views):
+        lines.append(fit(f"… {len(views) - len(shown)} more tiles: make the terminal taller", width))
+    if board.note:
+        lines.append(fit(clean(board.note), width))
+    return lines[:height] if height > 0 else lines

@@ -1,0 +1,272 @@
+"""``baton status --watch``: the live board, redrawn when something changes.
+
+What wakes a refresh: a change to a file an agent writes its state to (the session file, transcript,
+rollout or store each tile's adapter resolved; one :class:`~pipeline.engine.watch.FileWatcher` for all),
+a change to the journal (``baton run`` queued or handed something off), ``r``, a resize, and — for what
+no file tells (a pane closed, an agent exited to its shell, screen-only agents) — a slow look every
+:data:`LOOK_EVERY_S`. A one-second tick only redraws (the ``working 2m10s`` clocks), asking nothing.
+Token counts are read in their own task, only what the agents appended since the last read, so a first
+read of a long transcript never holds the board back. ``q`` or Ctrl-C quits; the terminal is put back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+from anyio import CancelScope
+from anyio.abc import TaskGroup
+
+from pipeline.commands.board import Board, read_handoffs, render
+from pipeline.commands.server import tmux_for
+from pipeline.commands.status import tile_row
+from pipeline.engine.config import Config
+from pipeline.engine.journal import default_journal_path
+from pipeline.engine.tiles import TileRuntime, build_tiles
+from pipeline.engine.watch import FileWatcher, Subscription
+from pipeline.plugin.manager import Registries
+from pipeline.system.terminal import FullScreen
+from pipeline.system.tmux import Tmux, TmuxError
+
+__all__ = ["watch_board", "watch_command"]
+
+log = logging.getLogger("batonpass")
+#: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
+#: BATON_BOARD_LOOK_S sets it (a test pushes it out to show that file changes alone redraw the board)
+LOOK_EVERY_S = 2.0
+#: the clocks' tick: a redraw only
+TICK_S = 1.0
+#: the least time between two refreshes: a burst of file changes (an agent streaming into its transcript)
+#: is one refresh, at most five a second
+SETTLE_S = 0.2
+
+
+class Wake:
+    """A flag many tasks can raise and one task waits on; raising it twice before the wait is one wake."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """True when raised, False when ``timeout`` passed first."""
+        with anyio.move_on_after(timeout):
+            await self._event.wait()
+        raised, self._event = self._event.is_set(), anyio.Event()
+        return raised
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Follow:
+    """The files whose changes wake the board, kept in step with what the tiles resolve to. A hint for a
+    file that did not change (opened, read: the board's own reads of the journal) wakes nothing."""
+
+    def __init__(self, watcher: FileWatcher, tg: TaskGroup, changed: Callable[[set[str]], None]) -> None:
+        self.watcher, self.tg, self.changed = watcher, tg, changed
+        self._subs: dict[Path, tuple[Subscription, CancelScope]] = {}
+        self.owners: dict[Path, set[str]] = {}
+
+    def want(self, owners: dict[Path, set[str]]) -> None:
+        """Follow each path of ``owners``; a change to it marks its tiles ("" for the journal)."""
+        self.owners = owners
+        for path in set(self._subs) - set(owners):
+            sub, scope = self._subs.pop(path)
+            scope.cancel()
+            sub.close()
+        for path in set(owners) - set(self._subs):
+            sub, scope = self.watcher.subscribe(path), anyio.CancelScope()
+            self._subs[path] = (sub, scope)
+            self.tg.start_soon(self._forward, path, sub, scope)
+
+    async def _forward(self, path: Path, sub: Subscription, scope: CancelScope) -> None:
+        with scope:
+            seen = _signature(path)
+            while True:
+                await sub.wait()
+                now = _signature(path)
+                if now != seen:
+                    seen = now
+                    self.changed(self.owners.get(path, set()))
+
+
+def _files(row: dict[str, object]) -> set[Path]:
+    """The files a status row names (session file, transcript, rollout, store) that exist."""
+    out = set()
+    for key in ("session", "transcript"):
+        value = row.get(key)
+        if isinstance(value, str) and value.startswith("/") and os.path.exists(value):
+            out.add(Path(value))
+            if os.path.exists(value + "-wal"):  # an SQLite store (OpenCode) is written to its WAL first
+                out.add(Path(value + "-wal"))
+    return out
+
+
+class LiveBoard:
+    def __init__(self, config: Config, tiles: dict[str, TileRuntime], screen: FullScreen) -> None:
+        self.tiles, self.screen = tiles, screen
+        self.board = Board([(name, rt.adapter.name) for name, rt in tiles.items()], Path(config.path).name)
+        self.journal = default_journal_path()
+        self.colour = not os.environ.get("NO_COLOR")
+        self.refresh_wake, self.usage_wake = Wake(), Wake()
+        self.quit = anyio.Event()
+        self.look_s = float(os.environ.get("BATON_BOARD_LOOK_S") or LOOK_EVERY_S)
+        #: the tiles whose files changed since the last refresh
+        self.dirty: set[str] = set()
+        self.files: dict[str, set[Path]] = {name: set() for name in tiles}
+
+    def draw(self) -> None:
+        columns, lines = self.screen.size()
+        self.screen.draw(render(self.board, columns, lines, colour=self.colour))
+
+    def changed(self, names: set[str]) -> None:
+        self.dirty |= names
+        self.refresh_wake.set()
+
+    async def _tile(self, name: str) -> None:
+        runtime = self.tiles[name]
+        try:
+            row = await tile_row(name, runtime)
+        except Exception as exc:  # one tile's surprise must not take the board down
+            log.debug("board: %s: %s", name, exc, exc_info=True)
+            row = {"tile": name, "state": f"error: {type(exc).__name__}"}
+        command = ""
+        if row.get("state") == "absent":
+            try:
+                command = (await runtime.ctx.pane()).current_command
+            except TmuxError:
+                pass
+        self.board.update(row, command)
+        self.files[name] = _files(row)
+
+    async def refresh(self, names: set[str]) -> dict[Path, set[str]]:
+        """Look at ``names`` again (all at once: a slow tile does not hold up the others) and the journal;
+        returns the files to follow and whose they are."""
+        async with anyio.create_task_group() as tg:
+            for name in names:
+                tg.start_soon(self._tile, name)
+        queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
+        self.board.update_handoffs(queued, last)
+        owners: dict[Path, set[str]] = {}
+        # the journal's folder, or the one above it ($XDG_STATE_HOME) until `baton run` makes it; never a
+        # folder further up (the watcher would watch the nearest that exists: all of ~, say)
+        if self.journal.parent.is_dir() or self.journal.parent.parent.is_dir():
+            owners = {self.journal: {""}, self.journal.with_name(self.journal.name + "-wal"): {""}}
+        for name, paths in self.files.items():
+            for path in paths:
+                owners.setdefault(path, set()).add(name)
+        return owners
+
+    async def refresh_loop(self, follow: Follow) -> None:
+        names = set(self.tiles)
+        while True:
+            follow.want(await self.refresh(names))
+            self.usage_wake.set()
+            self.draw()
+            await anyio.sleep(SETTLE_S)
+            woken = await self.refresh_wake.wait(self.look_s)
+            names, self.dirty = (self.dirty - {""}) if woken else set(self.tiles), set()
+
+    async def usage_loop(self) -> None:
+        while True:
+            await self.usage_wake.wait()
+            for name, runtime in self.tiles.items():
+                try:
+                    self.board.views[name].usage = await runtime.adapter.usage()
+                except Exception as exc:  # an unknown shape shows nothing; it never ends the board
+                    log.debug("board: %s: usage: %s", name, exc, exc_info=True)
+            self.draw()
+
+    async def tick(self) -> None:
+        while True:
+            await anyio.sleep(TICK_S - time.time() % TICK_S)
+            self.draw()
+
+    async def keys(self) -> None:
+        while True:
+            await anyio.wait_readable(self.screen.fd)
+            typed = self.screen.read_keys()
+            if not typed or "q" in typed.lower():  # end of input counts as quitting too
+                self.quit.set()
+                return
+            if "r" in typed.lower():
+                self.changed(set(self.tiles))
+
+    async def signals(self) -> None:
+        wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
+        with anyio.open_signal_receiver(*wanted) as sigs:
+            async for signum in sigs:
+                if signum == signal.SIGWINCH:
+                    self.screen.invalidate()
+                    self.draw()
+                    continue
+                self.quit.set()
+                return
+
+
+@contextmanager
+def _quiet_log(board: Board) -> Iterator[None]:
+    """Log lines would scribble over the board: while it runs, the latest warning is its last line."""
+
+    class ToBoard(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                board.note = f"{time.strftime('%H:%M:%S')} {record.getMessage()}"
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers[:] = [ToBoard()]
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved
+
+
+async def watch_board(config: Config, registries: Registries, tmux: Tmux,
+                      stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    """Show the board until ``q``, Ctrl-C, SIGTERM or a hang-up; 0 when quit that way."""
+    tiles = await build_tiles(config, registries.agents, tmux)
+    watcher = FileWatcher()
+    with FullScreen(stdin, stdout) as screen:
+        live = LiveBoard(config, tiles, screen)
+        with _quiet_log(live.board):
+            live.draw()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watcher.run)
+                tg.start_soon(live.refresh_loop, Follow(watcher, tg, live.changed))
+                tg.start_soon(live.usage_loop)
+                tg.start_soon(live.tick)
+                tg.start_soon(live.keys)
+                tg.start_soon(live.signals)
+                await live.quit.wait()
+                tg.cancel_scope.cancel()
+    return 0
+
+
+def watch_command(args: argparse.Namespace, config: Config, registries: Registries) -> int:
+    """``baton status --watch`` for ``config``'s tiles on this host: 0 when quit; 1 without a terminal."""
+    if args.json:
+        print("baton status: --watch draws a board; --json prints once (use one of them)", file=sys.stderr)
+        return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("baton status --watch: needs a terminal (standard input and output); "
+              "use baton status or baton status --json in scripts", file=sys.stderr)
+        return 1
+    return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))
