@@ -10,51 +10,13 @@ fields; ``usage: null`` in some subagent lines. A line of another shape adds not
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.usage import MatchingLines, Price, SessionUsage, count_of
+from pipeline.plugin.anthropic_prices import PRICES, price_of
+from pipeline.plugin.usage import MatchingLines, SessionUsage, count_of
 
 __all__ = ["PRICES", "TranscriptUsage", "price_of"]
-
-#: USD per million tokens (input, output, cache read, 5-minute cache write): Anthropic's list prices from
-#: https://platform.claude.com/docs/en/about-claude/pricing ("Model pricing"; standard context, not Batch),
-#: the same as the AI transforms' table (plugins/transforms/prices.py, read 2026-12-04) — keep the two in
-#: step. A 1-hour cache write costs twice the input price. A model not listed (a gateway's alias, a newer
-#: model) shows its tokens only: a wrong price is worse than none.
-_OPUS_NEW = Price(5.0, 25.0, 0.50, 6.25)
-_OPUS_OLD = Price(15.0, 75.0, 1.50, 18.75)
-_SONNET = Price(3.0, 15.0, 0.30, 3.75)
-PRICES: dict[str, Price] = {
-    "claude-opus-5": _OPUS_NEW,
-    "claude-opus-4-8": _OPUS_NEW,
-    "claude-opus-4-7": _OPUS_NEW,
-    "claude-opus-4-6": _OPUS_NEW,
-    "claude-opus-4-5": _OPUS_NEW,
-    "claude-opus-4-1": _OPUS_OLD,
-    "claude-opus-4": _OPUS_OLD,
-    "claude-3-opus": _OPUS_OLD,
-    "claude-sonnet-4-6": _SONNET,
-    "claude-sonnet-4-5": _SONNET,
-    "claude-sonnet-4": _SONNET,
-    "claude-3-7-sonnet": _SONNET,
-    "claude-3-5-sonnet": _SONNET,
-    "claude-haiku-4-5": Price(1.0, 5.0, 0.10, 1.25),
-    "claude-3-5-haiku": Price(0.80, 4.0, 0.08, 1.0),
-    "claude-3-haiku": Price(0.25, 1.25, 0.03, 0.30),
-}
-_DATED = re.compile(r"([-@]\d{8}|-latest|-0)$")
-
-
-def price_of(model: str) -> Price | None:
-    """The price of ``model`` (``claude-sonnet-4-5-20250929``, ``us.anthropic.claude-opus-4-1-…-v1:0``)."""
-    name = model[model.find("claude-"):] if "claude-" in model else model
-    name = re.sub(r"-v\d+(:\d+)?$", "", name)
-    while (bare := _DATED.sub("", name)) != name:
-        name = bare
-    return PRICES.get(name)
-
 
 #: one message's counts: input, output, cache read, cache write, of which 1-hour cache write
 _Counts = tuple[int, int, int, int, int]
