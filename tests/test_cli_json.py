@@ -79,13 +79,19 @@ def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal
     baton("history", "--follow", "--all-hosts").one_line_error(2, "--follow")
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT back to its default: a suite started in the background (CI, a script's ``&``) passes it on
+    ignored, and a Ctrl-C typed in a terminal is what the test stands for."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Follower:
     """``baton history --follow`` running, its standard output read line by line on a thread."""
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen([*BATON, "history", "--follow", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                     env=_env(None))
+                                     env=_env(None), preexec_fn=_ctrl_c_as_in_a_terminal)
         self.lines: queue.Queue[str] = queue.Queue()
         assert self.proc.stdout is not None
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
