@@ -265,7 +265,7 @@ async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: 
     await until_state(typed.adapter, "draft")
     assert await typed.adapter.current_draft() == "a draft of my own"
     working = Scene(tmux_server, tmp_path, screen="screen_tool_running.txt")
-    assert await working.adapter.target_state() == "busy"
+    await until_state(working.adapter, "busy")  # as for the draft: the pane is read once its screen is drawn
     pid = find_codex_process(tmux_server.pane_pid(working.pane)).pid
     for child in [*proc.children(pid), pid]:
         with contextlib.suppress(ProcessLookupError):
