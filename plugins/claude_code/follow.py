@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import PaneGone, ServerGone
+from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
@@ -80,6 +80,8 @@ class FileFollowing(TerminalAdapter):
     held_grace_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
     liveness_s: ClassVar[float] = 2.0
+    #: with no session file to say it, how often the screen is read for a permission prompt
+    screen_look_s: ClassVar[float] = 0.5
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -179,6 +181,9 @@ class FileFollowing(TerminalAdapter):
                         (None if exit_watched else self.liveness_s) if idle_deadline is None
                         else max(idle_deadline - time.monotonic(), 0.0)
                     )
+                    if res.session is None:  # no session file: only the screen tells a prompt
+                        timeout = min(timeout if timeout is not None else self.screen_look_s,
+                                      self.screen_look_s)
                     changed = await sub.wait(timeout)
                     live = proc.read_proc(pid)
                     if live is None or live.start_ticks != start_ticks:
@@ -192,6 +197,8 @@ class FileFollowing(TerminalAdapter):
                         return  # a new session (or the file appeared): run the chain again
                     if session is not None:
                         self.ctx.waiting(waiting_reason(session))
+                    elif res.session is None:
+                        await self._look_at_screen()
                     news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
                             and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
                     if tail is None or news:
@@ -211,6 +218,13 @@ class FileFollowing(TerminalAdapter):
                     if status is None and tail is not None and tail.tracker.answered:
                         status = "quiet" if changed else "quiet?"
                     idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
+
+    async def _look_at_screen(self) -> None:
+        """Tell the engine whether the screen shows a permission prompt (for a session with no file)."""
+        try:
+            self.ctx.waiting(self.waiting_for(await self.ctx.capture()))
+        except TmuxError:
+            pass
 
     def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
         """A reader for ``path``: from its current end if it was there when following began, else from its

@@ -8,9 +8,28 @@ import re
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["composer_draft", "strip_furniture"]
+__all__ = ["approval_prompt", "composer_draft", "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
+#: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
+_ASKS = re.compile(r"^Would you like to .+\?$")
+_CONFIRM = "Press enter to confirm or esc to cancel"
+#: how many lines from the bottom an approval dialog is looked for
+DIALOG_LINES = 30
+
+
+def approval_prompt(screen: str) -> str | None:
+    """``"permission prompt"`` while Codex asks for an approval at the bottom of ``screen`` (a ``Would you
+    like to …?`` title and, below it, ``Press enter to confirm or esc to cancel``); None otherwise.
+
+    Codex 0.171.0 writes nothing to the rollout for an approval request: the rollout's last line is the
+    ``function_call`` (``sandbox_permissions: "require_escalated"``) until a person answers, then its
+    output follows (tests/fixtures/codex/approval/). So the screen is the only place that says it."""
+    lines = [strip_ansi(ln).strip() for ln in screen.rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = next((i for i in range(len(lines) - 1, -1, -1) if _ASKS.match(lines[i])), None)
+    if title is None or not any(ln.startswith(_CONFIRM) for ln in lines[title + 1:]):
+        return None
+    return "permission prompt"
 
 
 def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:

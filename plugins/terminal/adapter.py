@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import anyio
 
 from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
-from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
+from pipeline.plugin.agents import AgentAdapter, Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
@@ -126,7 +126,9 @@ class TerminalAdapter(AgentAdapter):
                 self._mark = info.cursor_line
             if screen != last_screen:
                 last_screen, last_change = screen, now
-            busy = self.is_busy(screen)
+            waiting = self.waiting_for(screen)
+            self.ctx.waiting(waiting)
+            busy = self.is_busy(screen) or waiting is not None  # a dialog is not the end of a turn
             if not self._in_turn:
                 prompted = self.prompt_sent_at > last_end
                 scrolled = info.cursor_line >= self._mark + 2 and now - last_change < self.quiet_s
@@ -145,6 +147,20 @@ class TerminalAdapter(AgentAdapter):
     def is_busy(self, screen: str) -> bool:
         tail = "\n".join(screen.rstrip("\n").split("\n")[-12:])
         return any(marker in tail for marker in self.busy_markers)
+
+    def waiting_for(self, screen: str) -> str | None:
+        """What ``screen`` shows the agent waits for a person for (``"permission prompt"``), or None.
+        Agents that draw such dialogs say how to tell; while one shows, the turn has not ended and the pane
+        is no place to type a hand-off (it would answer the dialog)."""
+        return None
+
+    async def waiting_step(self) -> ResolveStep | None:
+        """``baton status``'s ``activity`` step when the screen shows the agent waiting for a person."""
+        try:
+            reason = self.waiting_for(await self.ctx.capture())
+        except TmuxError:
+            return None
+        return ResolveStep("activity", True, f"waiting ({reason})", reason) if reason else None
 
     async def _turn_text(self, start: int) -> str:
         captured = await self.ctx.capture_from(start)
@@ -172,7 +188,7 @@ class TerminalAdapter(AgentAdapter):
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
             return "gone"
-        if self.is_busy(screen) or self._in_turn:
+        if self.is_busy(screen) or self._in_turn or self.waiting_for(screen) is not None:
             return "busy"
         return "draft" if self.draft(screen) else "ready"
 
