@@ -17,14 +17,17 @@ DIALOG_LINES = 30
 
 def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
     """The text in OpenCode's input box: the ``┃`` lines above its mode line (``┃  Build · …``), which sits
-    on the box's bottom border (``╹▀▀▀``). Empty when the box is empty or shows its placeholder."""
+    on the box's bottom border (``╹▀▀▀``), up to the border's width (the sidebar of a wide terminal is on
+    the same rows). Empty when the box is empty or shows its placeholder."""
     lines = strip_ansi(screen).rstrip("\n").split("\n")
     bottom = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].lstrip().startswith("╹▀")), None)
     if bottom is None or bottom < 1:
         return ""
+    # a wide terminal shows the session's sidebar on the same rows: the box ends where its border does
+    width = len(lines[bottom].rstrip())
     box = []
     for line in reversed(lines[: bottom - 1]):  # above the mode line
-        stripped = line.strip()
+        stripped = line[:width].strip()
         if not stripped.startswith("┃"):
             break
         box.append(stripped[1:].strip())
