@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,12 @@ from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.screen import dialog
 from plugins.codex.screen import approval_prompt, composer_draft
 from plugins.opencode.screen import permission_prompt
 from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
+from tests.test_claude_transcript import Transcript
 from tests.fakes.webhook import WebhookReceiver
 from tests.test_dispatch import REGISTRIES, make_config, running
 
@@ -42,6 +45,8 @@ class Agent:
     dialog: Path
     idle: Path
     reason: str = "permission prompt"
+    #: Claude Code only: a transcript and no session file (versions before it), so the files are followed
+    transcript: bool = False
 
     def env(self, tmp: Path) -> dict[str, str]:
         homes = {"claude": {"CLAUDE_CONFIG_DIR": str(tmp / "config")},
@@ -59,6 +64,8 @@ AGENTS = {
                             CLAUDE_332 / "screen_done.txt"),
     "claude-auto-mode": Agent("claude", CLAUDE_332 / "screen_auto_mode_dialog.txt",
                               CLAUDE_332 / "screen_done.txt", reason="dialog open"),
+    "claude-transcript-only": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
+                                    CLAUDE_197 / "screen_done.txt", transcript=True),
 }
 
 
@@ -98,6 +105,11 @@ class StandIn:
                                     env={"PATH": f"{bin_dir}:/usr/bin:/bin", **agent.env(tmp)})
         shell = server.pane_pid(self.pane)
         wait_for(lambda: proc.find_agent(shell, {agent.kind}), what=f"the {agent.kind} stand-in")
+        if agent.transcript:  # written after the process started, as Claude Code writes it
+            session = str(uuid.uuid4())
+            folder = tmp / "config" / "projects" / project_folder_name(str(self.cwd))
+            folder.mkdir(parents=True)
+            Transcript(folder / f"{session}.jsonl", session).turn("earlier work", "done")
 
     def next(self) -> None:
         self.steps += 1
@@ -120,6 +132,7 @@ async def test_a_tile_at_a_permission_prompt_says_so_waits_for_its_hand_off_and_
                              notify=[{"kind": "webhook", "url": f"{webhook.url}/hook"}])
         [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)  # what `baton status` prints
         assert row["state"] == f"waiting ({agent.reason})", row
+        assert (row["transcript"] is not None) == agent.transcript
         deliveries: list[Delivery] = []
         text = "HANDOFF from the reviewer: add a test for parse()"
         async with running(config, tmux_server, deliveries) as pipeline:
