@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
@@ -100,17 +99,10 @@ class FileFollowing(TerminalAdapter):
         if watcher is None:  # outside the daemon: nothing shared to watch files with
             await super().follow(emit)
             return
-        said = ""
         while True:
-            try:
-                res = await self._resolve()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            res = await self._look_once_pane_is_there(self._resolve)
             why = self._why_not_files(res)
-            if why != said and why:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if res.process is None:  # a process starting sends no file event: look again in a while
                 await anyio.sleep(self.liveness_s)
                 continue
@@ -198,7 +190,7 @@ class FileFollowing(TerminalAdapter):
                     if session is not None:
                         self.ctx.waiting(waiting_reason(session))
                     elif res.session is None:
-                        await self._look_at_screen()
+                        await self.look_for_person()
                     news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
                             and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
                     if tail is None or news:
@@ -218,13 +210,6 @@ class FileFollowing(TerminalAdapter):
                     if status is None and tail is not None and tail.tracker.answered:
                         status = "quiet" if changed else "quiet?"
                     idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
-
-    async def _look_at_screen(self) -> None:
-        """Tell the engine whether the screen shows a permission prompt (for a session with no file)."""
-        try:
-            self.ctx.waiting(self.waiting_for(await self.ctx.capture()))
-        except TmuxError:
-            pass
 
     def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
         """A reader for ``path``: from its current end if it was there when following began, else from its

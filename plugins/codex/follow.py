@@ -174,19 +174,13 @@ class RolloutFollowing(TerminalAdapter):
         if not busy:
             state.settle("the session went idle after the answer")
 
-    async def _look_at_screen(self) -> bool:
-        """Tell the engine whether the screen shows an approval prompt; whether it does. Only while a turn
-        may be open (the rollout's, or none known yet): an idle Codex asks nothing."""
-        state = self._state
-        if state is not None and not state.busy:
+    async def _look_for_approval(self) -> bool:
+        """Whether the screen shows an approval prompt (told to the engine either way). Read only while a
+        turn may be open (the rollout's, or none known yet): an idle Codex asks nothing."""
+        if self._state is not None and not self._state.busy:
             self.ctx.waiting(None)
             return False
-        try:
-            reason = self.waiting_for(await self.ctx.capture())
-        except TmuxError:
-            reason = None
-        self.ctx.waiting(reason)
-        return reason is not None
+        return await self.look_for_person() is not None
 
     def _completion(self, turn: Turn, signal: str) -> Completion:
         detail = turn.error or ""
@@ -207,7 +201,7 @@ class RolloutFollowing(TerminalAdapter):
                 waiting = False
                 if process is not None:
                     await self._settle_idle()
-                    waiting = await self._look_at_screen()
+                    waiting = await self._look_for_approval()
                 else:
                     self.ctx.waiting(None)
                 if self._switched:

@@ -120,13 +120,8 @@ class StoreFollowing(TerminalAdapter):
             return
         if self._since_ms is None:  # what ended before is the engine's to catch up on (finished_turns)
             self._since_ms = int(time.time() * 1000)
-        said = ""
         while True:
-            try:
-                p = await self._process()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            p = await self._look_once_pane_is_there(self._process)
             store = self._store(p) if p is not None else None
             if p is None:
                 why = "no OpenCode process in the pane; waiting for one"
@@ -134,9 +129,7 @@ class StoreFollowing(TerminalAdapter):
                 why = "OpenCode keeps its store in memory (OPENCODE_DB=:memory:); following its screen"
             else:
                 why = ""
-            if why and why != said:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if p is None:
                 await anyio.sleep(1.0)
                 continue
@@ -173,20 +166,12 @@ class StoreFollowing(TerminalAdapter):
                     except StoreError as exc:
                         log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
                     # a permission prompt writes nothing: while a turn is open, the screen is looked at often
-                    waiting = await self._look_at_screen()
+                    waiting = await self.look_for_person()
                     await _wait_any(s1, s2, self.look_s if open_turn or waiting else self.recheck_s)
         finally:
             PEERS.get(str(db), {}).pop(self.ctx.name, None)
             self.ctx.waiting(None)
 
-    async def _look_at_screen(self) -> bool:
-        """Tell the engine whether the screen shows a permission prompt; whether it does."""
-        try:
-            reason = self.waiting_for(await self.ctx.capture())
-        except TmuxError:
-            reason = None
-        self.ctx.waiting(reason)
-        return reason is not None
 
     async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
         """The turns of the pane's session that ended at or after ``since``, from the store."""

@@ -10,19 +10,23 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 
 from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
-from pipeline.plugin.agents import AgentAdapter, Emit, ResolveStep, TargetState
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
+from plugins.terminal.dialogs import ScreenDialogs
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
 log = logging.getLogger("batonpass")
+
+T = TypeVar("T")
 
 #: how many lines above the cursor a shell tile's last command is looked for
 SHELL_LOOKBACK = 500
@@ -79,8 +83,8 @@ def _furniture(line: str) -> bool:
     return bool(stripped) and set(stripped) <= set("─━-═│╭╮╰╯ ")
 
 
-class TerminalAdapter(AgentAdapter):
-    """Any agent, read from its screen. Subclasses name their busy markers and input line."""
+class TerminalAdapter(ScreenDialogs, AgentAdapter):
+    """Any agent, read from its screen. Subclasses name their busy markers, input line and dialogs."""
 
     name = "terminal"
     summary = "any program, from its screen: quiet and no busy marker = done"
@@ -102,6 +106,8 @@ class TerminalAdapter(AgentAdapter):
         #: the last prompt batonpass submitted here, and when (told by the engine: prompt_submitted)
         self.last_prompt: str | None = None
         self.prompt_sent_at = 0.0
+        #: why the follower reads what it reads, as last logged (said once per change)
+        self._said = ""
 
     def prompt_submitted(self, text: str, at: float) -> None:
         """The screen shows the prompt above the answer (cut from the turn's text), and a submit starts a
@@ -109,6 +115,21 @@ class TerminalAdapter(AgentAdapter):
         self.last_prompt, self.prompt_sent_at = text, at
 
     # ---- completion ------------------------------------------------------------------------------
+
+    async def _look_once_pane_is_there(self, look: Callable[[], Awaitable[T]]) -> T:
+        """What ``look`` finds, asked again every second while the pane or its tmux server is gone: a
+        follower outlives its pane (the same name may come back, or the server restart)."""
+        while True:
+            try:
+                return await look()
+            except (PaneGone, ServerGone):
+                await anyio.sleep(1.0)
+
+    def _say(self, why: str) -> None:
+        """Log why the follower reads the agent the way it does — once per change, not once per look."""
+        if why and why != self._said:
+            log.info("%s: %s", self.ctx.name, why)
+        self._said = why
 
     async def follow(self, emit: Emit) -> None:
         last_screen, last_change, turn_began = "", time.monotonic(), 0.0
@@ -147,20 +168,6 @@ class TerminalAdapter(AgentAdapter):
     def is_busy(self, screen: str) -> bool:
         tail = "\n".join(screen.rstrip("\n").split("\n")[-12:])
         return any(marker in tail for marker in self.busy_markers)
-
-    def waiting_for(self, screen: str) -> str | None:
-        """What ``screen`` shows the agent waits for a person for (``"permission prompt"``), or None.
-        Agents that draw such dialogs say how to tell; while one shows, the turn has not ended and the pane
-        is no place to type a hand-off (it would answer the dialog)."""
-        return None
-
-    async def waiting_step(self) -> ResolveStep | None:
-        """``baton status``'s ``activity`` step when the screen shows the agent waiting for a person."""
-        try:
-            reason = self.waiting_for(await self.ctx.capture())
-        except TmuxError:
-            return None
-        return ResolveStep("activity", True, f"waiting ({reason})", reason) if reason else None
 
     async def _turn_text(self, start: int) -> str:
         captured = await self.ctx.capture_from(start)
