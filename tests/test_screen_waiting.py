@@ -10,6 +10,7 @@ into the dialog and is typed once the dialog is gone, and the person is told onc
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import uuid
@@ -25,6 +26,7 @@ from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.screen import dialog
 from plugins.codex.screen import approval_prompt, composer_draft
+from plugins.codex.turns import RolloutState
 from plugins.opencode.screen import permission_prompt
 from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
 from tests.fakes.webhook import WebhookReceiver
@@ -80,6 +82,26 @@ def test_the_dialogs_are_read_from_the_recorded_screens_and_nothing_else_is_one(
         assert others and all(read(p.read_text()) is None for p in others), name
     # the answer line of an approval looks like a draft in Codex's input line: the dialog is read first
     assert composer_draft(AGENTS["codex"].dialog.read_text()) == "1. Yes, proceed (y)"
+
+
+def test_codex_writes_no_approval_request_to_its_rollout() -> None:
+    """Recorded from Codex 0.171.0 with the dialog open: the rollout ends at the escalated ``function_call``
+    (and its token record); nothing names the request, so only the screen can say a person is needed."""
+    during = [json.loads(line) for line in (CODEX / "rollout_during_approval.jsonl").read_text().splitlines()]
+    after = [json.loads(line) for line in (CODEX / "rollout_after_approval.jsonl").read_text().splitlines()]
+    assert after[:len(during)] == during
+    call = during[-2]["payload"]
+    assert call["type"] == "function_call" and "require_escalated" in call["arguments"]
+    kinds = {(r["type"], (r.get("payload") or {}).get("type")) for r in during}
+    assert not any("approv" in str(kind) for kind in kinds)
+    state = RolloutState()
+    for record in during:
+        state.feed(record)
+    assert state.busy  # an open turn: no hand-off is typed, but nothing says why
+    for record in after[len(during):]:
+        state.feed(record)
+    finished = state.last_finished()
+    assert finished is not None and finished.answer == "APPROVED_ANSWER the file is there."
 
 
 class StandIn:
