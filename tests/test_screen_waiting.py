@@ -80,8 +80,9 @@ def test_the_dialogs_are_read_from_the_recorded_screens_and_nothing_else_is_one(
         others = [p for p in root.rglob("screen_*.txt") if p != agent.dialog and p.name not in
                   ("screen_permission_prompt.txt", "screen_approval.txt", "screen_auto_mode_dialog.txt")]
         assert others and all(read(p.read_text()) is None for p in others), name
-    # the answer line of an approval looks like a draft in Codex's input line: the dialog is read first
-    assert composer_draft(AGENTS["codex"].dialog.read_text()) == "1. Yes, proceed (y)"
+    # the selected answer of an approval is drawn like Codex's input line (``› 1. Yes, proceed (y)``): it is
+    # no draft (a crash-recovered hand-off that matched it would press Enter on the dialog)
+    assert composer_draft(AGENTS["codex"].dialog.read_text()) is None
 
 
 def test_codex_writes_no_approval_request_to_its_rollout() -> None:

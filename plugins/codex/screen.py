@@ -34,10 +34,13 @@ def approval_prompt(screen: str) -> str | None:
 
 def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:
     """The text in Codex's input line (``› …``), "" when it shows only the placeholder, None when no
-    input line is on the bottom of the screen (Codex starting, or a dialog open).
+    input line is on the bottom of the screen (Codex starting, or a dialog open: an approval dialog's
+    selected answer, ``› 1. Yes, proceed (y)``, is drawn like an input line).
 
     ``screen`` may carry SGR escapes (``capture -e``): the placeholder is drawn dim, which tells it apart
     from a draft whatever its wording (older versions pick a random example)."""
+    if approval_prompt(screen) is not None:
+        return None
     for raw in reversed(screen.rstrip("\n").split("\n")[-12:]):
         plain = strip_ansi(raw).strip()
         if not plain.startswith("›"):
