@@ -18,7 +18,7 @@ import pytest
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.events import Completion, Prompt
 from tests.cli_run import BATON, _env, baton, json_lines
-from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.conftest import FIXTURES, TmuxServer, quiet_for, wait_for
 from tests.test_faults import start_agent, transcript_answers, write_config
 
 #: the fields of one ``history --json`` line (docs/json.md)
@@ -143,6 +143,34 @@ def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
     finally:
         status, err = follower.interrupt()
     assert status == 0 and "Traceback" not in err, err
+
+
+def wake_ups(pid: int) -> int:
+    """How often the process ``pid`` went to sleep and was woken again so far (all its threads)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                total += int(line.split()[1])
+    return total
+
+
+def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(journal: Journal) -> None:
+    follower = Follower("--json", "-n", "1")
+    try:
+        assert json.loads(follower.next())["key"] == "review@t3"
+        add_handoff(journal, "c->d", "c", "d", "t4", "delivered")
+        assert json.loads(follower.next())["key"] == "c->d@t4"
+        before = wake_ups(follower.proc.pid)
+        quiet_for(2.0, "a follower that looks at the journal on a timer")
+        # a second look after the hint, perhaps; a 0.25 s poll woke 7 times in these 2 s
+        assert wake_ups(follower.proc.pid) - before <= 2
+        add_handoff(journal, "c->d", "c", "d", "t5", "failed", "gave up")
+        row = json.loads(follower.next())
+        assert (row["key"], row["state"], row["last_error"]) == ("c->d@t5", "failed", "gave up")
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and err.strip() == "", err
 
 
 @pytest.mark.tmux
