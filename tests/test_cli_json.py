@@ -73,10 +73,40 @@ def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal
     assert keys("--tile", "a", "--outcome", "delivered", "--since", "1d", "-n", "1") == ["b->a@t2"]
     text = baton("history", "--route", "a->b", "--outcome", "skipped")
     assert text.status == 0 and "the chain reached max_hops=6" in text.out and "review" not in text.out
-    assert baton("history", "--route", "nope").out.strip() == "no hand-offs match"
+    assert baton("history", "--route", "nope", "--outcome", "held").out.strip() == (
+        "no hand-offs match --route nope --outcome held (baton history without filters shows the latest ones)")
     baton("history", "--since", "yesterday").one_line_error(2, "--since", "'yesterday'")
     baton("history", "--outcome", "lost").one_line_error(2, "--outcome", "invalid choice")
     baton("history", "--follow", "--all-hosts").one_line_error(2, "--follow")
+
+
+def test_history_help_examples_all_run(journal: Journal) -> None:
+    """Each example in ``baton history --help`` is a command that works (not one that follows: it runs on)."""
+    import shlex
+
+    examples = [line.split("  ")[1].strip() for line in baton("history", "--help").out.split("examples:")[1]
+                .splitlines() if line.startswith("  baton history")]
+    assert len(examples) >= 5
+    for example in examples:
+        args = shlex.split(example.split("|")[0])[2:]
+        if "-f" in args or "--follow" in args:
+            continue
+        result = baton("history", *args)
+        assert result.status == 0 and "Traceback" not in result.err and result.out.strip(), (example, result)
+
+
+@pytest.mark.parametrize("since", ["yesterday", "1e400s", "2026-02-30", "10 minutes", "0001-01-01T00:00"])
+def test_a_bad_since_is_one_line_naming_the_forms_it_takes(since: str) -> None:
+    baton("history", "--since", since).one_line_error(2, "--since", "a duration (10m, 2h, 1d)", "an ISO time")
+
+
+def test_a_journal_that_is_no_database_is_one_line_saying_what_to_do() -> None:
+    path = default_journal_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("these are my notes, not a journal\n" * 200)
+    for args in ([], ["--json"], ["--follow"]):
+        line = baton("history", *args, timeout=30).one_line_error(1, str(path), "not a batonpass journal")
+        assert "move it aside" in line
 
 
 def _ctrl_c_as_in_a_terminal() -> None:

@@ -35,11 +35,13 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         rows = anyio.run(_read, settings, kind)
     except TimeoutError:
         print(
-            f"baton: the bus at {', '.join(bus_servers(settings))} did not answer within {REACH_S:g}s",
+            f"baton {'status' if kind == 'tiles' else 'history'} --all-hosts: the bus at "
+            f"{', '.join(bus_servers(settings))} did not answer within {REACH_S:g}s",
             file=sys.stderr,
         )
         return 1
     rows = [r for r in rows if isinstance(r, dict)]  # another host's value that is not a row is left out
+    everyone = len(rows)
     if kind == "history":
         rows = [r for r in rows if match is None or match.matches(r)]
         rows = sorted(rows, key=_created)[-limit:]
@@ -59,6 +61,11 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
                 [tuple(r.get(k, "") for k in ("host", "tile", "pane", "agent", "state")) for r in rows],
             )
         )
+        return 0
+    if not rows:
+        from pipeline.commands.history import no_match
+
+        print(no_match(match or HistoryFilter(), others=everyone > 0, where=" on the bus"))
         return 0
     print(handoff_table(rows, host=True))
     return 0

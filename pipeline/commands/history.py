@@ -21,7 +21,7 @@ from pipeline.commands.handoff_table import HEADER, handoff_cells, handoff_table
 from pipeline.commands.table import json_line
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
 
-__all__ = ["history_command", "parse_since", "quiet_stdout", "record_row"]
+__all__ = ["describe_filter", "history_command", "no_match", "parse_since", "quiet_stdout", "record_row"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _AGO = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
@@ -66,7 +66,10 @@ def history_command(args: argparse.Namespace) -> int:
             return _follow(path, args.limit, match, args.json)
         return _print_history(path, args.limit, match, args.json)
     except sqlite3.Error as exc:
-        print(f"baton history: cannot read the journal {path}: {exc}", file=sys.stderr)
+        # a file that is no SQLite database at all (not "locked", not "unable to open"): say what to do
+        hint = "; it is not a batonpass journal: move it aside and the next `baton run` starts a new one" if (
+            type(exc) is sqlite3.DatabaseError) else ""
+        print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
 
 
@@ -74,18 +77,35 @@ def _filtered(match: HistoryFilter) -> bool:
     return match != HistoryFilter()
 
 
+def describe_filter(match: HistoryFilter) -> str:
+    """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
+    words = [f"--{name} {value}" for name, value in
+             (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
+    if match.since is not None:
+        words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
+    return " ".join(words)
+
+
+def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
+    """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
+    if not _filtered(match) or not others:
+        return f"no hand-offs{where} yet"
+    return f"no hand-offs match {describe_filter(match)} (baton history without filters shows the latest ones)"
+
+
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     if not path.exists():
         if not as_json:
             print(f"no hand-offs yet ({path} does not exist)")
         return 0
-    records = Journal(path).history(limit, match)
+    journal = Journal(path)
+    records = journal.history(limit, match)
     if as_json:
         for r in records:
             print(json_line(record_row(r)))
         return 0
     if not records:
-        print("no hand-offs match" if _filtered(match) else "no hand-offs yet")
+        print(no_match(match, bool(journal.history(1))))
         return 0
     print(handoff_table([record_row(r) for r in records]))
     return 0
