@@ -74,7 +74,7 @@ def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal
     text = baton("history", "--route", "a->b", "--outcome", "skipped")
     assert text.status == 0 and "the chain reached max_hops=6" in text.out and "review" not in text.out
     assert baton("history", "--route", "nope", "--outcome", "held").out.strip() == (
-        "no hand-offs match --route nope --outcome held (baton history without filters shows the latest ones)")
+        "no hand-offs match --route nope --outcome held; the journal holds others (fewer filters show them)")
     baton("history", "--since", "yesterday").one_line_error(2, "--since", "'yesterday'")
     baton("history", "--outcome", "lost").one_line_error(2, "--outcome", "invalid choice")
     baton("history", "--follow", "--all-hosts").one_line_error(2, "--follow")

@@ -90,7 +90,8 @@ def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
     """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
     if not _filtered(match) or not others:
         return f"no hand-offs{where} yet"
-    return f"no hand-offs match {describe_filter(match)} (baton history without filters shows the latest ones)"
+    holder = "the bus" if where else "the journal"
+    return f"no hand-offs match {describe_filter(match)}; {holder} holds others (fewer filters show them)"
 
 
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
