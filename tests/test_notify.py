@@ -396,3 +396,32 @@ def test_a_reload_carries_waiting_episodes_only_for_tiles_that_stay_and_until_a_
     notifier.waiting("exited", "permission prompt")
     notifier.waiting("coder", "permission prompt")  # its first look came too late as well: news again
     assert [n.tile for n in notifier.notices[5:]] == ["exited", "coder"]
+
+
+@pytest.mark.anyio
+async def test_a_desktop_notifier_that_hangs_or_fails_is_one_clear_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import anyio
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "notify-send"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    caplog.set_level(logging.INFO, logger="batonpass")
+    for body, needle in (
+        ("import time; time.sleep(30)", "notify-send did not finish within 0.5s (timeout_s)"),
+        ("import sys; sys.exit('no D-Bus session')", "notify-send exited with status 1: no D-Bus session"),
+    ):
+        script.write_text(f"#!{sys.executable}\n{body}\n")
+        script.chmod(0o755)
+        caplog.clear()
+        notifier = Notifier([NotifyTarget(kind="desktop", timeout_s=0.5)])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.waiting("coder", "permission prompt")
+            await until(lambda: any(r.levelno == logging.WARNING for r in caplog.records), 30, "the warning")
+            tg.cancel_scope.cancel()
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warnings == [f"notice to desktop failed: {needle}; further failures are not logged until one "
+                            "gets through"], warnings

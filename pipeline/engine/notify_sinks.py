@@ -145,7 +145,7 @@ class Sink:
         self._failing = True
 
     def describe(self, exc: Exception) -> str:
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class TmuxSink(Sink):
@@ -187,6 +187,13 @@ class DesktopSink(Sink):
         if result.returncode != 0:
             raise RuntimeError(f"notify-send exited with status {result.returncode}: "
                                f"{one_line(result.stderr.decode('utf-8', 'replace'), 120)}")
+
+    def describe(self, exc: Exception) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"notify-send did not finish within {self.target.timeout_s:g}s (timeout_s)"
+        if isinstance(exc, RuntimeError):
+            return str(exc)
+        return super().describe(exc)
 
 
 class WebhookSink(Sink):
