@@ -176,25 +176,27 @@ def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
 
 
 def wake_ups(pid: int) -> int:
-    """How often the process ``pid`` went to sleep and was woken again so far (all its threads)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for line in (task / "status").read_text().splitlines():
-            if line.startswith("voluntary_ctxt_switches:"):
-                total += int(line.split()[1])
-    return total
+    """How often the main thread of process ``pid`` (the event loop) went to sleep and was woken again so
+    far. Only that thread: with ``BATON_WATCHER=watchfiles`` the watcher's own thread wakes every few ms by
+    design (README), and the question here is whether the follower looks at the journal on a timer."""
+    for line in Path(f"/proc/{pid}/task/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches in /proc/{pid}/task/{pid}/status")
 
 
 def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(journal: Journal) -> None:
     follower = Follower("--json", "-n", "1")
     try:
         assert json.loads(follower.next())["key"] == "review@t3"
-        add_handoff(journal, "c->d", "c", "d", "t4", "delivered")
+        add_handoff(journal, "c->d", "c", "d", "t4", "skipped", "no match")  # one change: one line
         assert json.loads(follower.next())["key"] == "c->d@t4"
         before = wake_ups(follower.proc.pid)
-        quiet_for(2.0, "a follower that looks at the journal on a timer")
-        # a second look after the hint, perhaps; a 0.25 s poll woke 7 times in these 2 s
-        assert wake_ups(follower.proc.pid) - before <= 2
+        quiet_for(3.0, "a follower that looks at the journal on a timer")
+        # the hints of t4's last writes and the second look after each (inotify: 1 or 2; watchfiles, its
+        # hints debounced: up to 4); the look in case a hint was lost comes every 5 s; a 0.25 s poll woke
+        # 11 or 12 times in these 3 s
+        assert wake_ups(follower.proc.pid) - before <= 4
         add_handoff(journal, "c->d", "c", "d", "t5", "failed", "gave up")
         row = json.loads(follower.next())
         assert (row["key"], row["state"], row["last_error"]) == ("c->d@t5", "failed", "gave up")
