@@ -109,6 +109,34 @@ def test_a_journal_that_is_no_database_is_one_line_saying_what_to_do() -> None:
         assert "move it aside" in line
 
 
+def test_rows_not_written_by_batonpass_show_on_one_line_each_without_a_traceback() -> None:
+    """A usage column that is no JSON object, an error over several lines with escape sequences (a server's
+    answer), a turn id with controls: the table, --json and --follow print them, one line a hand-off."""
+    j = Journal(default_journal_path())
+    error = "HTTP 500:\n<html>\x1b[31mboom\x1b[0m</html>\r\n"
+    add_handoff(j, "a->b", "a", "b", "t1\x1b[2Jx", "failed", error)
+    add_handoff(j, "a->b", "a", "b", "t2", "delivered")
+    add_handoff(j, "a->b", "a", "b", "t3", "delivered")
+    j.db.execute("UPDATE handoffs SET usage='{not json' WHERE turn_id='t2'")
+    odd = '{"input_tokens": "many", "cost_usd": "free"}'
+    j.db.execute("UPDATE handoffs SET usage=? WHERE turn_id='t3'", (odd,))
+    text = baton("history")
+    assert text.status == 0 and text.err == "", text
+    lines = text.out.splitlines()
+    assert len(lines) == 1 + 3 + 1 and "\x1b" not in text.out, text.out  # header, 3 hand-offs, the AI total
+    assert lines[1].split()[3] == "t1x" and lines[1].endswith("HTTP 500: <html>boom</html>")
+    assert "0 in · 0 out" in lines[3] and lines[4].startswith("AI transforms: 1 call, 0 tokens in")
+    rows = json_lines(baton("history", "--json").out)
+    assert [r["usage"] for r in rows] == [None, None, {"input_tokens": "many", "cost_usd": "free"}]
+    follower = Follower()
+    try:
+        assert follower.next().split()[0] == "WHEN"
+        assert [follower.next().split()[3] for _ in range(3)] == ["t1x", "t2", "t3"]
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and err.strip() == "", err
+
+
 def _ctrl_c_as_in_a_terminal() -> None:
     """SIGINT back to its default: a suite started in the background (CI, a script's ``&``) passes it on
     ignored, and a Ctrl-C typed in a terminal is what the test stands for."""

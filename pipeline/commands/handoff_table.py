@@ -4,7 +4,7 @@ USE cells and total line, so the two views never drift apart.
 
 A row is a hand-off as ``--json`` prints it (a dict). Rows from the bus were written by other hosts,
 perhaps by another version of batonpass: a field that is missing or of the wrong type shows as blank (or
-``?``), never as a traceback.
+``?``), never as a traceback. Every cell is one line of printable text.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.commands.table import table
+from pipeline.system.text import sanitize
 
 __all__ = ["HEADER", "ai_total", "ai_use", "handoff_cells", "handoff_table", "header"]
 
@@ -78,7 +79,9 @@ def _when(row: Mapping[str, Any]) -> str:
 
 
 def _text(value: object) -> str:
-    return "" if value is None else str(value)
+    """One line of printable text: a turn id or an error may come from an agent's files or a server's
+    answer, and an escape sequence or a line break in a cell would garble the terminal or the table."""
+    return "" if value is None else " ".join(sanitize(str(value)).split())
 
 
 def handoff_cells(row: Mapping[str, Any], *, host: bool = False) -> tuple[object, ...]:
