@@ -141,8 +141,10 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
                                         "coder is waiting: permission prompt"]
     log = daemon.stderr()
     assert TOKEN not in log and DOWN_TOKEN not in log
-    # each webhook that is down is reported once, by scheme and host only
-    down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line]
+    # each webhook that is down is reported once, by scheme and host only (a notice still being tried when
+    # the daemon stopped is said to be lost, on a line of its own)
+    down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line
+            and "batonpass stopped while" not in line]
     assert len(down) == 2, log
     assert sum("cannot connect" in line for line in down) == 1
     assert sum("no answer within 1s" in line for line in down) == 1
@@ -425,3 +427,26 @@ async def test_a_desktop_notifier_that_hangs_or_fails_is_one_clear_log_line(
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert warnings == [f"notice to desktop failed: {needle}; further failures are not logged until one "
                             "gets through"], warnings
+
+
+@pytest.mark.anyio
+async def test_a_notice_still_being_tried_when_batonpass_stops_is_said_to_be_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import anyio
+
+    webhook = WebhookReceiver(status=502).start()
+    notifier = Notifier([NotifyTarget(kind="webhook", url=f"{webhook.url}/{TOKEN}")])  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="batonpass")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.failed("r@t1", "r", "gone", "gave up")
+            await until(lambda: len(webhook.requests) == 2, 30, "the notice tried twice")
+            tg.cancel_scope.cancel()  # as `baton run` stopping
+    finally:
+        webhook.stop()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"notice to webhook http://127.0.0.1:{webhook.port}/… not sent (failed about gone): "
+                        "batonpass stopped while it was being tried again (the server answered HTTP 502)"]
+    assert TOKEN not in caplog.text

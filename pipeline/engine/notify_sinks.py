@@ -100,9 +100,15 @@ class Sink:
         tg.start_soon(self._deliver, notice)
 
     async def _deliver(self, notice: Notice) -> None:
+        failures: list[str] = []
         try:
             await self._ready.wait()
-            tries = await self._send_until_given_up(notice)
+            tries = await self._send_until_given_up(notice, failures)
+        except anyio.get_cancelled_exc_class():
+            if failures:  # batonpass is stopping while it waits to try again: say what is lost
+                log.warning("notice to %s not sent (%s about %s): batonpass stopped while it was being "
+                            "tried again (%s)", self.target.label(), notice.event, notice.tile, failures[-1])
+            raise
         except _GaveUp as gave_up:
             self._failed(f"{self.describe(gave_up.cause)} ({gave_up.tries} tries over {gave_up.spent:.0f}s)")
         except Exception as exc:  # a place that fails never stops the others, nor the pipeline
@@ -117,8 +123,9 @@ class Sink:
         finally:
             self._pending -= 1
 
-    async def _send_until_given_up(self, notice: Notice) -> int:
-        """Send ``notice``, trying again while that may help and ``retry_s`` lasts; returns the tries."""
+    async def _send_until_given_up(self, notice: Notice, failures: list[str]) -> int:
+        """Send ``notice``, trying again while that may help and ``retry_s`` lasts; returns the tries.
+        Each failed try's description is added to ``failures``."""
         started, wait, tries = anyio.current_time(), FIRST_RETRY_S, 1
         while True:
             try:
@@ -132,6 +139,7 @@ class Sink:
                     if tries > 1:
                         raise _GaveUp(exc, tries, spent) from None
                     raise
+                failures.append(self.describe(exc))
                 wait, pause = wait * 2, min(wait, left)
                 log.debug("notice      %s to %s: try %d failed (%s); trying again in %.1fs", notice.event,
                           self.target.label(), tries, self.describe(exc), pause)
