@@ -105,7 +105,7 @@ def test_a_journal_that_is_no_database_is_one_line_saying_what_to_do() -> None:
     path.parent.mkdir(parents=True)
     path.write_text("these are my notes, not a journal\n" * 200)
     for args in ([], ["--json"], ["--follow"]):
-        line = baton("history", *args, timeout=30).one_line_error(1, str(path), "not a batonpass journal")
+        line = baton("history", *args, timeout=30).one_line_error(1, str(path), "not a journal batonpass can")
         assert "move it aside" in line
 
 
@@ -231,6 +231,23 @@ def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(jour
     finally:
         status, err = follower.interrupt()
     assert status == 0 and err.strip() == "", err
+
+
+def test_follow_ends_when_its_reader_closes_the_pipe_not_at_the_next_change(journal: Journal) -> None:
+    """``baton history -f -n 1 | head -2``: head exits after two lines, and so does the follower, although
+    it has nothing more to print (no write fails) until the journal changes."""
+    proc = subprocess.Popen([*BATON, "history", "--follow", "-n", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=_env(None), preexec_fn=_ctrl_c_as_in_a_terminal)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().split()[0] == b"WHEN"
+        assert b"review" in proc.stdout.readline()  # the backlog: all it prints
+        proc.stdout.close()  # as head does; the journal does not change from here on
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None and proc.stderr.read() == b""
 
 
 @pytest.mark.tmux

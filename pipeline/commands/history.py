@@ -66,9 +66,10 @@ def history_command(args: argparse.Namespace) -> int:
             return _follow(path, args.limit, match, args.json)
         return _print_history(path, args.limit, match, args.json)
     except sqlite3.Error as exc:
-        # a file that is no SQLite database at all (not "locked", not "unable to open"): say what to do
-        hint = "; it is not a batonpass journal: move it aside and the next `baton run` starts a new one" if (
-            type(exc) is sqlite3.DatabaseError) else ""
+        # a file that is no SQLite database, or a damaged one (not "locked", not "unable to open"): what to do
+        unreadable = type(exc) is sqlite3.DatabaseError
+        hint = "; not a journal batonpass can read: move it aside and the next `baton run` starts a new one"
+        hint = hint if unreadable else ""
         print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
 

@@ -11,7 +11,10 @@ announces is readable, so a hint is followed by one more look :data:`LOOK_AGAIN_
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +48,7 @@ async def _follow(path: Path, limit: int, match: HistoryFilter,
     failure: list[Exception] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
+        tg.start_soon(_end_when_the_reader_is_gone, tg.cancel_scope, failure)
         try:
             await _print_changes(watcher, path, limit, match, emit)
         except (BrokenPipeError, sqlite3.Error) as exc:  # raised as they are, not in an exception group
@@ -52,6 +56,21 @@ async def _follow(path: Path, limit: int, match: HistoryFilter,
         tg.cancel_scope.cancel()
     if failure:
         raise failure[0]
+
+
+async def _end_when_the_reader_is_gone(scope: anyio.CancelScope, failure: list[Exception]) -> None:
+    """``baton history -f | head -3``: when standard output is a pipe, end as soon as its reader closes it,
+    not at the next change (that may be hours away). The write end of a pipe whose reader is gone polls as
+    an error, which is reported as readable; a terminal or a file is not waited on."""
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except (OSError, ValueError):  # no real standard output (a test's capture): nothing to wait on
+        return
+    await anyio.wait_readable(fd)
+    failure.append(BrokenPipeError("the reader of standard output is gone"))
+    scope.cancel()
 
 
 def _subscribe(watcher: FileWatcher, path: Path) -> Subscription | None:
