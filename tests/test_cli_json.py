@@ -236,8 +236,9 @@ def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(jour
 def test_follow_ends_when_its_reader_closes_the_pipe_not_at_the_next_change(journal: Journal) -> None:
     """``baton history -f -n 1 | head -2``: head exits after two lines, and so does the follower, although
     it has nothing more to print (no write fails) until the journal changes."""
-    proc = subprocess.Popen([*BATON, "history", "--follow", "-n", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=_env(None), preexec_fn=_ctrl_c_as_in_a_terminal)
+    proc = subprocess.Popen([*BATON, "history", "--follow", "-n", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None),
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         assert proc.stdout is not None and proc.stdout.readline().split()[0] == b"WHEN"
         assert b"review" in proc.stdout.readline()  # the backlog: all it prints
