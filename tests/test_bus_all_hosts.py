@@ -106,13 +106,13 @@ def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
         link = BusLink(None)
         await link.connect()
         try:
+            bucket = await _bucket(link)  # made here, before the publisher and the reader race to make it
             async with anyio.create_task_group() as tg:
                 tg.start_soon(publish_board, link, "alpha", journal, no_tiles)
                 while len(await board_rows(link, "history")) < 2:
                     await anyio.sleep(0.05)
                 tg.cancel_scope.cancel()
-            bucket = await _bucket(link)  # what another program (or version) might leave there
-            await bucket.put("history.gamma", b"not json")
+            await bucket.put("history.gamma", b"not json")  # what another program (or version) might leave
             odd = [{"host": "delta", "route": "x->y", "usage": "?", "created": "soon"}, 7]
             await bucket.put("history.delta", orjson.dumps(odd))
         finally:
