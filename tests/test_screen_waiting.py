@@ -166,6 +166,9 @@ async def test_a_tile_at_a_permission_prompt_says_so_waits_for_its_hand_off_and_
             assert tell is not None
             ctx.on_waiting = lambda reason: (looks.append(reason), tell(reason))[-1]
             await until(lambda: webhook.events("waiting"), 15, "the waiting notice")
+            # what `baton status --all-hosts` shows of this host's tiles (the running pipeline's rows)
+            [hosted] = await pipeline.tile_rows()
+            assert hosted["state"] == f"waiting ({agent.reason})", hosted
             await pipeline.submit(Prompt(route="r", source="reviewer", target="agent", text=text,
                                          turn_id="t1", hop=1))
             # the dispatcher and the follower look several times meanwhile: nothing typed, one notice

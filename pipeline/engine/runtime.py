@@ -126,13 +126,16 @@ class Pipeline:
             await self.bus.run(self.submit, tiles=self.tile_rows)
 
     async def tile_rows(self) -> list[dict[str, Any]]:
-        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``)."""
+        """This host's tiles as the dispatcher sees them, and waiting for a person where the adapter said
+        so (for ``baton status --all-hosts``; the dispatcher alone sees a dialog as ``busy``)."""
         rows = []
         for name, runtime in self.tiles.items():
             try:
                 state: str = await target_state(runtime.adapter)
             except Exception as exc:
                 state = f"unknown ({type(exc).__name__})"
+            if runtime.ctx.waiting_for is not None and state == "busy":
+                state = f"waiting ({runtime.ctx.waiting_for})"
             rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
                          "state": state})
         return rows

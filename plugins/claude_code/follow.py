@@ -104,6 +104,7 @@ class FileFollowing(TerminalAdapter):
             why = self._why_not_files(res)
             self._say(why)
             if res.process is None:  # a process starting sends no file event: look again in a while
+                self.ctx.waiting(None)  # no Claude Code, nobody waiting (a reload's carried episode ends)
                 await anyio.sleep(self.liveness_s)
                 continue
             if why.startswith("waiting") and res.config is not None:
