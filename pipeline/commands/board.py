@@ -3,9 +3,10 @@ terminal.
 
 The data comes from :func:`pipeline.commands.status.tile_row` (state, last answer), the journal (queued
 and last hand-offs) and the adapters' :meth:`~pipeline.plugin.agents.AgentAdapter.usage`. The board keeps
-when each tile's state began, so a clock (``working 2m10s``) can tick between refreshes without asking
-anything again. Everything from an agent (answers, pane commands) is stripped of control characters before
-it reaches the terminal.
+when each tile's state began (a working turn's start from the agent's own records where it has them,
+:meth:`~pipeline.plugin.agents.AgentAdapter.working_since`), so a clock (``working 2m10s``) can tick between
+refreshes without asking anything again. Everything from an agent (answers, pane commands) is stripped of
+control characters before it reaches the terminal.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ class TileView:
     agent: str
     kind: str = "gone"
     words: str = ""
-    #: when this kind of state began (epoch seconds), as first seen by the board
+    #: when this kind of state began (epoch seconds): a working turn's start as its agent recorded it, else
+    #: when the board first saw the state
     since: float = field(default_factory=time.time)
     answer: str = ""
     queued: int = 0
@@ -178,11 +180,18 @@ class Board:
         self.views = {name: TileView(name, agent) for name, agent in tiles}
         self.note = ""
 
-    def update(self, row: dict[str, Any], pane_command: str = "", now: float | None = None) -> None:
+    def update(self, row: dict[str, Any], pane_command: str = "", now: float | None = None,
+               started: float | None = None) -> None:
+        """Take a status row. ``started``: when the running turn began by the agent's own records
+        (:meth:`~pipeline.plugin.agents.AgentAdapter.working_since`); the clock of a working tile counts
+        from it, else from when the board first saw the tile working."""
         view = self.views[row["tile"]]
         kind, words = state_words(row.get("state"), pane_command)
-        if kind != view.kind:
-            view.since = time.time() if now is None else now
+        now = time.time() if now is None else now
+        if kind == "working" and started is not None and started <= now:
+            view.since = started
+        elif kind != view.kind:
+            view.since = now
         view.kind, view.words, view.agent = kind, words, row.get("agent") or view.agent
         answer = row.get("last_response") or ""
         view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()

@@ -26,7 +26,7 @@ import anyio
 from anyio import CancelScope
 from anyio.abc import TaskGroup
 
-from pipeline.commands.board import Board, read_handoffs, render
+from pipeline.commands.board import Board, read_handoffs, render, state_words
 from pipeline.commands.server import tmux_for
 from pipeline.commands.status import tile_row
 from pipeline.engine.config import Config
@@ -147,13 +147,18 @@ class LiveBoard:
         except Exception as exc:  # one tile's surprise must not take the board down
             log.debug("board: %s: %s", name, exc, exc_info=True)
             row = {"tile": name, "state": f"error: {type(exc).__name__}"}
-        command = ""
+        command, started = "", None
         if row.get("state") == "absent":
             try:
                 command = (await runtime.ctx.pane()).current_command
             except TmuxError:
                 pass
-        self.board.update(row, command)
+        elif state_words(row.get("state"))[0] == "working":
+            try:
+                started = await runtime.adapter.working_since()
+            except Exception as exc:  # the board's own first sight is the clock then
+                log.debug("board: %s: working_since: %s", name, exc, exc_info=True)
+        self.board.update(row, command, started=started)
         self.files[name] = _files(row)
 
     async def refresh(self, names: set[str]) -> dict[Path, set[str]]:

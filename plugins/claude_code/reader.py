@@ -28,6 +28,7 @@ __all__ = [
     "latest_turn",
     "nothing_finished",
     "recent_prompts",
+    "running_turn_start",
     "scan_back",
     "turn_id",
 ]
@@ -139,6 +140,13 @@ def find_turn(path: str | os.PathLike[str], key: str) -> tuple[TurnEnd | None, b
 def latest_turn(path: str | os.PathLike[str]) -> TurnTracker:
     """The tracker after the last turn's start: its ``key``, ``session_id`` and ``state``."""
     return scan_back(path, lambda s: s.tracker.whole).tracker
+
+
+def running_turn_start(path: str | os.PathLike[str]) -> float | None:
+    """When the turn still running in ``path`` began (its prompt line's timestamp, epoch seconds): the last
+    turn, while it is open or waits for its background agents; None when the last turn ended."""
+    tracker = latest_turn(path)
+    return tracker.started_at if tracker.open or tracker.held is not None else None
 
 
 def latest_key(path: str | os.PathLike[str] | None) -> str | None:
