@@ -21,7 +21,8 @@ from typing import Any
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.text import strip_ansi
 
-__all__ = ["Board", "HandoffView", "TileView", "read_handoffs", "render", "state_words", "text_width", "fit"]
+__all__ = ["Board", "HandoffView", "TileView", "fit", "handoffs_of", "read_handoffs", "render", "state_words",
+           "text_width"]
 
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "nu", "elvish", "xonsh"})
 QUEUED_STATES = ("pending", "transformed", "delivering")
@@ -154,6 +155,31 @@ def read_handoffs(path: Path, tiles: list[str]) -> tuple[dict[str, int], dict[st
         db.close()
 
 
+def handoffs_of(rows: list[dict[str, Any]],
+                tiles: list[str]) -> tuple[dict[str, int], dict[str, HandoffView]]:
+    """:func:`read_handoffs` from journal rows read elsewhere (every host's, from the bus). A hand-off
+    that crossed hosts is in both hosts' rows (``published`` on one, ``delivered`` on the other): the row
+    updated last tells its state."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        key = str(row.get("key") or id(row))
+        if key not in latest or float(row.get("updated") or 0) >= float(latest[key].get("updated") or 0):
+            latest[key] = row
+    queued: dict[str, int] = {}
+    last: dict[str, HandoffView] = {}
+    for row in latest.values():
+        source, target = str(row.get("source") or ""), str(row.get("target") or "")
+        if row.get("state") in QUEUED_STATES:
+            queued[target] = queued.get(target, 0) + 1
+        view = HandoffView(str(row.get("route") or ""), source, target, str(row.get("state") or ""),
+                           float(row.get("updated") or 0),
+                           str(row.get("last_error") or row.get("note") or ""))
+        for tile in {source, target} & set(tiles):
+            if tile not in last or view.updated > last[tile].updated:
+                last[tile] = view
+    return queued, last
+
+
 # ---- the board -----------------------------------------------------------------------------------------
 
 
@@ -195,6 +221,11 @@ class Board:
         view.kind, view.words, view.agent = kind, words, row.get("agent") or view.agent
         answer = row.get("last_response") or ""
         view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()
+
+    def keep(self, tiles: list[tuple[str, str]]) -> None:
+        """Show exactly ``tiles`` (name, agent), in that order; a tile shown before keeps its view (its
+        clock) — the all-hosts board, whose tiles come and go with their hosts."""
+        self.views = {name: self.views.get(name) or TileView(name, agent) for name, agent in tiles}
 
     def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView]) -> None:
         for name, view in self.views.items():

@@ -70,6 +70,10 @@ def status_command(args: argparse.Namespace) -> int:
     config, _ = load(args, registries)
     if config is None:
         return 1
+    if args.all_hosts and args.watch:
+        from pipeline.commands.hosts_watch import watch_all_hosts
+
+        return watch_all_hosts(args, config)
     if args.all_hosts:
         from pipeline.commands.allhosts import print_all_hosts
 
