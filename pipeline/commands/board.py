@@ -220,6 +220,8 @@ class Board:
             view.since = now
         view.kind, view.words, view.agent = kind, words, row.get("agent") or view.agent
         answer = row.get("last_response") or ""
+        if kind == "gone" and row.get("error"):
+            answer = f"({row['error']})"  # no pane, or no tmux server: what the person can do something about
         view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()
 
     def keep(self, tiles: list[tuple[str, str]]) -> None:
@@ -249,6 +251,8 @@ def _handoff_text(view: TileView, now: float) -> str:
     return f"{where} {state} {ago(now - h.updated)} ago"
 
 
+#: the columns STATE keeps before QUEUED, TOKENS and COST give way: ``waiting: permission prompt``
+STATE_ROOM = 26
 #: SGR colour per state kind (NO_COLOR turns them off)
 COLOURS = {"working": "33", "waiting": "1;31", "idle": "32", "absent": "2", "gone": "2"}
 
@@ -268,31 +272,35 @@ def _joined(cells: list[str], width: int, colours: dict[int, str]) -> str:
 def render(board: Board, width: int, height: int, now: float | None = None,
            colour: bool = False) -> list[str]:
     """The board as lines of at most ``width`` columns (escape sequences, when ``colour``, take none) and
-    at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost; under it the
-    last answer's first line and the last hand-off from or to the tile."""
+    at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost (in a terminal too
+    narrow for all of them, COST, then TOKENS, then QUEUED give way to the state); under it the last
+    answer's first line (for a tile that is gone: why) and the last hand-off from or to the tile."""
     now = time.time() if now is None else now
     width = max(width, 20)
     views = list(board.views.values())
     name_w = min(max([4, *(text_width(v.tile) for v in views)]), 14)
     agent_w = min(max([5, *(text_width(v.agent) for v in views)]), 9)
-    q_w, tok_w, cost_w = 6, 6, 7
-    state_w = max(width - (name_w + agent_w + q_w + tok_w + cost_w + 10), 8)
+    # the columns right of STATE, dropped from the right while STATE would be too narrow for its words
+    extra = [("QUEUED", 6), ("TOKENS", 6), ("COST", 7)]
+    while extra and width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4) < STATE_ROOM:
+        extra.pop()
+    state_w = max(width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4), 8)
     clock = time.strftime("%H:%M:%S", time.localtime(now))
     title = f"batonpass · {len(views)} tile{'s' if len(views) != 1 else ''}" + (
         f" · {board.title}" if board.title else "")
     lines = [fit(fit(title, max(width - 19, 0), pad=True) + f" {clock}  q quits", width)]
-    lines.append(fit("  ".join([fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True),
-                                fit("STATE", state_w, pad=True), fit("QUEUED", q_w), fit("TOKENS", tok_w),
-                                "COST"]), width))
+    heads = [fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True), fit("STATE", state_w, pad=True)]
+    heads += [name if name == "COST" else fit(name, w) for name, w in extra]
+    lines.append(fit("  ".join(heads), width))
     room = max(height - 2 - (1 if board.note else 0), 2)
     shown = views if len(views) * 2 <= room else views[: max((room - 1) // 2, 0)]
     for view in shown:
         u = view.usage
+        values = {"QUEUED": str(view.queued) if view.queued else "-",
+                  "TOKENS": tokens(u.total) if u else "-", "COST": dollars(u.cost_usd) if u else ""}
         cells = [fit(view.tile, name_w, pad=True), fit(view.agent, agent_w, pad=True),
                  fit(_state_text(view, now), state_w, pad=True),
-                 fit(str(view.queued) if view.queued else "-", q_w).rjust(q_w),
-                 fit(tokens(u.total) if u else "-", tok_w).rjust(tok_w),
-                 fit(dollars(u.cost_usd) if u else "", cost_w).rjust(cost_w)]
+                 *(fit(values[name], w).rjust(w) for name, w in extra)]
         lines.append(_joined(cells, width, {2: COLOURS.get(view.kind, "0")} if colour else {}))
         handoff = fit(_handoff_text(view, now), min(36, max(width // 2 - 4, 12)))
         answer = fit(f"  └ {view.answer or '(no answer yet)'}", width - text_width(handoff) - 2, pad=True)

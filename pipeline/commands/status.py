@@ -85,24 +85,32 @@ def status_command(args: argparse.Namespace) -> int:
         return watch_command(args, config, registries)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
+    # every tile failing the same way (no tmux server): said once, not once per tile
+    errors = {r.get("error") for r in rows}
+    shared = errors.pop() if len(rows) > 1 and len(errors) == 1 and None not in errors else None
     if args.json:
         print(json_text(rows))
     else:
-        _print_rows(rows)
-    if status:
+        _print_rows(rows, errors=shared is None)
+    if status and shared:
+        print(f"baton status: none of the {count(len(rows), 'tile')} can be looked at: {shared}",
+              file=sys.stderr)
+    elif status:
         print(
             f"baton status: none of the {count(len(rows), 'tile')} has its pane on "
             f"{tmux_for(args, config).describe()}",
             file=sys.stderr,
         )
+    elif not rows and not args.json:
+        print(f"baton status: {config.path} names no tiles (on this host)", file=sys.stderr)
     return status
 
 
-def _print_rows(rows: list[dict[str, Any]]) -> None:
+def _print_rows(rows: list[dict[str, Any]], *, errors: bool = True) -> None:
     print(table(("TILE", "PANE", "AGENT", "PID", "STATE", "LAST ANSWER"),
                 [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-", r["state"],
                   r["last_response"] or "-") for r in rows]))
     for r in rows:
         for key in ("session", "transcript", "error"):
-            if r.get(key):
+            if r.get(key) and (errors or key != "error"):
                 print(f"{r['tile']} {key}: {r[key]}")

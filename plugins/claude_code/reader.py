@@ -111,6 +111,9 @@ def nothing_finished(path: str | os.PathLike[str]) -> str:
         if tracker.side_lines:
             return (f"{path} holds no main-chain turn: only subagent (sidechain) lines — a subagent's own "
                     "transcript; extract the session's transcript instead")
+        if tracker.bad_lines:
+            return (f"{path} holds no turn: it has no transcript lines, only text that is not JSON (is it a "
+                    "Claude Code transcript? --agent NAME reads another agent's file)")
         return f"{path} holds no turn: no prompt was written to it"
     if tracker.held is not None:
         n = tracker.background
