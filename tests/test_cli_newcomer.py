@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.commands.board import Board, render, text_width
 from pipeline.plugin.usage import SessionUsage
-from tests.cli_run import baton
+from tests.cli_run import baton, start_baton
 from tests.conftest import REPO, TmuxServer, wait_for
 from tests.test_cli_first_day import shell_ready, write_routes
 
@@ -74,6 +74,16 @@ def test_no_tmux_server_is_said_once_with_what_to_do_and_never_started(tmp_path:
     for command in (["resolve", "%0"], ["send", "%0", "hi"]):
         baton(*command, cwd=tmp_path / "here", env={"ANTHROPIC_API_KEY": ""}).one_line_error(
             1, "no tmux server is running at", "start tmux")
+    # baton run says why the tiles are gone: not "no such pane" when there is no server at all
+    err = tmp_path / "run.err"
+    daemon = start_baton("run", "-c", str(config), stderr=err)
+    try:
+        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        assert "tile coder: pane %0 is gone (no tmux server is running: start tmux, or `baton up`" \
+            in err.read_text(), err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
     # looking starts no server (tmux's control mode would start one, for a moment, and race the look)
     assert subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True).returncode != 0
 
