@@ -43,6 +43,17 @@ def test_without_a_routes_yaml_each_command_says_where_it_looked_and_the_ways_on
     assert named.status == 1 and "nope.yaml:1:1: error: cannot read" in named.err
 
 
+def test_a_tab_in_routes_yaml_and_a_config_without_tiles_are_named(tmp_path: Path) -> None:
+    config = tmp_path / "routes.yaml"
+    config.write_text('version: 1\ntiles:\n\ta: {pane: "%1", agent: shell}\n')
+    result = baton("check", cwd=tmp_path)
+    assert result.status == 1, result.err
+    assert "routes.yaml:3:1: error: invalid YAML: a tab character: YAML indents with spaces" in result.err
+    config.write_text("version: 1\ntiles: {}\n")
+    empty = baton("status", cwd=tmp_path)
+    assert empty.status == 0 and "routes.yaml names no tiles" in empty.err, empty.err
+
+
 # ---- --help ends with examples -----------------------------------------------------------------------------
 
 
