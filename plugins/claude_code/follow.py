@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import PaneGone, ServerGone
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
@@ -98,17 +97,10 @@ class FileFollowing(TerminalAdapter):
         if watcher is None:  # outside the daemon: nothing shared to watch files with
             await super().follow(emit)
             return
-        said = ""
         while True:
-            try:
-                res = await self._resolve()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            res = await self._look_once_pane_is_there(self._resolve)
             why = self._why_not_files(res)
-            if why != said and why:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if res.process is None:  # a process starting sends no file event: look again in a while
                 await anyio.sleep(self.liveness_s)
                 continue

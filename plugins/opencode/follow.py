@@ -118,13 +118,8 @@ class StoreFollowing(TerminalAdapter):
             return
         if self._since_ms is None:  # what ended before is the engine's to catch up on (finished_turns)
             self._since_ms = int(time.time() * 1000)
-        said = ""
         while True:
-            try:
-                p = await self._process()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            p = await self._look_once_pane_is_there(self._process)
             store = self._store(p) if p is not None else None
             if p is None:
                 why = "no OpenCode process in the pane; waiting for one"
@@ -132,9 +127,7 @@ class StoreFollowing(TerminalAdapter):
                 why = "OpenCode keeps its store in memory (OPENCODE_DB=:memory:); following its screen"
             else:
                 why = ""
-            if why and why != said:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if p is None:
                 await anyio.sleep(1.0)
                 continue

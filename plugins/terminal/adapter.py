@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 
@@ -23,6 +24,8 @@ from pipeline.plugin.tools import proc, sanitize, strip_ansi
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
 log = logging.getLogger("batonpass")
+
+T = TypeVar("T")
 
 #: how many lines above the cursor a shell tile's last command is looked for
 SHELL_LOOKBACK = 500
@@ -102,6 +105,8 @@ class TerminalAdapter(AgentAdapter):
         #: the last prompt batonpass submitted here, and when (told by the engine: prompt_submitted)
         self.last_prompt: str | None = None
         self.prompt_sent_at = 0.0
+        #: why the follower reads what it reads, as last logged (said once per change)
+        self._said = ""
 
     def prompt_submitted(self, text: str, at: float) -> None:
         """The screen shows the prompt above the answer (cut from the turn's text), and a submit starts a
@@ -109,6 +114,21 @@ class TerminalAdapter(AgentAdapter):
         self.last_prompt, self.prompt_sent_at = text, at
 
     # ---- completion ------------------------------------------------------------------------------
+
+    async def _look_once_pane_is_there(self, look: Callable[[], Awaitable[T]]) -> T:
+        """What ``look`` finds, asked again every second while the pane or its tmux server is gone: a
+        follower outlives its pane (the same name may come back, or the server restart)."""
+        while True:
+            try:
+                return await look()
+            except (PaneGone, ServerGone):
+                await anyio.sleep(1.0)
+
+    def _say(self, why: str) -> None:
+        """Log why the follower reads the agent the way it does — once per change, not once per look."""
+        if why and why != self._said:
+            log.info("%s: %s", self.ctx.name, why)
+        self._said = why
 
     async def follow(self, emit: Emit) -> None:
         last_screen, last_change, turn_began = "", time.monotonic(), 0.0
