@@ -8,6 +8,7 @@ tiles gone; a bus that stops answering is said on the last line, and the board s
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import threading
@@ -76,7 +77,7 @@ def test_the_all_hosts_board_is_live(tmux_server: TmuxServer, tmp_path: Path, na
                "target": "reviewer",
                "turn_id": "t1", "hop": 1, "created": now - 30}
     hosts.values = {
-        "tiles.alpha": [tile("alpha", "coder", "claude", "busy", "%1")],
+        "tiles.alpha": [{**tile("alpha", "coder", "claude", "busy", "%1"), "working_since": now - 300}],
         "tiles.beta": [tile("beta", "reviewer", "codex", "ready", "%4")],
         "history.alpha": [{**handoff, "host": "alpha", "state": "published", "updated": now - 20}],
         "history.beta": [{**handoff, "host": "beta", "state": "delivered", "updated": now - 10}],
@@ -99,6 +100,7 @@ def test_the_all_hosts_board_is_live(tmux_server: TmuxServer, tmp_path: Path, na
         return next((line for line in screen() if line.startswith(name + " ")), "")
 
     wait_for(lambda: "working" in row("coder") and "idle" in row("reviewer"), 20, what="both hosts' tiles")
+    assert re.search(r"working 5m\d\ds", row("coder")), row("coder")  # the turn's start, as alpha sent it
     text = "\n".join(screen())
     assert "on alpha, pane %1" in text and "on beta, pane %4" in text and "all hosts" in screen()[0]
     # the hand-off is in both hosts' journals: the row updated last (beta's) tells how it went

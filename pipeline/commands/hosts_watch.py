@@ -76,7 +76,9 @@ class HostsBoard(BoardScreen):
                 self.board.update({"tile": name, "state": "gone"}, now=now)
                 self.board.views[name].words = f"no word from {host} for {int(silent)}s"
             else:
-                self.board.update({**row, "tile": name, "last_response": None}, now=now)
+                since = row.get("working_since")
+                self.board.update({**row, "tile": name, "last_response": None}, now=now,
+                                  started=since if isinstance(since, int | float) else None)
             pane = f", pane {row['pane']}" if row.get("pane") else ""
             self.board.views[name].answer = f"on {host}{pane}"
         journal = [row for _, host_rows in history.values() for row in host_rows]

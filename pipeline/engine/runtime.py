@@ -123,15 +123,22 @@ class Pipeline:
             await self.bus.run(self.submit, tiles=self.tile_rows)
 
     async def tile_rows(self) -> list[dict[str, Any]]:
-        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``)."""
+        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``), with when a busy
+        tile's turn began where its agent recorded it (``working_since``, epoch seconds, else None)."""
         rows = []
         for name, runtime in self.tiles.items():
+            since = None
             try:
                 state: str = await target_state(runtime.adapter)
             except Exception as exc:
                 state = f"unknown ({type(exc).__name__})"
+            if state == "busy":
+                try:
+                    since = await runtime.adapter.working_since()
+                except Exception:  # the board's own first sight is the clock then
+                    since = None
             rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
-                         "state": state})
+                         "state": state, "working_since": since})
         return rows
 
     async def submit(self, prompt: Prompt) -> None:
