@@ -115,6 +115,27 @@ def test_a_tile_whose_agent_is_not_running_has_no_last_answer(tmux_server: TmuxS
         1, "no claude runs in its pane (it shows a bare bash)", "--input FILE")
 
 
+@pytest.mark.tmux
+def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_server: TmuxServer,
+                                                                           tmp_path: Path) -> None:
+    tiles = {"coder": {"pane": "work:0.0", "agent": "claude", "command": "no-such-agent-cli --go"},
+             "tests": {"pane": "work:0.1", "agent": "shell", "command": "bash --norc --noprofile"}}
+    config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
+    first = baton("up", "-c", str(config))
+    line = first.one_line_error(1, "coder: command 'no-such-agent-cli --go' exited at once",
+                                "its pane work:0.0 stays, dead", "run baton up again")
+    assert "tests" in first.out and "created" in first.out, first.out
+    created = first.out.split("created", 1)[1].split()[0]
+    # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
+    rows = {r["tile"]: r for r in json.loads(baton("-c", str(config), "status", "--json").out)}
+    assert (rows["tests"]["pane_id"], rows["tests"]["state"]) == (created, "ready"), (line, rows)
+    tiles["coder"]["command"] = "sleep 300"
+    config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
+    again = baton("up", "-c", str(config))
+    assert again.status == 0, again
+    assert [ln.split()[1] for ln in again.out.splitlines()] == ["restarted", "exists"], again
+
+
 # ---- empty input, a file that is not a transcript ----------------------------------------------------------
 
 
