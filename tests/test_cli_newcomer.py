@@ -129,6 +129,8 @@ def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_
     # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
     rows = {r["tile"]: r for r in json.loads(baton("-c", str(config), "status", "--json").out)}
     assert (rows["tests"]["pane_id"], rows["tests"]["state"]) == (created, "ready"), (line, rows)
+    assert rows["coder"]["state"] == "gone" and "exited" in rows["coder"]["error"] \
+        and "baton up starts it again" in rows["coder"]["error"], rows["coder"]
     tiles["coder"]["command"] = "sleep 300"
     config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
     again = baton("up", "-c", str(config))

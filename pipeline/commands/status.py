@@ -44,6 +44,9 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
         found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
         row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
                    state=await runtime.adapter.target_state())
+        if info.dead:
+            status = f" with status {info.dead_status}" if info.dead_status is not None else ""
+            row["error"] = f"the command in pane {info.pane_id} exited{status}; baton up starts it again"
         for step in await runtime.adapter.resolve():
             if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
                 row["state"] = step.detail
