@@ -79,6 +79,8 @@ class FileFollowing(TerminalAdapter):
     held_grace_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
     liveness_s: ClassVar[float] = 2.0
+    #: with no session file to say it, how often the screen is read for a permission prompt
+    screen_look_s: ClassVar[float] = 0.5
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -171,6 +173,9 @@ class FileFollowing(TerminalAdapter):
                         (None if exit_watched else self.liveness_s) if idle_deadline is None
                         else max(idle_deadline - time.monotonic(), 0.0)
                     )
+                    if res.session is None:  # no session file: only the screen tells a prompt
+                        timeout = min(timeout if timeout is not None else self.screen_look_s,
+                                      self.screen_look_s)
                     changed = await sub.wait(timeout)
                     live = proc.read_proc(pid)
                     if live is None or live.start_ticks != start_ticks:
@@ -184,6 +189,8 @@ class FileFollowing(TerminalAdapter):
                         return  # a new session (or the file appeared): run the chain again
                     if session is not None:
                         self.ctx.waiting(waiting_reason(session))
+                    elif res.session is None:
+                        await self.look_for_person()
                     news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
                             and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
                     if tail is None or news:

@@ -20,6 +20,7 @@ from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
+from plugins.terminal.dialogs import ScreenDialogs
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
@@ -82,8 +83,8 @@ def _furniture(line: str) -> bool:
     return bool(stripped) and set(stripped) <= set("─━-═│╭╮╰╯ ")
 
 
-class TerminalAdapter(AgentAdapter):
-    """Any agent, read from its screen. Subclasses name their busy markers and input line."""
+class TerminalAdapter(ScreenDialogs, AgentAdapter):
+    """Any agent, read from its screen. Subclasses name their busy markers, input line and dialogs."""
 
     name = "terminal"
     summary = "any program, from its screen: quiet and no busy marker = done"
@@ -146,7 +147,9 @@ class TerminalAdapter(AgentAdapter):
                 self._mark = info.cursor_line
             if screen != last_screen:
                 last_screen, last_change = screen, now
-            busy = self.is_busy(screen)
+            waiting = self.waiting_for(screen)
+            self.ctx.waiting(waiting)
+            busy = self.is_busy(screen) or waiting is not None  # a dialog is not the end of a turn
             if not self._in_turn:
                 prompted = self.prompt_sent_at > last_end
                 scrolled = info.cursor_line >= self._mark + 2 and now - last_change < self.quiet_s
@@ -192,7 +195,7 @@ class TerminalAdapter(AgentAdapter):
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
             return "gone"
-        if self.is_busy(screen) or self._in_turn:
+        if self.is_busy(screen) or self._in_turn or self.waiting_for(screen) is not None:
             return "busy"
         return "draft" if self.draft(screen) else "ready"
 
