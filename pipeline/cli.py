@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from pipeline.commands.examples import ExamplesFormatter, epilog
 from pipeline.commands.history import parse_since, quiet_stdout
 from pipeline.commands.options import (
     OneLineParser,
@@ -100,7 +101,8 @@ HISTORY_EXAMPLES = """examples:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="baton", description="Pass the baton between AI coding agents in tmux panes.")
+    p = OneLineParser(prog="baton", description="Pass the baton between AI coding agents in tmux panes.",
+                      epilog=epilog(""), formatter_class=ExamplesFormatter)
     p.add_argument("--version", action="version", version=f"baton {_version()}")
     add_common(p, top=True)
     sub = p.add_subparsers(metavar="COMMAND")
@@ -111,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
         help: str,
         parent: argparse._SubParsersAction[Any] = sub,
     ) -> argparse.ArgumentParser:
-        sp = parent.add_parser(name, help=help, description=help)
+        sp = parent.add_parser(name, help=help, description=help, formatter_class=ExamplesFormatter)
+        sp.epilog = epilog(sp.prog.partition(" ")[2])
         sp.set_defaults(func=func, command=name)
         add_common(sp, top=False)
         return sp
@@ -281,6 +284,10 @@ def _send(args: argparse.Namespace) -> int:
             text = args.text
     except InputTooLarge as exc:
         print(f"baton send: {exc}", file=sys.stderr)
+        return 1
+    if not text.strip():
+        print(f"baton send: {'standard input' if args.text == '-' else 'the text'} is empty: nothing to type",
+              file=sys.stderr)
         return 1
     setup = pane_setup(args)
     if setup is None:

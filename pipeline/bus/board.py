@@ -2,8 +2,9 @@
 
 Each daemon whose routes cross hosts puts, every few seconds, ``tiles.<host>`` (its tiles and their state
 as the dispatcher sees them) and ``history.<host>`` (its latest hand-offs, without their text) into the
-bucket. ``baton status --all-hosts`` and ``baton history --all-hosts`` read every host's keys from any
-machine that reaches the bus. The values are a view, never a source of truth: each host's journal is.
+bucket. ``baton status --all-hosts`` (``--watch``: live) and ``baton history --all-hosts`` read every
+host's keys from any machine that reaches the bus. The values are a view, never a source of truth: each
+host's journal is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from pipeline.bus.link import BusLink, subject_token
 from pipeline.engine.journal import Journal
 
-__all__ = ["BOARD_BUCKET", "board_rows", "publish_board"]
+__all__ = ["BOARD_BUCKET", "BOARD_EVERY_S", "board_entries", "board_rows", "publish_board"]
 
 log = logging.getLogger("batonpass")
 BOARD_BUCKET = "baton-state"
@@ -63,12 +64,19 @@ async def publish_board(
 
 async def board_rows(link: BusLink, kind: str) -> list[dict[str, Any]]:
     """Every host's rows of ``kind`` ("tiles" or "history") from the bucket."""
+    return [row for _, rows in (await board_entries(link, kind)).values() for row in rows]
+
+
+async def board_entries(link: BusLink, kind: str) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+    """Per key of ``kind`` (``tiles.<host>``): its revision (it grows with each put, every
+    :data:`BOARD_EVERY_S` while the host's daemon runs, so one that stops growing tells of a host gone
+    quiet) and its rows."""
     bucket = await _bucket(link)
     try:
         keys = await bucket.keys()
     except Exception:  # no keys yet
-        return []
-    rows: list[dict[str, Any]] = []
+        return {}
+    out: dict[str, tuple[int, list[dict[str, Any]]]] = {}
     for key in keys:
         if key.startswith(f"{kind}."):
             entry = await bucket.get(key)
@@ -79,5 +87,5 @@ async def board_rows(link: BusLink, kind: str) -> list[dict[str, Any]]:
             if not isinstance(value, list):  # written by something else than batonpass: left out
                 log.warning("bus: %s in %s is not a list of rows; left out", key, BOARD_BUCKET)
                 continue
-            rows += value
-    return rows
+            out[key] = (entry.revision or 0, value)
+    return out

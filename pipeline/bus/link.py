@@ -186,9 +186,13 @@ class BusLink:
         return int(self.nc.max_payload) if self.nc is not None else 1024 * 1024
 
     async def close(self) -> None:
+        """Close the connection (at most 2 s); a connection the bus already lost has nothing to flush."""
         if self.nc is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await self.nc.close()
+                try:
+                    await self.nc.close()
+                except (OSError, nats.errors.Error) as exc:
+                    log.debug("bus: closed a lost connection (%s: %s)", type(exc).__name__, exc)
 
     async def _error(self, exc: Exception) -> None:
         """The client retries on its own; a refusal is said once (until a connection succeeds), the rest is

@@ -3,9 +3,10 @@ terminal.
 
 The data comes from :func:`pipeline.commands.status.tile_row` (state, last answer), the journal (queued
 and last hand-offs) and the adapters' :meth:`~pipeline.plugin.agents.AgentAdapter.usage`. The board keeps
-when each tile's state began, so a clock (``working 2m10s``) can tick between refreshes without asking
-anything again. Everything from an agent (answers, pane commands) is stripped of control characters before
-it reaches the terminal.
+when each tile's state began (a working turn's start from the agent's own records where it has them,
+:meth:`~pipeline.plugin.agents.AgentAdapter.working_since`), so a clock (``working 2m10s``) can tick between
+refreshes without asking anything again. Everything from an agent (answers, pane commands) is stripped of
+control characters before it reaches the terminal.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.text import strip_ansi
 
-__all__ = ["Board", "HandoffView", "TileView", "read_handoffs", "render", "state_words", "text_width", "fit"]
+__all__ = ["Board", "HandoffView", "TileView", "fit", "handoffs_of", "read_handoffs", "render", "state_words",
+           "text_width"]
 
 SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "nu", "elvish", "xonsh"})
 QUEUED_STATES = ("pending", "transformed", "delivering")
@@ -153,6 +155,31 @@ def read_handoffs(path: Path, tiles: list[str]) -> tuple[dict[str, int], dict[st
         db.close()
 
 
+def handoffs_of(rows: list[dict[str, Any]],
+                tiles: list[str]) -> tuple[dict[str, int], dict[str, HandoffView]]:
+    """:func:`read_handoffs` from journal rows read elsewhere (every host's, from the bus). A hand-off
+    that crossed hosts is in both hosts' rows (``published`` on one, ``delivered`` on the other): the row
+    updated last tells its state."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        key = str(row.get("key") or id(row))
+        if key not in latest or float(row.get("updated") or 0) >= float(latest[key].get("updated") or 0):
+            latest[key] = row
+    queued: dict[str, int] = {}
+    last: dict[str, HandoffView] = {}
+    for row in latest.values():
+        source, target = str(row.get("source") or ""), str(row.get("target") or "")
+        if row.get("state") in QUEUED_STATES:
+            queued[target] = queued.get(target, 0) + 1
+        view = HandoffView(str(row.get("route") or ""), source, target, str(row.get("state") or ""),
+                           float(row.get("updated") or 0),
+                           str(row.get("last_error") or row.get("note") or ""))
+        for tile in {source, target} & set(tiles):
+            if tile not in last or view.updated > last[tile].updated:
+                last[tile] = view
+    return queued, last
+
+
 # ---- the board -----------------------------------------------------------------------------------------
 
 
@@ -162,7 +189,8 @@ class TileView:
     agent: str
     kind: str = "gone"
     words: str = ""
-    #: when this kind of state began (epoch seconds), as first seen by the board
+    #: when this kind of state began (epoch seconds): a working turn's start as its agent recorded it, else
+    #: when the board first saw the state
     since: float = field(default_factory=time.time)
     answer: str = ""
     queued: int = 0
@@ -178,14 +206,28 @@ class Board:
         self.views = {name: TileView(name, agent) for name, agent in tiles}
         self.note = ""
 
-    def update(self, row: dict[str, Any], pane_command: str = "", now: float | None = None) -> None:
+    def update(self, row: dict[str, Any], pane_command: str = "", now: float | None = None,
+               started: float | None = None) -> None:
+        """Take a status row. ``started``: when the running turn began by the agent's own records
+        (:meth:`~pipeline.plugin.agents.AgentAdapter.working_since`); the clock of a working tile counts
+        from it, else from when the board first saw the tile working."""
         view = self.views[row["tile"]]
         kind, words = state_words(row.get("state"), pane_command)
-        if kind != view.kind:
-            view.since = time.time() if now is None else now
+        now = time.time() if now is None else now
+        if kind == "working" and started is not None and started <= now:
+            view.since = started
+        elif kind != view.kind:
+            view.since = now
         view.kind, view.words, view.agent = kind, words, row.get("agent") or view.agent
         answer = row.get("last_response") or ""
+        if kind == "gone" and row.get("error"):
+            answer = f"({row['error']})"  # no pane, or no tmux server: what the person can do something about
         view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()
+
+    def keep(self, tiles: list[tuple[str, str]]) -> None:
+        """Show exactly ``tiles`` (name, agent), in that order; a tile shown before keeps its view (its
+        clock) — the all-hosts board, whose tiles come and go with their hosts."""
+        self.views = {name: self.views.get(name) or TileView(name, agent) for name, agent in tiles}
 
     def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView]) -> None:
         for name, view in self.views.items():
@@ -209,6 +251,8 @@ def _handoff_text(view: TileView, now: float) -> str:
     return f"{where} {state} {ago(now - h.updated)} ago"
 
 
+#: the columns STATE keeps before QUEUED, TOKENS and COST give way: ``waiting: permission prompt``
+STATE_ROOM = 26
 #: SGR colour per state kind (NO_COLOR turns them off)
 COLOURS = {"working": "33", "waiting": "1;31", "idle": "32", "absent": "2", "gone": "2"}
 
@@ -228,31 +272,35 @@ def _joined(cells: list[str], width: int, colours: dict[int, str]) -> str:
 def render(board: Board, width: int, height: int, now: float | None = None,
            colour: bool = False) -> list[str]:
     """The board as lines of at most ``width`` columns (escape sequences, when ``colour``, take none) and
-    at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost; under it the
-    last answer's first line and the last hand-off from or to the tile."""
+    at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost (in a terminal too
+    narrow for all of them, COST, then TOKENS, then QUEUED give way to the state); under it the last
+    answer's first line (for a tile that is gone: why) and the last hand-off from or to the tile."""
     now = time.time() if now is None else now
     width = max(width, 20)
     views = list(board.views.values())
     name_w = min(max([4, *(text_width(v.tile) for v in views)]), 14)
     agent_w = min(max([5, *(text_width(v.agent) for v in views)]), 9)
-    q_w, tok_w, cost_w = 6, 6, 7
-    state_w = max(width - (name_w + agent_w + q_w + tok_w + cost_w + 10), 8)
+    # the columns right of STATE, dropped from the right while STATE would be too narrow for its words
+    extra = [("QUEUED", 6), ("TOKENS", 6), ("COST", 7)]
+    while extra and width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4) < STATE_ROOM:
+        extra.pop()
+    state_w = max(width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4), 8)
     clock = time.strftime("%H:%M:%S", time.localtime(now))
     title = f"batonpass · {len(views)} tile{'s' if len(views) != 1 else ''}" + (
         f" · {board.title}" if board.title else "")
     lines = [fit(fit(title, max(width - 19, 0), pad=True) + f" {clock}  q quits", width)]
-    lines.append(fit("  ".join([fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True),
-                                fit("STATE", state_w, pad=True), fit("QUEUED", q_w), fit("TOKENS", tok_w),
-                                "COST"]), width))
+    heads = [fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True), fit("STATE", state_w, pad=True)]
+    heads += [name if name == "COST" else fit(name, w) for name, w in extra]
+    lines.append(fit("  ".join(heads), width))
     room = max(height - 2 - (1 if board.note else 0), 2)
     shown = views if len(views) * 2 <= room else views[: max((room - 1) // 2, 0)]
     for view in shown:
         u = view.usage
+        values = {"QUEUED": str(view.queued) if view.queued else "-",
+                  "TOKENS": tokens(u.total) if u else "-", "COST": dollars(u.cost_usd) if u else ""}
         cells = [fit(view.tile, name_w, pad=True), fit(view.agent, agent_w, pad=True),
                  fit(_state_text(view, now), state_w, pad=True),
-                 fit(str(view.queued) if view.queued else "-", q_w).rjust(q_w),
-                 fit(tokens(u.total) if u else "-", tok_w).rjust(tok_w),
-                 fit(dollars(u.cost_usd) if u else "", cost_w).rjust(cost_w)]
+                 *(fit(values[name], w).rjust(w) for name, w in extra)]
         lines.append(_joined(cells, width, {2: COLOURS.get(view.kind, "0")} if colour else {}))
         handoff = fit(_handoff_text(view, now), min(36, max(width // 2 - 4, 12)))
         answer = fit(f"  └ {view.answer or '(no answer yet)'}", width - text_width(handoff) - 2, pad=True)

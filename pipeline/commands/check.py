@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
-from pipeline.commands.server import config_path, load
+from pipeline.commands.server import config_path, load, no_config_here
 from pipeline.commands.table import count, json_text
 from pipeline.plugin.manager import load_registries
 
@@ -33,6 +34,8 @@ def check_command(args: argparse.Namespace) -> int:
                "limits": {"max_hops": config.settings.hop_limit, "max_per_hour": config.rate_limits()}}
     except ConfigError as exc:
         problems, out = exc.problems, {"file": str(path), "ok": False}
+        if args.config is None and not path.exists():
+            problems = [replace(problems[0], message=no_config_here())]
     out["problems"] = [
         {"line": p.line, "col": p.col, "severity": p.severity, "path": p.path, "message": p.message}
         for p in problems

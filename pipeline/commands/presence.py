@@ -33,12 +33,12 @@ class TilePresence:
     agent: str
     #: "present" | "absent" | "gone"
     state: str
+    #: why a gone tile is gone: its pane, or the whole tmux server
+    why: str = "no such pane"
 
     def describe(self) -> str:
         if self.state == "gone":
-            return (
-                f"tile {self.tile}: pane {self.pane} is gone (no such pane); nothing is handed to or from it"
-            )
+            return f"tile {self.tile}: pane {self.pane} is gone ({self.why}); nothing is handed to or from it"
         if self.state == "absent":
             return (f"tile {self.tile}: pane {self.pane} runs no {self.agent} agent; "
                     "hand-offs to it wait until the agent runs there again")
@@ -55,6 +55,7 @@ async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
     out = []
     listed: dict[str, PaneInfo] | None = None
     for name, runtime in tiles.items():
+        why = "no such pane"
         try:
             info = None
             if runtime.ctx.resolved_pane_id is not None:
@@ -69,10 +70,12 @@ async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
                 state = "present"
             else:
                 state = await runtime.adapter.target_state()
-        except (PaneGone, ServerGone):
+        except PaneGone:
             state = "gone"
+        except ServerGone:
+            state, why = "gone", "no tmux server is running: start tmux, or `baton up` creates the panes"
         out.append(TilePresence(name, runtime.ctx.tile.pane, runtime.adapter.name,
-                                state if state in ("gone", "absent") else "present"))
+                                state if state in ("gone", "absent") else "present", why))
     return out
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from pipeline.commands.board import SHELLS
 from pipeline.engine.config import KNOWN_SHOWN, Config, Route
 from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
@@ -88,6 +89,10 @@ async def last_response(runtime: TileRuntime) -> Response:
             return latest
     except (TmuxError, OSError, LookupError, ValueError) as exc:
         problems.append(f"the {runtime.adapter.name} adapter: {exc}")
+    if await _agent_absent(runtime):  # the screen is a shell's (or another program's), not the agent's answer
+        raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer: no {runtime.adapter.name} runs "
+                           f"in its pane (it shows {await _pane_command(runtime)}); start the agent there, "
+                           "or give the answer with --input FILE or --input -")
     for adapter in dict.fromkeys((runtime.adapter, runtime.fallback)):
         try:
             response = await adapter.response(completion)
@@ -97,8 +102,27 @@ async def last_response(runtime: TileRuntime) -> Response:
         if response is not None and response.text.strip():
             return response
         problems.append(f"the {adapter.name} adapter found no answer")
-    raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer ({'; '.join(problems)}); "
+    why = "; ".join(dict.fromkeys(problems))
+    raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer ({why}); "
                        "give the answer with --input FILE or --input -")
+
+
+async def _agent_absent(runtime: TileRuntime) -> bool:
+    """The tile names an agent found by its process, and no such process runs in the pane."""
+    if not runtime.adapter.process_names:
+        return False  # a shell or terminal tile: the screen is its answer
+    try:
+        return await runtime.adapter.agent_process() is None
+    except TmuxError:
+        return False  # no pane: the adapters below say so
+
+
+async def _pane_command(runtime: TileRuntime) -> str:
+    try:
+        command = (await runtime.ctx.pane()).current_command
+    except TmuxError:
+        return "nothing"
+    return f"a bare {command}" if command in SHELLS else command or "nothing"
 
 
 async def preview_route(config: Config, registries: Registries, tmux: Tmux, route_name: str,

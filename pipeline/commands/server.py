@@ -9,6 +9,7 @@ folder whose routes.yaml names a server, ``baton resolve %0`` looks at that serv
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -16,16 +17,22 @@ from pipeline.engine.config import Config, ConfigError, Problem, default_config_
 from pipeline.plugin.manager import Registries
 from pipeline.system.tmux import Tmux
 
-__all__ = ["config_path", "load", "load_optional", "this_host", "tmux_for"]
+__all__ = ["config_path", "load", "load_optional", "no_config_here", "this_host", "tmux_for"]
 
 
 def config_path(args: argparse.Namespace) -> Path:
     return Path(args.config) if args.config else default_config_path()
 
 
-def load(args: argparse.Namespace, registries: Registries) -> tuple[Config | None, list[Problem]]:
-    """The config, its warnings printed; None (every problem printed, with a count) when it is invalid."""
+def load(args: argparse.Namespace, registries: Registries,
+         warn: bool = True) -> tuple[Config | None, list[Problem]]:
+    """The config, its warnings printed (``warn``); None (every problem printed, with a count) when it is
+    invalid."""
     path = config_path(args)
+    if args.config is None and not path.exists():
+        print(f"baton {getattr(args, 'command', '')}: {no_config_here()}".replace("baton : ", "baton: "),
+              file=sys.stderr)
+        return None, []
     try:
         config, warnings = load_config(path, registries)
     except ConfigError as exc:
@@ -34,9 +41,17 @@ def load(args: argparse.Namespace, registries: Registries) -> tuple[Config | Non
         errors = sum(p.severity == "error" for p in exc.problems)
         print(f"{path}: {errors} error{'s' * (errors != 1)}", file=sys.stderr)
         return None, exc.problems
-    for problem in warnings:
+    for problem in warnings if warn else ():
         print(problem, file=sys.stderr)
     return config, warnings
+
+
+def no_config_here() -> str:
+    """What a first run without a routes.yaml is told: where batonpass looked, and the ways on."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return (f"no routes.yaml in {os.getcwd()} (nor in {xdg}/batonpass/): write one that names your tiles "
+            "and routes (batonpass's own routes.yaml is a commented example; `baton check` validates it), "
+            "name one with -c FILE, or see it work first with `baton demo`, which needs none")
 
 
 def load_optional(args: argparse.Namespace, registries: Registries) -> tuple[Config | None, bool]:
@@ -45,7 +60,8 @@ def load_optional(args: argparse.Namespace, registries: Registries) -> tuple[Con
     path = config_path(args)
     if args.config is None and not path.exists():
         return None, True
-    config, _ = load(args, registries)
+    # read for its tmux server only: warnings about its routes (a key not set) are not this command's
+    config, _ = load(args, registries, warn=False)
     return config, config is not None
 
 

@@ -44,6 +44,9 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
         found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
         row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
                    state=await runtime.adapter.target_state())
+        if info.dead:
+            status = f" with status {info.dead_status}" if info.dead_status is not None else ""
+            row["error"] = f"the command in pane {info.pane_id} exited{status}; baton up starts it again"
         for step in await runtime.adapter.resolve():
             if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
                 row["state"] = step.detail
@@ -70,6 +73,10 @@ def status_command(args: argparse.Namespace) -> int:
     config, _ = load(args, registries)
     if config is None:
         return 1
+    if args.all_hosts and args.watch:
+        from pipeline.commands.hosts_watch import watch_all_hosts
+
+        return watch_all_hosts(args, config)
     if args.all_hosts:
         from pipeline.commands.allhosts import print_all_hosts
 
@@ -81,24 +88,32 @@ def status_command(args: argparse.Namespace) -> int:
         return watch_command(args, config, registries)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
+    # every tile failing the same way (no tmux server): said once, not once per tile
+    errors = {r.get("error") for r in rows}
+    shared = errors.pop() if len(rows) > 1 and len(errors) == 1 and None not in errors else None
     if args.json:
         print(json_text(rows))
     else:
-        _print_rows(rows)
-    if status:
+        _print_rows(rows, errors=shared is None)
+    if status and shared:
+        print(f"baton status: none of the {count(len(rows), 'tile')} can be looked at: {shared}",
+              file=sys.stderr)
+    elif status:
         print(
             f"baton status: none of the {count(len(rows), 'tile')} has its pane on "
             f"{tmux_for(args, config).describe()}",
             file=sys.stderr,
         )
+    elif not rows and not args.json:
+        print(f"baton status: {config.path} names no tiles (on this host)", file=sys.stderr)
     return status
 
 
-def _print_rows(rows: list[dict[str, Any]]) -> None:
+def _print_rows(rows: list[dict[str, Any]], *, errors: bool = True) -> None:
     print(table(("TILE", "PANE", "AGENT", "PID", "STATE", "LAST ANSWER"),
                 [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-", r["state"],
                   r["last_response"] or "-") for r in rows]))
     for r in rows:
         for key in ("session", "transcript", "error"):
-            if r.get(key):
+            if r.get(key) and (errors or key != "error"):
                 print(f"{r['tile']} {key}: {r[key]}")

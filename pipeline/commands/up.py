@@ -1,6 +1,7 @@
 """``baton up``: create the tmux panes of the tiles that declare a ``command``, and start the agents.
 
-A tile whose pane already exists is left alone (``up`` can be run again safely). A ``session:window.pane``
+A tile whose pane already exists is left alone (``up`` can be run again safely), unless its command exited
+there and left the pane dead: then the command is started in it again. A ``session:window.pane``
 target creates the session (or splits its window); a ``title:NAME`` target creates a pane in the
 ``batonpass`` session and gives it that title. A ``%N`` target cannot be created: tmux chooses pane ids.
 """
@@ -30,26 +31,38 @@ STATUS_WAIT_S = 0.5
 @dataclass
 class UpResult:
     tile: str
-    action: str  # "exists" | "created" | "error" | "no command"
+    action: str  # "exists" | "created" | "restarted" | "error" | "no command"
     detail: str
 
 
 async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
     """Create each missing pane and start its command in it. A command that exits at once (not installed,
-    a typo) is reported with its exit status and its pane removed, instead of a pane that vanishes."""
+    a typo) is reported with its exit status, instead of a pane that vanishes; its pane is removed when that
+    moves no other pane (else it stays, dead, and the next ``up`` starts the command in it again)."""
     results: dict[str, UpResult] = {}
     started: dict[str, PaneInfo] = {}
     for name, tile in config.tiles.items():
         if not tile.command:
             results[name] = UpResult(name, "no command", "nothing to start (no `command:`)")
             continue
+        cwd = os.path.expanduser(tile.cwd) if tile.cwd else None
         try:
             info = await tmux.resolve(tile.pane)
-            results[name] = UpResult(name, "exists", f"{tile.pane} is {info.pane_id}; left as it is")
+            if not info.dead:
+                results[name] = UpResult(name, "exists", f"{tile.pane} is {info.pane_id}; left as it is")
+                continue
+            await tmux.run(
+                "respawn-pane", "-k", "-t", info.pane_id, *(["-c", cwd] if cwd else []), tile.command
+            )
+            started[name] = info
+            results[name] = UpResult(name, "restarted", f"{info.pane_id} ({info.address}) running "
+                                     f"{tile.command} again (its command had exited)")
             continue
         except (PaneGone, ServerGone):
             pass
-        cwd = os.path.expanduser(tile.cwd) if tile.cwd else None
+        except TmuxError as exc:
+            results[name] = UpResult(name, "error", str(exc))
+            continue
         try:
             # a placeholder first, so the pane can keep its command's exit status before the command runs
             info = await _create(tmux, tile.pane, PLACEHOLDER, cwd)
@@ -74,8 +87,10 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
 
 
 async def _exited(tmux: Tmux, pane_id: str) -> str:
-    """"exited at once (N)" (the dead pane removed) or "" when the command still runs; from then on the pane
-    closes as tmux panes do when their command ends."""
+    """"exited at once (N)" or "" when the command still runs; from then on the pane closes as tmux panes
+    do when their command ends. The dead pane is removed when it is alone in its window; beside other panes
+    it stays (dead, showing what the command printed): removing it would move the panes after it, and a
+    ``session:window.pane`` tile would then name its neighbour's pane."""
     for _ in range(2):  # again after remain-on-exit is off: a command that died in between is not left shown
         try:
             info = await tmux.pane(pane_id)
@@ -92,9 +107,13 @@ async def _exited(tmux: Tmux, pane_id: str) -> str:
                 info = await tmux.pane(pane_id)
         said = [ln.strip() for ln in (await tmux.capture(pane_id)).splitlines()
                 if ln.strip() and not ln.startswith("Pane is dead")]
-        await tmux.run("kill-pane", "-t", pane_id, check=False)
+        alone = len((await tmux.run("list-panes", "-t", pane_id, "-F", "#{pane_id}")).split()) == 1
+        if alone:
+            await tmux.run("kill-pane", "-t", pane_id, check=False)
         return ("exited at once" + (f" ({info.dead_status})" if info.dead_status is not None else "")
-                + (f": {said[-1][:200]}" if said else ""))
+                + (f": {said[-1][:200]}" if said else "")
+                + ("" if alone else f"; its pane {info.address} stays, dead, so that the panes after it keep "
+                   "their places: fix the command and run baton up again"))
     return ""
 
 

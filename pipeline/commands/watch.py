@@ -26,7 +26,7 @@ import anyio
 from anyio import CancelScope
 from anyio.abc import TaskGroup
 
-from pipeline.commands.board import Board, read_handoffs, render
+from pipeline.commands.board import Board, read_handoffs, render, state_words
 from pipeline.commands.server import tmux_for
 from pipeline.commands.status import tile_row
 from pipeline.engine.config import Config
@@ -37,7 +37,7 @@ from pipeline.plugin.manager import Registries
 from pipeline.system.terminal import FullScreen
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["watch_board", "watch_command"]
+__all__ = ["BoardScreen", "Wake", "quiet_log", "refusal", "watch_board", "watch_command"]
 
 log = logging.getLogger("batonpass")
 #: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
@@ -119,22 +119,70 @@ def _files(row: dict[str, object]) -> set[Path]:
     return out
 
 
-class LiveBoard:
-    def __init__(self, config: Config, tiles: dict[str, TileRuntime], screen: FullScreen) -> None:
-        self.tiles, self.screen = tiles, screen
-        self.board = Board([(name, rt.adapter.name) for name, rt in tiles.items()], Path(config.path).name)
-        self.journal = default_journal_path()
+class BoardScreen:
+    """A board on a full screen, and what every live board does with it: the clocks' tick, ``q`` and
+    Ctrl-C (and SIGTERM, a hang-up) to quit, a resize redrawn at once, ``r`` to look again
+    (:meth:`look_again`)."""
+
+    def __init__(self, board: Board, screen: FullScreen) -> None:
+        self.board, self.screen = board, screen
         self.colour = not os.environ.get("NO_COLOR")
-        self.refresh_wake, self.usage_wake = Wake(), Wake()
         self.quit = anyio.Event()
+
+    def draw(self) -> None:
+        columns, lines = self.screen.size()
+        self.screen.draw(render(self.board, columns, lines, colour=self.colour))
+
+    def look_again(self) -> None:
+        """``r``: look at everything again now."""
+
+    async def tick(self) -> None:
+        while True:
+            await anyio.sleep(TICK_S - time.time() % TICK_S)
+            self.draw()
+
+    async def keys(self) -> None:
+        while True:
+            await anyio.wait_readable(self.screen.fd)
+            typed = self.screen.read_keys()
+            if not typed or "q" in typed.lower():  # end of input counts as quitting too
+                self.quit.set()
+                return
+            if "r" in typed.lower():
+                self.look_again()
+
+    async def signals(self) -> None:
+        wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
+        with anyio.open_signal_receiver(*wanted) as sigs:
+            async for signum in sigs:
+                if signum == signal.SIGWINCH:
+                    self.screen.invalidate()
+                    self.draw()
+                    continue
+                self.quit.set()
+                return
+
+    def start(self, tg: TaskGroup) -> None:
+        """Start the tick, the keys and the signals in ``tg``."""
+        tg.start_soon(self.tick)
+        tg.start_soon(self.keys)
+        tg.start_soon(self.signals)
+
+
+class LiveBoard(BoardScreen):
+    def __init__(self, config: Config, tiles: dict[str, TileRuntime], screen: FullScreen) -> None:
+        super().__init__(Board([(name, rt.adapter.name) for name, rt in tiles.items()],
+                               Path(config.path).name), screen)
+        self.tiles = tiles
+        self.journal = default_journal_path()
+        self.refresh_wake, self.usage_wake = Wake(), Wake()
         self.look_s = float(os.environ.get("BATON_BOARD_LOOK_S") or LOOK_EVERY_S)
         #: the tiles whose files changed since the last refresh
         self.dirty: set[str] = set()
         self.files: dict[str, set[Path]] = {name: set() for name in tiles}
 
-    def draw(self) -> None:
-        columns, lines = self.screen.size()
-        self.screen.draw(render(self.board, columns, lines, colour=self.colour))
+    def look_again(self) -> None:
+        self.changed(set(self.tiles))
 
     def changed(self, names: set[str]) -> None:
         self.dirty |= names
@@ -147,13 +195,18 @@ class LiveBoard:
         except Exception as exc:  # one tile's surprise must not take the board down
             log.debug("board: %s: %s", name, exc, exc_info=True)
             row = {"tile": name, "state": f"error: {type(exc).__name__}"}
-        command = ""
+        command, started = "", None
         if row.get("state") == "absent":
             try:
                 command = (await runtime.ctx.pane()).current_command
             except TmuxError:
                 pass
-        self.board.update(row, command)
+        elif state_words(row.get("state"))[0] == "working":
+            try:
+                started = await runtime.adapter.working_since()
+            except Exception as exc:  # the board's own first sight is the clock then
+                log.debug("board: %s: working_since: %s", name, exc, exc_info=True)
+        self.board.update(row, command, started=started)
         self.files[name] = _files(row)
 
     async def refresh(self, names: set[str]) -> dict[Path, set[str]]:
@@ -194,35 +247,10 @@ class LiveBoard:
                     log.debug("board: %s: usage: %s", name, exc, exc_info=True)
             self.draw()
 
-    async def tick(self) -> None:
-        while True:
-            await anyio.sleep(TICK_S - time.time() % TICK_S)
-            self.draw()
-
-    async def keys(self) -> None:
-        while True:
-            await anyio.wait_readable(self.screen.fd)
-            typed = self.screen.read_keys()
-            if not typed or "q" in typed.lower():  # end of input counts as quitting too
-                self.quit.set()
-                return
-            if "r" in typed.lower():
-                self.changed(set(self.tiles))
-
-    async def signals(self) -> None:
-        wanted = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
-        with anyio.open_signal_receiver(*wanted) as sigs:
-            async for signum in sigs:
-                if signum == signal.SIGWINCH:
-                    self.screen.invalidate()
-                    self.draw()
-                    continue
-                self.quit.set()
-                return
 
 
 @contextmanager
-def _quiet_log(board: Board) -> Iterator[None]:
+def quiet_log(board: Board) -> Iterator[None]:
     """Log lines would scribble over the board: while it runs, the latest warning is its last line."""
 
     class ToBoard(logging.Handler):
@@ -246,22 +274,21 @@ async def watch_board(config: Config, registries: Registries, tmux: Tmux,
     watcher = FileWatcher()
     with FullScreen(stdin, stdout) as screen:
         live = LiveBoard(config, tiles, screen)
-        with _quiet_log(live.board):
+        with quiet_log(live.board):
             live.draw()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watcher.run)
                 tg.start_soon(live.refresh_loop, Follow(watcher, tg, live.changed))
                 tg.start_soon(live.usage_loop)
-                tg.start_soon(live.tick)
-                tg.start_soon(live.keys)
-                tg.start_soon(live.signals)
+                live.start(tg)
                 await live.quit.wait()
                 tg.cancel_scope.cancel()
     return 0
 
 
-def watch_command(args: argparse.Namespace, config: Config, registries: Registries) -> int:
-    """``baton status --watch`` for ``config``'s tiles on this host: 0 when quit; 1 without a terminal."""
+def refusal(args: argparse.Namespace) -> int | None:
+    """Why ``baton status --watch`` cannot draw here, said on standard error, as its exit status: 2 with
+    ``--json``, 1 without a terminal; None when it can."""
     if args.json:
         print("baton status: --watch draws a board; --json prints once (use one of them)", file=sys.stderr)
         return 2
@@ -269,4 +296,12 @@ def watch_command(args: argparse.Namespace, config: Config, registries: Registri
         print("baton status --watch: needs a terminal (standard input and output); "
               "use baton status or baton status --json in scripts", file=sys.stderr)
         return 1
+    return None
+
+
+def watch_command(args: argparse.Namespace, config: Config, registries: Registries) -> int:
+    """``baton status --watch`` for ``config``'s tiles on this host: 0 when quit; 1 without a terminal."""
+    refused = refusal(args)
+    if refused is not None:
+        return refused
     return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))

@@ -199,6 +199,9 @@ def parse_config(
         msg = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
         if "maximum nesting depth" in msg:  # libyaml's own limit (1000 levels), met while it scans ahead
             raise ConfigError([Problem(filename, line, col, "", NESTED_TOO_DEEP)]) from None
+        lines = text.splitlines()
+        if mark and mark.line < len(lines) and lines[mark.line][mark.column:mark.column + 1] == "\t":
+            msg = "a tab character: YAML indents with spaces only (replace the tab with spaces)"
         raise ConfigError([Problem(filename, line, col, "", f"invalid YAML: {msg or exc}")]) from None
     if root is None:
         raise ConfigError(

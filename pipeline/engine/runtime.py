@@ -126,18 +126,25 @@ class Pipeline:
             await self.bus.run(self.submit, tiles=self.tile_rows)
 
     async def tile_rows(self) -> list[dict[str, Any]]:
-        """This host's tiles as the dispatcher sees them, and waiting for a person where the adapter said
-        so (for ``baton status --all-hosts``; the dispatcher alone sees a dialog as ``busy``)."""
+        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``): waiting for a
+        person where the adapter said so (the dispatcher alone sees a dialog as ``busy``), and when a busy
+        tile's turn began where its agent recorded it (``working_since``, epoch seconds, else None)."""
         rows = []
         for name, runtime in self.tiles.items():
+            since = None
             try:
                 state: str = await target_state(runtime.adapter)
             except Exception as exc:
                 state = f"unknown ({type(exc).__name__})"
-            if runtime.ctx.waiting_for is not None and state == "busy":
-                state = f"waiting ({runtime.ctx.waiting_for})"
+            if state == "busy":
+                try:
+                    since = await runtime.adapter.working_since()
+                except Exception:  # the board's own first sight is the clock then
+                    since = None
+                if runtime.ctx.waiting_for is not None:
+                    state = f"waiting ({runtime.ctx.waiting_for})"
             rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
-                         "state": state})
+                         "state": state, "working_since": since})
         return rows
 
     async def submit(self, prompt: Prompt) -> None:

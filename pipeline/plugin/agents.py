@@ -181,6 +181,13 @@ class AgentAdapter:
         usage, or none of a shape this adapter knows."""
         return None
 
+    async def working_since(self) -> float | None:
+        """When the turn the agent is working on began (epoch seconds), read from the agent's own records
+        (a prompt's timestamp, a status change), or None when no turn runs or the agent does not say. The
+        live board's ``working 2m10s`` clock counts from it, so a board started mid-turn shows the turn's
+        age; without it, the board counts from when it first saw the tile working."""
+        return None
+
     async def target_state(self) -> TargetState:
         """Whether a prompt may be typed now: ``ready``; ``busy`` or ``draft`` (wait); ``absent`` (the
         pane shows no such agent — never type there); ``gone`` (no pane)."""

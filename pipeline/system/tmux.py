@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import weakref
 from dataclasses import dataclass
@@ -305,7 +306,12 @@ def _env_args(env: dict[str, str] | None) -> list[str]:
 
 def _error(stderr: str, args: tuple[str, ...]) -> TmuxError:
     if "no server running" in stderr or "error connecting to" in stderr:
-        return ServerGone(stderr)
+        # tmux's words name the socket; a first-day user also needs to hear what to do about it
+        where = re.search(r"(?:running on|connecting to) (\S+)", stderr)
+        if where is None:
+            return ServerGone(stderr)
+        return ServerGone(f"no tmux server is running at {where.group(1)} (start tmux, or name the server "
+                          "with -L NAME or -S PATH)")
     if "can't find" in stderr:
         return PaneGone(stderr)
     return TmuxError(f"tmux {' '.join(args[:1])}: {stderr}")

@@ -113,7 +113,9 @@ class ControlClient:
             raise ControlUnavailable("control mode failed a moment ago")
         env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # attach refuses to nest otherwise
         try:
-            proc = subprocess.Popen([*self.base, "-C", "attach-session", "-f", "ignore-size,no-output"],
+            # -N: never start a server (attach-session would start one, find no session and exit, and a
+            # command racing that short-lived server would see it without the pane: "can't find pane")
+            proc = subprocess.Popen([*self.base, "-N", "-C", "attach-session", "-f", "ignore-size,no-output"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                     env=env, start_new_session=True)
         except OSError as exc:

@@ -46,6 +46,7 @@ from plugins.claude_code.reader import (
     latest_turn,
     nothing_finished,
     recent_prompts,
+    running_turn_start,
     scan_back,
 )
 from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
@@ -286,6 +287,36 @@ class ClaudeCodeAdapter(FileFollowing):
         if self._usage is None or self._usage.transcript != res.transcript:
             self._usage = TranscriptUsage(res.transcript)
         return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
+
+    #: (transcript, session file's statusUpdatedAt) -> the running turn's start, read once per status change
+    _since: tuple[tuple[Path | None, int | None], float | None] | None = None
+
+    async def working_since(self) -> float | None:
+        """While the session file says ``busy`` or ``waiting``: the running turn's prompt line's timestamp
+        in the transcript, else the session file's ``statusUpdatedAt`` (ms). Read again only when the
+        status changed (a long turn's transcript is not scanned back on every look)."""
+        info = await self.live_pane()
+        if info is None:
+            return None
+        res = self._current(info)
+        session = res.session
+        if session is None or session.status not in BUSY_STATUSES:
+            return None
+        key = (res.transcript, session.status_updated_at)
+        if self._since is not None and self._since[0] == key:
+            return self._since[1]
+        started = None
+        if res.transcript is not None:
+            try:
+                started = await anyio.to_thread.run_sync(running_turn_start, res.transcript)
+            except OSError:
+                started = None
+        if started is None and session.status_updated_at is not None:
+            started = session.status_updated_at / 1000
+        if started is not None and started > time.time() + 5:
+            started = None  # a clock from the future (or not in ms): the board's own first sight is better
+        self._since = (key, started)
+        return started
 
     # ---- as a target -----------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ __all__ = [
     "latest_turn",
     "nothing_finished",
     "recent_prompts",
+    "running_turn_start",
     "scan_back",
     "turn_id",
 ]
@@ -110,6 +111,9 @@ def nothing_finished(path: str | os.PathLike[str]) -> str:
         if tracker.side_lines:
             return (f"{path} holds no main-chain turn: only subagent (sidechain) lines — a subagent's own "
                     "transcript; extract the session's transcript instead")
+        if tracker.bad_lines:
+            return (f"{path} holds no turn: it has no transcript lines, only text that is not JSON (is it a "
+                    "Claude Code transcript? --agent NAME reads another agent's file)")
         return f"{path} holds no turn: no prompt was written to it"
     if tracker.held is not None:
         n = tracker.background
@@ -139,6 +143,13 @@ def find_turn(path: str | os.PathLike[str], key: str) -> tuple[TurnEnd | None, b
 def latest_turn(path: str | os.PathLike[str]) -> TurnTracker:
     """The tracker after the last turn's start: its ``key``, ``session_id`` and ``state``."""
     return scan_back(path, lambda s: s.tracker.whole).tracker
+
+
+def running_turn_start(path: str | os.PathLike[str]) -> float | None:
+    """When the turn still running in ``path`` began (its prompt line's timestamp, epoch seconds): the last
+    turn, while it is open or waits for its background agents; None when the last turn ended."""
+    tracker = latest_turn(path)
+    return tracker.started_at if tracker.open or tracker.held is not None else None
 
 
 def latest_key(path: str | os.PathLike[str] | None) -> str | None:

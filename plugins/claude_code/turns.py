@@ -139,6 +139,8 @@ class TurnTracker:
         self.typed = False
         #: the prompt text of the current turn (a bracketed paste's wrapper removed)
         self.prompt = ""
+        #: the current turn's prompt line's ``timestamp`` (ISO 8601), when it has one: when the turn began
+        self.prompt_at: str | None = None
         #: keys of the turns whose prompt line was read, in order, and their prompt texts
         self.started: list[str] = []
         self.prompts: list[str] = []
@@ -224,6 +226,7 @@ class TurnTracker:
         self.key, self.open, self.whole, self.answered, self.proof = key, True, True, False, ""
         self.typed = not obj.get("isMeta") and not command
         self.prompt = unwrap_paste("\n".join(texts))
+        self.prompt_at = obj["timestamp"] if isinstance(obj.get("timestamp"), str) else None
         self.session_id = obj.get("sessionId") or self.session_id
         self.cwd = obj.get("cwd") or self.cwd
         self.started.append(key)
@@ -331,6 +334,17 @@ class TurnTracker:
             self.held = end
             return None
         return replace(end, background=0, reason="background agents finished")
+
+    @property
+    def started_at(self) -> float | None:
+        """When the current turn's prompt was written (epoch seconds), or None: no prompt line read, or
+        one without a readable timestamp."""
+        if not self.whole or self.prompt_at is None:
+            return None
+        try:
+            return datetime.fromisoformat(self.prompt_at).timestamp()
+        except ValueError:
+            return None
 
     @property
     def answer_so_far(self) -> str:

@@ -250,6 +250,16 @@ class CodexAdapter(RolloutFollowing):
             self._usage = RolloutUsage(rollout)
         return await anyio.to_thread.run_sync(self._usage.read, abandon_on_cancel=True)
 
+    async def working_since(self) -> float | None:
+        """The running turn's start: its ``task_started`` line's timestamp (older Codex: its prompt's)."""
+        try:
+            await self._refresh()
+        except TmuxError:
+            return None
+        state = self._state
+        turn = state.turns.get(state.open_turn) if state is not None and state.open_turn else None
+        return turn.started_at if turn is not None else None
+
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         steps = [self.pane_step(info)]

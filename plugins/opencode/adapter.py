@@ -26,6 +26,7 @@ from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc
+from pipeline.plugin.usage import SessionUsage
 from plugins.opencode.follow import StoreFollowing
 from plugins.opencode.reader import OpenCodeStore, StoreError
 from plugins.opencode.resolve import (
@@ -207,6 +208,27 @@ class OpenCodeAdapter(StoreFollowing):
         except StoreError:
             return False
         return bool(open_turn)
+
+    async def _session_read(self, call: Any) -> Any:
+        """``call(store, session_id)`` on a worker thread for this pane's session; None when there is no
+        store or session to read, or the store cannot be read now."""
+        p = await self._process()
+        store = self._store(p) if p is not None else None
+        if p is None or store is None:
+            return None
+        try:
+            match = await self._match(p, store)
+            return await self._db(partial(call, store), match.session.id) if match.session else None
+        except StoreError:
+            return None
+
+    async def usage(self) -> SessionUsage | None:
+        """The tokens and cost OpenCode recorded for this pane's session (and its sub-agents')."""
+        return await self._session_read(OpenCodeStore.usage)
+
+    async def working_since(self) -> float | None:
+        """The running turn's start: its user message's creation time in the store."""
+        return await self._session_read(OpenCodeStore.running_turn_start)
 
     def draft(self, screen: str) -> str:
         return input_draft(screen, self.placeholders)

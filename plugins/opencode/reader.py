@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.plugin.events import Outcome
+from pipeline.plugin.usage import SessionUsage
 from plugins.opencode.turns import (
     MessageRow,
     SessionRow,
@@ -33,6 +34,7 @@ from plugins.opencode.turns import (
     part_text,
     turn_ends,
 )
+from plugins.opencode.usage import session_usage
 
 __all__ = [
     "OpenCodeStore",
@@ -281,6 +283,23 @@ class OpenCodeStore:
             messages = _messages(conn, session_id, RECENT_MESSAGES)
             users = [m for m in messages if m.role == "user"]
             return newest_turn_open(messages), users[-1].id if users else None
+
+        return self.read(query)
+
+    def usage(self, session_id: str) -> SessionUsage | None:
+        """The session's tokens and cost so far, as OpenCode recorded them (:mod:`plugins.opencode.usage`)."""
+        return self.read(lambda conn: session_usage(conn, session_id))
+
+    def running_turn_start(self, session_id: str) -> float | None:
+        """When the session's running turn began (its user message's ``time_created``, epoch seconds); None
+        when no turn runs."""
+
+        def query(conn: sqlite3.Connection) -> float | None:
+            messages = _messages(conn, session_id, RECENT_MESSAGES)
+            users = [m for m in messages if m.role == "user"]
+            if not users or not newest_turn_open(messages):
+                return None
+            return max(users, key=lambda m: (m.created_ms, m.id)).created_ms / 1000 or None
 
         return self.read(query)
 

@@ -53,8 +53,10 @@ class StoreWriter:
         self.conn.execute("COMMIT")
 
     def session(
-        self, directory: str | Path, *, created_ms: int | None = None, title: str = "New session"
+        self, directory: str | Path, *, created_ms: int | None = None, title: str = "New session",
+        parent: str | None = None,
     ) -> str:
+        """A session (``parent``: a sub-agent's session, made by the task tool of session ``parent``)."""
         sid, at = _id("ses"), created_ms or _now_ms()
         self._write(
             (
@@ -63,10 +65,10 @@ class StoreWriter:
                 (at, at),
             ),
             (
-                "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
-                "time_updated)"
-                " VALUES (?, 'global', 'slug', ?, ?, '1.18.33', ?, ?)",
-                (sid, str(directory), title, at, at),
+                "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, "
+                "time_created, time_updated)"
+                " VALUES (?, 'global', ?, 'slug', ?, ?, '1.18.33', ?, ?)",
+                (sid, parent, str(directory), title, at, at),
             ),
         )
         return sid
@@ -97,11 +99,17 @@ class StoreWriter:
         return mid
 
     def finish(self, session: str, message: str, *, texts: tuple[str, ...] = (), finish: str | None = "stop",
-               error: dict[str, Any] | None = None, tool_done: bool = True) -> None:
-        """End step ``message``: its text parts, ``finish``, ``time.completed`` (and ``error``)."""
+               error: dict[str, Any] | None = None, tool_done: bool = True,
+               tokens: dict[str, Any] | None = None, cost: float | None = None) -> None:
+        """End step ``message``: its text parts, ``finish``, ``time.completed`` (and ``error``; ``tokens``
+        and ``cost`` as OpenCode records a step's usage)."""
         row = self.conn.execute("SELECT data FROM message WHERE id = ?", (message,)).fetchone()
         data = json.loads(row[0])
         data["time"]["completed"] = _now_ms()
+        if tokens is not None:
+            data["tokens"] = tokens
+        if cost is not None:
+            data["cost"] = cost
         if finish is not None:
             data["finish"] = finish
         if error is not None:

@@ -1,0 +1,98 @@
+"""The examples at the end of each command's ``--help``: what a first-day user types, with what it does.
+
+Kept here, apart from the parser, so that the parser stays readable and a test can check that every
+command has some. Each example is one command line and a few words; lines stay within 80 columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["EXAMPLES", "ExamplesFormatter", "epilog"]
+
+EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    "": [
+        ("baton demo", "see it work first: no API key, no agents, no routes.yaml needed"),
+        ("baton check && baton up && baton run", "with your routes.yaml: validate, start, route"),
+        ("baton status --watch", "the live board: who works, who waits for you"),
+        ("baton COMMAND -h", "a command's options, with examples"),
+    ],
+    "run": [
+        ("baton run", "route ./routes.yaml's tiles until Ctrl-C"),
+        ("baton run --dry-run", "print the prompts instead of typing them"),
+        ("baton run -c ~/work/routes.yaml -v", "another config, with debug logging"),
+    ],
+    "bus": [
+        ("baton bus", "a bus for this machine only (127.0.0.1:4222)"),
+        ("baton bus --listen 0.0.0.0", "one the other machines can reach"),
+    ],
+    "check": [
+        ("baton check", "validate ./routes.yaml"),
+        ("baton check -c other.yaml --json", "another file, the verdict as JSON"),
+    ],
+    "demo": [
+        ("baton demo", "two demo agents hand work to each other, 4 times"),
+        ("baton demo --handoffs 10 --work-s 0.2", "more hand-offs, quicker turns"),
+        ("baton demo --keep", "leave its tmux server to look at (tmux -L <name> attach)"),
+    ],
+    "send": [
+        ('baton send %3 "review src/auth.py"', "type it into pane %3 as baton run would"),
+        ('baton send title:reviewer "go on" --agent claude', "only if Claude Code runs there"),
+        ("git diff | baton send reviewer:0.1 -", "the text from standard input"),
+    ],
+    "resolve": [
+        ("baton resolve %3", "which agent, session and transcript pane %3 holds"),
+        ("baton resolve title:coder --json", "the same for the pane titled coder, as JSON"),
+        ("tmux display -p '#{pane_id}'", "(inside tmux: the id of the pane you are in)"),
+    ],
+    "up": [
+        ("baton up", "create the panes of tiles with a `command:` and start them"),
+        ("baton up --host gpu-box", "the tiles of another host in routes.yaml"),
+    ],
+    "status": [
+        ("baton status", "every tile: pane, agent, state, last answer"),
+        ("baton status --watch", "the live board (q or Ctrl-C quits, r looks again)"),
+        ("baton status --json | jq '.[].state'", "for scripts"),
+        ("baton status --all-hosts --watch", "every host's tiles, from the bus, live"),
+    ],
+    "extract": [
+        ("baton extract ~/.claude/projects/-home-me-app/SESSION.jsonl", "Claude Code's last answer"),
+        ("baton extract --agent codex ~/.codex/sessions/2026/12/03/rollout-….jsonl", "Codex's"),
+        ("baton extract --agent opencode ~/.local/share/opencode/opencode.db", "OpenCode's"),
+    ],
+    "hooks install": [
+        ("baton hooks install", "the hooks of every agent that has some"),
+        ("baton hooks install --claude", "only Claude Code's Stop hook"),
+    ],
+    "preview": [
+        ("baton preview 'coder->reviewer'", "what the route would hand on now"),
+        ("echo 'All tests pass.' | baton preview review --input -", "for this answer (route review)"),
+        ("baton preview review --dry-run", "an AI transform's request, without calling the model"),
+    ],
+    "history": [
+        ("baton history", "the latest 50 hand-offs"),
+        ("baton history --tile reviewer --outcome failed --since 2h", "filtered"),
+        ("baton history -f --json", "follow it, one JSON object per line"),
+    ],
+    "plugins": [
+        ("baton plugins", "the agent adapters and transforms, and where they come from"),
+        ("baton plugins --json", "the same, as JSON"),
+    ],
+}
+
+
+def epilog(command: str) -> str | None:
+    """The ``examples:`` block of ``command``'s help ("" for ``baton`` itself), or None when it has none."""
+    examples = EXAMPLES.get(command)
+    if not examples:
+        return None
+    return "examples:\n" + "\n".join(f"  {line}\n      {what}" for line, what in examples)
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that an ``examples:`` block is printed as written (not re-wrapped)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:\n"):
+            return text
+        return super()._fill_text(text, width, indent)

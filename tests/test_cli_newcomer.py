@@ -1,0 +1,194 @@
+"""A newcomer's first day again (#15, after #17's sweep): each command run as a new user runs it — no
+routes.yaml, outside tmux, no tmux server, a pane where the agent is not running, empty input, a terminal
+narrower than 80 columns for the board — and what each of them said that was unclear or wrong. Everything
+through the real command, as a person runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.commands.board import Board, render, text_width
+from pipeline.plugin.usage import SessionUsage
+from tests.cli_run import baton, start_baton
+from tests.conftest import REPO, TmuxServer, wait_for
+from tests.test_cli_first_day import shell_ready, write_routes
+
+#: what a first-day user runs first
+COMMANDS = ["status", "plugins", "check", "up", "demo", "resolve", "extract", "preview", "send", "history",
+            "run", "bus", "hooks install"]
+
+
+# ---- without a routes.yaml ------------------------------------------------------------------------------
+
+
+def test_without_a_routes_yaml_each_command_says_where_it_looked_and_the_ways_on(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    for command in (["status"], ["status", "--watch"], ["status", "--json"], ["check"], ["up"], ["run"],
+                    ["preview", "a->b"]):
+        result = baton(*command, cwd=tmp_path, env=env)
+        line = result.one_line_error(1, f"no routes.yaml in {tmp_path}", "-c FILE", "baton demo")
+        assert line.startswith(f"baton {command[0]}: ") and "No such file" not in line, line
+    verdict = json.loads(baton("check", "--json", cwd=tmp_path, env=env).out)
+    assert verdict["ok"] is False and "no routes.yaml in" in verdict["problems"][0]["message"]
+    # a file named with -c is named back as it was (FILE:LINE:COL)
+    named = baton("-c", "nope.yaml", "status", cwd=tmp_path, env=env)
+    assert named.status == 1 and "nope.yaml:1:1: error: cannot read" in named.err
+
+
+def test_a_tab_in_routes_yaml_and_a_config_without_tiles_are_named(tmp_path: Path) -> None:
+    config = tmp_path / "routes.yaml"
+    config.write_text('version: 1\ntiles:\n\ta: {pane: "%1", agent: shell}\n')
+    result = baton("check", cwd=tmp_path)
+    assert result.status == 1, result.err
+    assert "routes.yaml:3:1: error: invalid YAML: a tab character: YAML indents with spaces" in result.err
+    config.write_text("version: 1\ntiles: {}\n")
+    empty = baton("status", cwd=tmp_path)
+    assert empty.status == 0 and "routes.yaml names no tiles" in empty.err, empty.err
+
+
+# ---- --help ends with examples -----------------------------------------------------------------------------
+
+
+def test_every_commands_help_ends_with_examples_within_80_columns() -> None:
+    for command in ["", *COMMANDS]:
+        result = baton(*command.split(), "--help", env={"COLUMNS": "80"})
+        assert result.status == 0, (command, result.err)
+        examples = result.out.split("\nexamples:\n", 1)
+        assert len(examples) == 2 and f"baton {command}".rstrip() in examples[1], (command, result.out)
+        assert all(text_width(line) <= 80 for line in result.out.splitlines()), (command, result.out)
+
+
+# ---- no tmux server, a pane without its agent --------------------------------------------------------------
+
+
+def test_no_tmux_server_is_said_once_with_what_to_do_and_never_started(tmp_path: Path) -> None:
+    socket = f"baton-newcomer-none-{os.getpid()}"
+    config = write_routes(tmp_path, socket, {"coder": {"pane": "%0", "agent": "claude"},
+                                             "tests": {"pane": "work:0.1", "agent": "shell"}},
+                          [{"from": "coder", "to": "tests"}])
+    result = baton("-c", str(config), "status")
+    result.one_line_error(3, "none of the 2 tiles can be looked at: no tmux server is running at", "-L NAME")
+    assert "error" not in result.out  # not once per tile as well
+    # send and resolve read a routes.yaml only for its server: what it says about its routes is not theirs
+    (tmp_path / "here").mkdir()
+    write_routes(tmp_path / "here", socket, {"coder": {"pane": "%0", "agent": "claude"},
+                                             "tests": {"pane": "%1", "agent": "shell"}},
+                 [{"from": "coder", "to": "tests", "transform": {"type": "ai-routing"}}])
+    for command in (["resolve", "%0"], ["send", "%0", "hi"]):
+        baton(*command, cwd=tmp_path / "here", env={"ANTHROPIC_API_KEY": ""}).one_line_error(
+            1, "no tmux server is running at", "start tmux")
+    # baton run says why the tiles are gone: not "no such pane" when there is no server at all
+    err = tmp_path / "run.err"
+    daemon = start_baton("run", "-c", str(config), stderr=err)
+    try:
+        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        assert "tile coder: pane %0 is gone (no tmux server is running: start tmux, or `baton up`" \
+            in err.read_text(), err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+    # looking starts no server (tmux's control mode would start one, for a moment, and race the look)
+    assert subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True).returncode != 0
+
+
+@pytest.mark.tmux
+def test_a_tile_whose_agent_is_not_running_has_no_last_answer(tmux_server: TmuxServer,
+                                                               tmp_path: Path) -> None:
+    shell = shell_ready(tmux_server)
+    tmux_server.type(shell, "echo this shell output is no answer")
+    wait_for(lambda: "\nthis shell output" in tmux_server.capture(shell), what="the echo")
+    other = shell_ready(tmux_server)
+    config = write_routes(tmp_path, tmux_server.socket, {"coder": {"pane": shell, "agent": "claude"},
+                                                          "tests": {"pane": other, "agent": "shell"}},
+                          [{"from": "coder", "to": "tests"}])
+    rows = json.loads(baton("-c", str(config), "status", "--json").out)
+    assert (rows[0]["state"], rows[0]["last_response"]) == ("absent", None), rows[0]
+    baton("-c", str(config), "preview", "coder->tests").one_line_error(
+        1, "no claude runs in its pane (it shows a bare bash)", "--input FILE")
+
+
+@pytest.mark.tmux
+def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_server: TmuxServer,
+                                                                           tmp_path: Path) -> None:
+    tiles = {"coder": {"pane": "work:0.0", "agent": "claude", "command": "no-such-agent-cli --go"},
+             "tests": {"pane": "work:0.1", "agent": "shell", "command": "bash --norc --noprofile"}}
+    config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
+    first = baton("up", "-c", str(config))
+    line = first.one_line_error(1, "coder: command 'no-such-agent-cli --go' exited at once",
+                                "its pane work:0.0 stays, dead", "run baton up again")
+    assert "tests" in first.out and "created" in first.out, first.out
+    created = first.out.split("created", 1)[1].split()[0]
+    # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
+    rows = {r["tile"]: r for r in json.loads(baton("-c", str(config), "status", "--json").out)}
+    assert (rows["tests"]["pane_id"], rows["tests"]["state"]) == (created, "ready"), (line, rows)
+    assert rows["coder"]["state"] == "gone" and "exited" in rows["coder"]["error"] \
+        and "baton up starts it again" in rows["coder"]["error"], rows["coder"]
+    tiles["coder"]["command"] = "sleep 300"
+    config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
+    again = baton("up", "-c", str(config))
+    assert again.status == 0, again
+    assert [ln.split()[1] for ln in again.out.splitlines()] == ["restarted", "exists"], again
+
+
+# ---- empty input, a file that is not a transcript ----------------------------------------------------------
+
+
+def test_empty_text_and_a_file_that_is_no_transcript_are_named(tmp_path: Path) -> None:
+    baton("send", "%0", "-", input="").one_line_error(1, "standard input is empty: nothing to type")
+    baton("send", "%0", "  ").one_line_error(1, "the text is empty: nothing to type")
+    config = tmp_path / "routes.yaml"
+    config.write_text("version: 1\ntiles: {}\n")
+    baton("extract", str(config)).one_line_error(1, "not JSON", "is it a Claude Code transcript?",
+                                                 "--agent NAME")
+
+
+# ---- the board in a narrow terminal ---------------------------------------------------------------------
+
+
+def test_in_a_narrow_terminal_the_state_keeps_its_words_and_a_gone_tile_says_why() -> None:
+    now = time.time()
+    board = Board([("coder", "claude"), ("reviewer", "codex"), ("ghost", "claude")], "routes.yaml")
+    board.update({"tile": "coder", "state": "waiting (permission prompt)"}, now=now)
+    board.update({"tile": "reviewer", "state": "busy"}, now=now)
+    board.update({"tile": "ghost", "state": "gone", "error": "can't find pane %9 on tmux -L agents"}, now=now)
+    board.views["coder"].usage = SessionUsage(1000, 200, cost_usd=0.5)
+    wide = render(board, 80, 24, now)
+    assert wide[1].split() == ["TILE", "AGENT", "STATE", "QUEUED", "TOKENS", "COST"] and "$0.50" in wide[2]
+    assert "└ (can't find pane %9 on tmux -L agents)" in wide[7]
+    for width, heads in ((60, ["QUEUED", "TOKENS"]), (50, []), (44, [])):
+        lines = render(board, width, 24, now)
+        assert lines[1].split() == ["TILE", "AGENT", "STATE", *heads], (width, lines[1])
+        assert "waiting: permission prompt" in lines[2] and all(text_width(line) <= width for line in lines)
+
+
+@pytest.mark.tmux
+def test_the_board_in_a_50_column_pane_resized_then_quit(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    shell = shell_ready(tmux_server)
+    config = write_routes(tmp_path, tmux_server.socket, {"tests": {"pane": shell, "agent": "shell"},
+                                                          "ghost": {"pane": "%999", "agent": "claude"}},
+                          [{"from": "tests", "to": "ghost"}])
+    board = [sys.executable, "-m", "pipeline.cli", "-c", str(config), "status", "--watch"]
+    script = shlex.join(board) + "; echo EXIT=$?; sleep 60"
+    pane = tmux_server.new_pane(f"bash --norc --noprofile -c {shlex.quote(script)}", cwd=REPO, width=50,
+                                height=12, env={"NO_COLOR": "1"})
+
+    def screen() -> list[str]:
+        return tmux_server.run("capture-pane", "-p", "-t", pane).splitlines()
+
+    wait_for(lambda: any("└ (can't find pane %999" in line for line in screen()), 20,
+             what="why ghost is gone")
+    assert all(text_width(line) <= 50 for line in screen()) and "idle" in "\n".join(screen())
+    tmux_server.run("resize-window", "-t", pane, "-x", "36", "-y", "10")
+    wait_for(lambda: screen() and all(text_width(line) <= 36 for line in screen()) and
+             any(line.startswith("tests ") for line in screen()), 10, what="the board redrawn at 36 columns")
+    tmux_server.run("send-keys", "-t", pane, "q")
+    wait_for(lambda: any("EXIT=0" in line for line in screen()), 10, what="q quitting the narrow board")
+    assert not any("Traceback" in line for line in screen())
