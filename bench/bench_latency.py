@@ -40,6 +40,11 @@ from pipeline.engine.runtime import Pipeline  # noqa: E402
 from pipeline.plugin.manager import load_registries  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
 
+TRACE = bool(os.environ.get("BENCH_TRACE"))
+if TRACE:  # where each hand-off's time goes (bench-only wrappers, see bench/latency_trace.py)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import latency_trace  # noqa: E402
+
 STANDIN = ROOT / "bench" / "claude_standin.py"
 EVERY_S = 0.7
 #: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
@@ -120,11 +125,15 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
                 await anyio.sleep(0.25)
             tg.cancel_scope.cancel()
         answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}
-        latencies = []
+        latencies, pastes = [], {}
         for log in target_logs:
             for r in _records(log):
                 if r["event"] == "paste" and r["text"].strip() in answers:
                     latencies.append((r["t"] - answers[r["text"].strip()]) * 1000)
+                    pastes[r["text"].strip()] = r["t"]
+        if TRACE:
+            folders = {text: f"proj{text.rsplit(' s', 1)[1]}/" for text in answers}
+            latency_trace.join(answers, folders, pastes)
         if len(latencies) < pairs * turns:
             print(f"  ! {mode}, {pairs} pairs: only {len(latencies)} of {pairs * turns} hand-offs arrived",
                   file=sys.stderr)
@@ -151,10 +160,14 @@ async def main() -> None:
                             format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
     handoffs = int(os.environ.get("BENCH_HANDOFFS", "100"))
     sizes = [1, 10] + ([50] if os.environ.get("BENCH_50") else [])
+    if os.environ.get("BENCH_SIZES"):  # e.g. "1,50": only these
+        sizes = [int(n) for n in os.environ["BENCH_SIZES"].split(",")]
     modes = os.environ.get("BENCH_MODES", "control,subprocess").split(",")
     if "control" not in inspect.signature(Tmux).parameters:
         modes = ["subprocess"]
     results: dict[tuple[str, int], list[float]] = {}
+    if TRACE:
+        latency_trace.install()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")  # the hook spool, never the user's
         for mode in modes:
@@ -164,6 +177,8 @@ async def main() -> None:
                     print(f"{mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} ({len(lat)} hand-offs): "
                           f"p50 {pct(lat, 50):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms",
                           flush=True)
+                if TRACE:
+                    latency_trace.report()
     for mode in modes:
         base = results.get((mode, 1))
         for pairs in sizes[1:]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -91,6 +91,11 @@ class FileWatcher:
     def __init__(self, *, step_ms: int = 10, debounce_ms: int = 200) -> None:
         self.step_ms, self.debounce_ms = step_ms, debounce_ms
         self._subs: list[Subscription] = []
+        # which subscriptions a changed path concerns, looked up along the path instead of asked one by one
+        # (a batch of changes costs its paths' depth, not the number of tiles): by a path subscribed to (the
+        # change is at it or under it), and by each folder above a path subscribed to (the change is there)
+        self._at: dict[str, list[Subscription]] = {}
+        self._above: dict[str, list[Subscription]] = {}
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
@@ -105,13 +110,31 @@ class FileWatcher:
         exist yet: the nearest existing ancestor is watched until they do."""
         sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more))
         self._subs.append(sub)
+        for key, index in self._keys(sub):
+            index.setdefault(key, []).append(sub)
         self._roots_changed()
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         if sub in self._subs:
             self._subs.remove(sub)
+            for key, index in self._keys(sub):
+                subs = index[key]
+                subs.remove(sub)
+                if not subs:
+                    del index[key]
             self._roots_changed()
+
+    def _keys(self, sub: Subscription) -> Iterator[tuple[str, dict[str, list[Subscription]]]]:
+        """Where ``sub`` is filed in the lookup: at each of its paths, and above each of them."""
+        for here in sub._strs:
+            yield here, self._at
+            parent = os.path.dirname(here)
+            folder, below = parent, here
+            while folder != below:
+                if folder == parent or here.startswith(folder + "/"):  # not "/" above a deeper path
+                    yield folder, self._above
+                folder, below = os.path.dirname(folder), folder
 
     def _wanted_roots(self) -> frozenset[Path]:
         roots = set()
@@ -180,11 +203,22 @@ class FileWatcher:
             stop.set()
 
     def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
-        raws = {raw for _, raw in changes}
-        for sub in list(self._subs):
+        """Each changed path to the subscriptions it concerns (what :meth:`Subscription.matches` says, found
+        along the path: at it, at a folder above it, or above a path subscribed to)."""
+        hits: dict[Subscription, set[str]] = {}
+        for raw in {raw for _, raw in changes}:
+            for sub in self._above.get(raw, ()):
+                hits.setdefault(sub, set()).add(raw)
+            path, folder = raw, os.path.dirname(raw)
+            while True:
+                for sub in self._at.get(path, ()):
+                    hits.setdefault(sub, set()).add(raw)
+                if folder == path:
+                    break
+                path, folder = folder, os.path.dirname(folder)
+        for sub, raws in hits.items():
             for raw in raws:
-                if sub.matches(raw):
-                    sub._notify(Path(raw))
+                sub._notify(Path(raw))
 
 
 def _inside_any(path: str, folders: set[str]) -> bool:
