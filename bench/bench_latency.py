@@ -45,7 +45,9 @@ if TRACE:  # where each hand-off's time goes (bench-only wrappers, see bench/lat
     sys.path.insert(0, str(ROOT / "bench"))
     import latency_trace  # noqa: E402
 
-STANDIN = ROOT / "bench" / "claude_standin.py"
+#: the stand-in of each agent, and the environment variable naming its home folder
+STANDINS = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
+            "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME")}
 EVERY_S = 0.7
 #: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
 #: load (50 pairs at one answer each 0.7 s would be 70 hand-offs a second, a throughput test)
@@ -60,12 +62,13 @@ class Followed(logging.Handler):
         self.tiles: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg.startswith("%s: following"):
+        if record.msg.startswith(("%s: following", "%s: codex rollout")):
             self.tiles.add(str(record.args[0]) if isinstance(record.args, tuple) else "")
 
 
-def standin(name: str, log: Path, config: Path, *extra: str) -> str:
-    return shlex.join(["env", f"CLAUDE_CONFIG_DIR={config}", sys.executable, str(STANDIN), "--name", name,
+def standin(agent: str, name: str, log: Path, home: Path, *extra: str) -> str:
+    script, variable = STANDINS[agent]
+    return shlex.join(["env", f"{variable}={home}", sys.executable, str(script), "--name", name,
                        "--log", str(log), *extra])
 
 
@@ -75,14 +78,14 @@ def make_tmux(name: str, mode: str) -> Tmux:
     return Tmux(socket_name=name, config_file="/dev/null")
 
 
-async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float]:
+async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = "claude") -> list[float]:
     """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
     turns = math.ceil(handoffs / pairs)
     every = max(EVERY_S, pairs / MAX_RATE)
-    work = tmp / f"{mode}-{pairs}"
-    config = work / "claude"
+    work = tmp / f"{agent}-{mode}-{pairs}"
+    config = work / agent
     config.mkdir(parents=True)
-    tmux = make_tmux(f"baton-bench-{os.getpid()}-{mode}-{pairs}", mode)
+    tmux = make_tmux(f"baton-bench-{os.getpid()}-{agent}-{mode}-{pairs}", mode)
     tiles: dict[str, dict[str, str]] = {}
     routes, sources, target_logs, source_logs = [], [], [], []
     try:
@@ -90,13 +93,13 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
             cwd = work / f"proj{i}"
             cwd.mkdir()
             src_log, dst_log = work / f"s{i}.jsonl", work / f"t{i}.jsonl"
-            src = await tmux.new_session(f"s{i}", standin(f"s{i}", src_log, config, "--auto", str(turns),
-                                                          "--every", str(every)),
+            src = await tmux.new_session(f"s{i}", standin(agent, f"s{i}", src_log, config, "--auto",
+                                                          str(turns), "--every", str(every)),
                                          cwd=str(cwd), width=100, height=30)
-            dst = await tmux.new_session(f"t{i}", standin(f"t{i}", dst_log, config, "--work-s", "0.02"),
-                                         cwd=str(cwd), width=100, height=30)
-            tiles[f"s{i}"] = {"pane": src.pane_id, "agent": "claude"}
-            tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": "claude"}
+            dst = await tmux.new_session(f"t{i}", standin(agent, f"t{i}", dst_log, config, "--work-s",
+                                                          "0.02"), cwd=str(cwd), width=100, height=30)
+            tiles[f"s{i}"] = {"pane": src.pane_id, "agent": agent}
+            tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": agent}
             routes.append({"from": f"s{i}", "to": f"t{i}"})
             sources.append(src.pane_id)
             target_logs.append(dst_log)
@@ -165,33 +168,37 @@ async def main() -> None:
     modes = os.environ.get("BENCH_MODES", "control,subprocess").split(",")
     if "control" not in inspect.signature(Tmux).parameters:
         modes = ["subprocess"]
-    results: dict[tuple[str, int], list[float]] = {}
+    agents = os.environ.get("BENCH_AGENTS", "claude,codex").split(",")
+    results: dict[tuple[str, str, int], list[float]] = {}
     if TRACE:
         latency_trace.install()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")  # the hook spool, never the user's
+        for agent in agents:
+            for mode in modes:
+                for pairs in sizes:
+                    lat = await measure(pairs, handoffs, mode, Path(tmp), agent)
+                    results[(agent, mode, pairs)] = lat
+                    if lat:
+                        print(f"{agent:>6}, {mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} "
+                              f"({len(lat)} hand-offs): p50 {pct(lat, 50):6.1f} ms  "
+                              f"p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms", flush=True)
+                    if TRACE:
+                        latency_trace.report()
+    for agent in agents:
         for mode in modes:
+            base = results.get((agent, mode, 1))
+            for pairs in sizes[1:]:
+                lat = results.get((agent, mode, pairs))
+                if base and lat:
+                    print(f"{agent}, {mode}: {pairs} pairs / 1 pair: "
+                          f"p50 x{pct(lat, 50) / pct(base, 50):.2f}, p99 x{pct(lat, 99) / pct(base, 99):.2f}")
+        if "control" in modes and "subprocess" in modes:
             for pairs in sizes:
-                lat = results[(mode, pairs)] = await measure(pairs, handoffs, mode, Path(tmp))
-                if lat:
-                    print(f"{mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} ({len(lat)} hand-offs): "
-                          f"p50 {pct(lat, 50):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms",
-                          flush=True)
-                if TRACE:
-                    latency_trace.report()
-    for mode in modes:
-        base = results.get((mode, 1))
-        for pairs in sizes[1:]:
-            lat = results.get((mode, pairs))
-            if base and lat:
-                print(f"{mode}: {pairs} pairs / 1 pair: p50 x{pct(lat, 50) / pct(base, 50):.2f}, "
-                      f"p99 x{pct(lat, 99) / pct(base, 99):.2f}")
-    if "control" in modes and "subprocess" in modes:
-        for pairs in sizes:
-            c, s = results.get(("control", pairs)), results.get(("subprocess", pairs))
-            if c and s:
-                print(f"control / subprocess, {pairs} pairs: p50 x{pct(c, 50) / pct(s, 50):.2f}, "
-                      f"p99 x{pct(c, 99) / pct(s, 99):.2f}")
+                c, s = results.get((agent, "control", pairs)), results.get((agent, "subprocess", pairs))
+                if c and s:
+                    print(f"{agent}, control / subprocess, {pairs} pairs: "
+                          f"p50 x{pct(c, 50) / pct(s, 50):.2f}, p99 x{pct(c, 99) / pct(s, 99):.2f}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -32,8 +32,11 @@ class Subscription:
     """Hints for one path (a file, or a folder and everything under it). Hints coalesce: a subscriber
     that was busy gets one wake-up with all paths changed since, never a backlog."""
 
-    def __init__(self, watcher: FileWatcher, path: Path, *more: Path) -> None:
+    def __init__(self, watcher: FileWatcher, path: Path, *more: Path,
+                 only: Callable[[Path], bool] | None = None) -> None:
         self.watcher, self.path = watcher, path
+        #: which changed paths are worth a wake-up (None: all); asked when the change is read
+        self.only = only
         #: every path this subscription covers (``path`` first)
         self.paths = (path, *more)
         # as strings, for matching a batch of changes against every subscription without pathlib
@@ -47,6 +50,8 @@ class Subscription:
 
     def _notify(self, path: Path | None) -> None:
         if path is not None:
+            if self.only is not None and not self.only(path):
+                return
             self.changed.add(path)
         try:
             self._send.send_nowait(None)
@@ -105,10 +110,14 @@ class FileWatcher:
         put it here (the watch is set up in the same step, so a change from then on is seen)."""
         return self._roots
 
-    def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str]) -> Subscription:
+    def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str],
+                  only: Callable[[Path], bool] | None = None) -> Subscription:
         """Hints for ``path`` (and any of ``more``: one wake-up for changes to any of them). They need not
-        exist yet: the nearest existing ancestor is watched until they do."""
-        sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more))
+        exist yet: the nearest existing ancestor is watched until they do. ``only(changed_path)`` says which
+        changes wake the subscriber (a folder shared by many tiles: each wakes for what concerns it); a
+        restart of the watcher wakes it whatever ``only`` says."""
+        sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more),
+                           only=only)
         self._subs.append(sub)
         for key, index in self._keys(sub):
             index.setdefault(key, []).append(sub)
@@ -216,9 +225,13 @@ class FileWatcher:
                 if folder == path:
                     break
                 path, folder = folder, os.path.dirname(folder)
+        paths: dict[str, Path] = {}
         for sub, raws in hits.items():
             for raw in raws:
-                sub._notify(Path(raw))
+                changed = paths.get(raw)
+                if changed is None:
+                    changed = paths[raw] = Path(raw)
+                sub._notify(changed)
 
 
 def _inside_any(path: str, folders: set[str]) -> bool:
