@@ -1,7 +1,10 @@
 """Hand-off latency: the answer's last line on disk → the paste starts in the target pane.
 
 Real tmux panes run the Claude Code stand-in (``bench/claude_standin.py``: a process named ``claude`` that
-writes its session file and transcript as Claude Code 2.1.x does). Each source answers turns of its own at
+writes its session file and transcript as Claude Code 2.1.x does) or the Codex one
+(``bench/codex_standin.py``: a process named ``codex`` writing its rollout as 0.171 does, ``task_complete`` at
+the end of a turn;
+``BENCH_AGENTS=claude,codex``, both by default). Each source answers turns of its own at
 random moments (one every ~0.7 s, ±20 %, or slower so that all together answer at most 10 turns a
 second), independently of the others; the pipeline (``Pipeline`` with
 the ``claude`` adapter, in this process) hands each answer to its target. The source logs when its end-of-turn
@@ -13,7 +16,10 @@ tmux reached over control mode and, as the baseline in the same process, over on
 (``BENCH_MODES=control,subprocess``; a build without control mode runs subprocesses only). Printed: p50, p99
 and max per configuration, and the ratios N pairs / 1 pair and control / subprocess.
 
-Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~3 min).
+``BENCH_SIZES=1,50`` runs only those sizes; ``BENCH_TRACE=1`` prints, per configuration, the time each step
+of a hand-off took (``bench/latency_trace.py``: wrappers installed in this process only).
+
+Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~8 min).
 """
 
 from __future__ import annotations
