@@ -89,6 +89,16 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+HISTORY_EXAMPLES = """examples:
+  baton history                                   the latest 50 hand-offs, and what AI transforms cost
+  baton history --tile reviewer --since 2h        those from or to reviewer in the last two hours
+  baton history --outcome failed --since 1d       what failed in the last day, and why
+  baton history --route 'coder->reviewer' -n 5    the last 5 of one route (its name, or FROM->TO)
+  baton history -f                                every hand-off as it goes (Ctrl-C ends it)
+  baton history --json --since 10m | tail -n 3    for scripts: one JSON object per line
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="baton", description="Pass the baton between AI coding agents in tmux panes.")
     p.add_argument("--version", action="version", version=f"baton {_version()}")
@@ -208,6 +218,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="only hand-offs made since: 30s, 10m, 2h, 1d ago, or an ISO time (2026-03-01T14:00)")
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = HISTORY_EXAMPLES
 
     sp = cmd("plugins", _command("plugins"),
              "loaded agent adapters and transforms, and where each comes from")

@@ -77,3 +77,59 @@ def test_all_hosts_without_a_bus_says_so(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert out.returncode == 1 and "no bus configured" in out.stderr, out.stderr
+
+
+def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
+    tmp_path: Path, nats: NatsServer, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    import anyio
+    import orjson
+
+    from pipeline.bus.board import _bucket, board_rows, publish_board
+    from pipeline.bus.link import BusLink
+    from pipeline.engine.journal import Journal, default_journal_path
+    from tests.cli_run import baton
+    from tests.test_cli_json import add_handoff
+
+    journal = Journal(default_journal_path())
+    add_handoff(journal, "a->b", "a", "b", "t1", "delivered")
+    journal.record_usage("a->b@t1", {"model": "claude-sonnet-4-5", "input_tokens": 3000,
+                                     "cache_read_tokens": 200, "output_tokens": 300, "cost_usd": 0.0102})
+    add_handoff(journal, "b->c", "b", "c", "t2", "failed", "gave up on c")
+    monkeypatch.setenv("BATON_BUS_URL", nats.url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+    async def publish() -> None:
+        async def no_tiles() -> list[dict]:
+            return []
+
+        link = BusLink(None)
+        await link.connect()
+        try:
+            bucket = await _bucket(link)  # made here, before the publisher and the reader race to make it
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(publish_board, link, "alpha", journal, no_tiles)
+                while len(await board_rows(link, "history")) < 2:
+                    await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+            await bucket.put("history.gamma", b"not json")  # what another program (or version) might leave
+            odd = [{"host": "delta", "route": "x->y", "usage": "?", "created": "soon"}, 7]
+            await bucket.put("history.delta", orjson.dumps(odd))
+        finally:
+            await link.close()
+
+    anyio.run(publish)
+    here = baton("history", cwd=tmp_path)
+    every = baton("history", "--all-hosts", cwd=tmp_path)
+    assert here.status == every.status == 0 and "Traceback" not in every.err, every
+    columns = ["WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI", "USE", "WHY"]
+    assert here.out.splitlines()[0].split() == columns
+    assert every.out.splitlines()[0].split() == ["WHEN", "HOST", *columns[1:]]
+    for out in (here.out, every.out):
+        assert "3200 in · 300 out · $0.0102" in out and "gave up on c" in out
+    # the same total line under both
+    assert here.out.splitlines()[-1] == every.out.splitlines()[-1] == (
+        "AI transforms: 1 call, 3200 tokens in, 300 out, $0.0102")
+    delta = next(line for line in every.out.splitlines() if "x->y" in line)
+    assert delta.split()[:3] == ["?", "delta", "x->y"]  # fields missing or odd: shown, no traceback
+    assert "history.gamma" in every.err and "not a list of rows" in every.err

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
 from plugins.claude_code.adapter import ClaudeCodeAdapter
-from tests.conftest import FIXTURES, TmuxServer, until
+from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until
 from tests.test_claude_adapter import Scene
 from tests.test_dispatch import REGISTRIES, make_config, running
 
@@ -44,8 +43,8 @@ async def test_a_tile_waiting_on_a_person_shows_why_and_gets_its_hand_off_only_o
     async with running(config, tmux_server, deliveries) as pipeline:
         await pipeline.submit(Prompt(route="r", source="reviewer", target="coder", text=text, turn_id="t1",
                                      hop=1))
-        await anyio.sleep(2.5)  # the dispatcher looks at the target several times meanwhile
-        # never typed into the dialog
+        # the dispatcher looks at the target several times meanwhile, and never types into the dialog
+        await aquiet_for(2.5, "a hand-off typed into the dialog")
         assert deliveries == [] and "HANDOFF" not in tmux_server.capture(scene.pane)
         scene.status("idle")
         await until(lambda: submitted, 15, "the hand-off, typed once idle")

@@ -18,7 +18,7 @@ import pytest
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.events import Completion, Prompt
 from tests.cli_run import BATON, _env, baton, json_lines
-from tests.conftest import FIXTURES, TmuxServer, wait_for
+from tests.conftest import FIXTURES, TmuxServer, quiet_for, wait_for
 from tests.test_faults import start_agent, transcript_answers, write_config
 
 #: the fields of one ``history --json`` line (docs/json.md)
@@ -73,10 +73,68 @@ def test_history_json_is_one_object_per_line_and_every_filter_narrows_it(journal
     assert keys("--tile", "a", "--outcome", "delivered", "--since", "1d", "-n", "1") == ["b->a@t2"]
     text = baton("history", "--route", "a->b", "--outcome", "skipped")
     assert text.status == 0 and "the chain reached max_hops=6" in text.out and "review" not in text.out
-    assert baton("history", "--route", "nope").out.strip() == "no hand-offs match"
+    assert baton("history", "--route", "nope", "--outcome", "held").out.strip() == (
+        "no hand-offs match --route nope --outcome held; the journal holds others (fewer filters show them)")
     baton("history", "--since", "yesterday").one_line_error(2, "--since", "'yesterday'")
     baton("history", "--outcome", "lost").one_line_error(2, "--outcome", "invalid choice")
     baton("history", "--follow", "--all-hosts").one_line_error(2, "--follow")
+
+
+def test_history_help_examples_all_run(journal: Journal) -> None:
+    """Each example in ``baton history --help`` is a command that works (not one that follows: it runs on)."""
+    import shlex
+
+    examples = [line.split("  ")[1].strip() for line in baton("history", "--help").out.split("examples:")[1]
+                .splitlines() if line.startswith("  baton history")]
+    assert len(examples) >= 5
+    for example in examples:
+        args = shlex.split(example.split("|")[0])[2:]
+        if "-f" in args or "--follow" in args:
+            continue
+        result = baton("history", *args)
+        assert result.status == 0 and "Traceback" not in result.err and result.out.strip(), (example, result)
+
+
+@pytest.mark.parametrize("since", ["yesterday", "1e400s", "2026-02-30", "10 minutes", "0001-01-01T00:00"])
+def test_a_bad_since_is_one_line_naming_the_forms_it_takes(since: str) -> None:
+    baton("history", "--since", since).one_line_error(2, "--since", "a duration (10m, 2h, 1d)", "an ISO time")
+
+
+def test_a_journal_that_is_no_database_is_one_line_saying_what_to_do() -> None:
+    path = default_journal_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("these are my notes, not a journal\n" * 200)
+    for args in ([], ["--json"], ["--follow"]):
+        line = baton("history", *args, timeout=30).one_line_error(1, str(path), "not a journal batonpass can")
+        assert "move it aside" in line
+
+
+def test_rows_not_written_by_batonpass_show_on_one_line_each_without_a_traceback() -> None:
+    """A usage column that is no JSON object, an error over several lines with escape sequences (a server's
+    answer), a turn id with controls: the table, --json and --follow print them, one line a hand-off."""
+    j = Journal(default_journal_path())
+    error = "HTTP 500:\n<html>\x1b[31mboom\x1b[0m</html>\r\n"
+    add_handoff(j, "a->b", "a", "b", "t1\x1b[2Jx", "failed", error)
+    add_handoff(j, "a->b", "a", "b", "t2", "delivered")
+    add_handoff(j, "a->b", "a", "b", "t3", "delivered")
+    j.db.execute("UPDATE handoffs SET usage='{not json' WHERE turn_id='t2'")
+    odd = '{"input_tokens": "many", "cost_usd": "free"}'
+    j.db.execute("UPDATE handoffs SET usage=? WHERE turn_id='t3'", (odd,))
+    text = baton("history")
+    assert text.status == 0 and text.err == "", text
+    lines = text.out.splitlines()
+    assert len(lines) == 1 + 3 + 1 and "\x1b" not in text.out, text.out  # header, 3 hand-offs, the AI total
+    assert lines[1].split()[3] == "t1x" and lines[1].endswith("HTTP 500: <html>boom</html>")
+    assert "0 in · 0 out" in lines[3] and lines[4].startswith("AI transforms: 1 call, 0 tokens in")
+    rows = json_lines(baton("history", "--json").out)
+    assert [r["usage"] for r in rows] == [None, None, {"input_tokens": "many", "cost_usd": "free"}]
+    follower = Follower()
+    try:
+        assert follower.next().split()[0] == "WHEN"
+        assert [follower.next().split()[3] for _ in range(3)] == ["t1x", "t2", "t3"]
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and err.strip() == "", err
 
 
 def _ctrl_c_as_in_a_terminal() -> None:
@@ -143,6 +201,54 @@ def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
     finally:
         status, err = follower.interrupt()
     assert status == 0 and "Traceback" not in err, err
+
+
+def wake_ups(pid: int) -> int:
+    """How often the main thread of process ``pid`` (the event loop) went to sleep and was woken again so
+    far. Only that thread: with ``BATON_WATCHER=watchfiles`` the watcher's own thread wakes every few ms by
+    design (README), and the question here is whether the follower looks at the journal on a timer."""
+    for line in Path(f"/proc/{pid}/task/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches in /proc/{pid}/task/{pid}/status")
+
+
+def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(journal: Journal) -> None:
+    follower = Follower("--json", "-n", "1")
+    try:
+        assert json.loads(follower.next())["key"] == "review@t3"
+        add_handoff(journal, "c->d", "c", "d", "t4", "skipped", "no match")  # one change: one line
+        assert json.loads(follower.next())["key"] == "c->d@t4"
+        before = wake_ups(follower.proc.pid)
+        quiet_for(3.0, "a follower that looks at the journal on a timer")
+        # the hints of t4's last writes and the second look after each (inotify: 1 or 2; watchfiles, its
+        # hints debounced: up to 4); the look in case a hint was lost comes every 5 s; a 0.25 s poll woke
+        # 11 or 12 times in these 3 s
+        assert wake_ups(follower.proc.pid) - before <= 4
+        add_handoff(journal, "c->d", "c", "d", "t5", "failed", "gave up")
+        row = json.loads(follower.next())
+        assert (row["key"], row["state"], row["last_error"]) == ("c->d@t5", "failed", "gave up")
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and err.strip() == "", err
+
+
+def test_follow_ends_when_its_reader_closes_the_pipe_not_at_the_next_change(journal: Journal) -> None:
+    """``baton history -f -n 1 | head -2``: head exits after two lines, and so does the follower, although
+    it has nothing more to print (no write fails) until the journal changes."""
+    proc = subprocess.Popen([*BATON, "history", "--follow", "-n", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None),
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().split()[0] == b"WHEN"
+        assert b"review" in proc.stdout.readline()  # the backlog: all it prints
+        proc.stdout.close()  # as head does; the journal does not change from here on
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None and proc.stderr.read() == b""
 
 
 @pytest.mark.tmux

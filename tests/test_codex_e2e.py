@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from pipeline.cli import main as baton
+from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
@@ -35,6 +36,7 @@ from tests.agent_versions import resolve
 from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
+from tests.fakes.webhook import WebhookReceiver
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
@@ -121,10 +123,10 @@ def _stop_daemon(home: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1) -> list[str]:
-    """``count`` Codex TUIs started together, once all show their input line."""
+def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:
+    """``count`` Codex TUIs started together (with command line ``args``), once all show their input line."""
     panes = [
-        server.new_pane(str(world.command), cwd=world.project, env=world.env(), height=48)
+        server.new_pane(f"{world.command} {args}".strip(), cwd=world.project, env=world.env(), height=48)
         for _ in range(count)
     ]
 
@@ -294,3 +296,55 @@ async def test_two_codex_panes_in_one_folder_keep_their_own_turns(
         rollouts = {name: pipeline.tiles[name].adapter.rollout for name in ("left", "right")}
         assert rollouts["left"] != rollouts["right"] and None not in rollouts.values()
         assert [d.state for d in events if isinstance(d, Delivery)] == ["delivered"] * 4
+
+
+async def test_codex_at_an_approval_prompt_is_waiting_told_once_and_gets_its_hand_off_after(
+        codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real approval dialog: ``-a on-request``, and the model asks to run a command unsandboxed.
+    Codex 0.171.0 writes nothing to the rollout for the request (its last line stays the ``function_call``
+    until a person answers), so the adapter reads it from the screen: ``baton status`` says waiting, the
+    person is told once, and a hand-off queued meanwhile is typed only after the approval, once the turn
+    ended — never into the dialog (a ``y`` or Enter there would answer it)."""
+    world = codex_world
+    monkeypatch.setenv("XDG_STATE_HOME", str(world.state))
+    [codex] = start_codex(tmux_server, world, args="-a on-request -s workspace-write")
+    marker = world.project / f"APPROVAL_E2E_{tmp_path.name}.txt"
+    escalated = {"cmd": f"touch {marker.name} && echo E2E_TOOL_OK",
+                 "sandbox_permissions": "require_escalated",
+                 "justification": "Create the marker file the user asked for"}
+    world.api.script(Reply(call=("exec_command", escalated)), "APPROVED_ANSWER the marker is there.",
+                     "HANDOFF_ANSWER read the hand-off.")
+    webhook = WebhookReceiver().start()
+    config = Config.model_validate({"version": 1, "tiles": {"codex": {"pane": codex, "agent": "codex"}},
+                                    "settings": {"notify": [{"kind": "webhook", "url": f"{webhook.url}/h"}]}})
+    registries = load_registries()
+    events: list = []
+    handoff = "HANDOFF from the reviewer: check the marker file"
+    try:
+        async with running(config, tmux_server, events) as pipeline:
+            await pipeline.submit(Prompt(route="seed", source="test", target="codex", turn_id="seed-1", hop=0,
+                                         text="Create the marker file."))
+            await until(lambda: webhook.events("waiting"), 60, "the notice of Codex's approval prompt")
+            [row] = await tile_status(config, registries, tmux_server.tmux)
+            assert row["state"] == "waiting (permission prompt)"
+            adapter = pipeline.tiles["codex"].adapter
+            assert isinstance(adapter, CodexAdapter) and adapter.rollout is not None
+            last = rollout_events(adapter.rollout)[-2:]  # the function_call, then its token usage record
+            assert last[0]["payload"]["type"] == "function_call" and not marker.exists()
+            await pipeline.submit(Prompt(route="handoff", source="reviewer", target="codex", turn_id="h-1",
+                                         hop=1, text=handoff))
+            await aquiet_for(2.0, "the hand-off typed into the approval dialog")
+            assert deliveries(events, "handoff") == [] and "HANDOFF" not in tmux_server.capture(codex)
+            assert len(webhook.events("waiting")) == 1  # one episode, however many looks
+            tmux_server.run("send-keys", "-t", codex, "y")  # the person approves
+            await until(lambda: deliveries(events, "handoff"), 60, "the hand-off, typed after the turn")
+            assert [d.state for d in deliveries(events, "handoff")] == ["delivered"]
+            assert marker.exists()
+            await until(lambda: any(r.prompt == handoff for r in world.api.answers()), 30,
+                        "the hand-off reaching the model as a prompt of its own")
+            assert "approved" in tmux_server.capture(codex)
+    finally:
+        webhook.stop()
+        marker.unlink(missing_ok=True)
+    assert [e["message"] for e in webhook.events("waiting")] == ["codex is waiting: permission prompt"]

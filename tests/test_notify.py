@@ -22,7 +22,7 @@ from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.notify import Notice, Notifier
 from pipeline.engine.notify_config import NotifyTarget
-from tests.conftest import REPO, TmuxServer, until, wait_for
+from tests.conftest import REPO, TmuxServer, aquiet_for, quiet_for, until, wait_for
 from tests.fakes.webhook import WebhookReceiver
 from tests.test_claude_adapter import Scene
 from tests.test_faults import start_agent, wait_followed, write_config
@@ -92,8 +92,8 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
             [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}, {"from": "a", "to": "gone"}],
             max_hops=1, give_up_s=1.5,
             notify=[{"kind": "webhook", "url": hook_url},
-                    {"kind": "webhook", "url": down_url, "timeout_s": 2},
-                    {"kind": "webhook", "url": hung_url, "timeout_s": 1},
+                    {"kind": "webhook", "url": down_url, "timeout_s": 2, "retry_s": 1},
+                    {"kind": "webhook", "url": hung_url, "timeout_s": 1, "retry_s": 0},
                     {"kind": "tmux", "display_s": 30}, {"kind": "desktop", "events": ["waiting"]}],
         )
         daemon = daemon_factory(config)
@@ -141,13 +141,60 @@ def test_one_notice_per_waiting_episode_and_per_kept_failed_or_stopped_handoff(
                                         "coder is waiting: permission prompt"]
     log = daemon.stderr()
     assert TOKEN not in log and DOWN_TOKEN not in log
-    # each webhook that is down is reported once, by scheme and host only
-    down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line]
+    # each webhook that is down is reported once, by scheme and host only (a notice still being tried when
+    # the daemon stopped is said to be lost, on a line of its own)
+    down = [line for line in log.splitlines() if "notice to webhook http://127.0.0.1:" in line
+            and "batonpass stopped while" not in line]
     assert len(down) == 2, log
     assert sum("cannot connect" in line for line in down) == 1
     assert sum("no answer within 1s" in line for line in down) == 1
     for f in (p for p in default_journal_path().parent.rglob("*") if p.is_file()):
         assert TOKEN.encode() not in f.read_bytes() and DOWN_TOKEN.encode() not in f.read_bytes()
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_a_reload_keeps_the_waiting_episode_and_the_notice_being_tried(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+) -> None:
+    webhook = WebhookReceiver(answers=[500, 500]).start()  # fails twice, then works
+    try:
+        scene = Scene(tmux_server, tmp_path)
+        scene.status("idle")
+        tiles = {"coder": {"pane": scene.pane, "agent": "claude"}}
+        notify = [{"kind": "webhook", "url": f"{webhook.url}/hooks/{TOKEN}"}]
+        config = write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles, [], notify=notify)
+        daemon = daemon_factory(config)
+        daemon.start()
+
+        def followed(times: int) -> bool:
+            return daemon.stderr().count("coder: following") == times
+
+        wait_for(lambda: followed(1), what="the daemon following coder's session")
+        scene.status("waiting", waitingFor="permission prompt")
+        wait_for(lambda: webhook.requests, what="the first try of the waiting notice (answered 500)")
+        # routes.yaml changes while the notice is being tried again and coder still waits
+        write_config(config, tmux_server.socket, {**tiles, "spare": {"pane": "%999", "agent": "shell"}}, [],
+                     notify=notify)
+        wait_for(lambda: followed(2), what="the reloaded pipeline following coder (and seeing it wait)")
+        wait_for(lambda: webhook.delivered("waiting"), timeout=30, what="the notice, on its third try")
+        # once more, with the notice delivered: the new pipeline's look at the waiting tile is no news
+        write_config(config, tmux_server.socket, tiles, [], notify=notify, give_up_s=100)
+        wait_for(lambda: followed(3), what="the second reload's pipeline following coder")
+        scene.status("waiting", waitingFor="dialog open")  # and looked at again
+        quiet_for(1.5, "the waiting tile announced again")
+        assert [p.answered for p in webhook.requests] == [500, 500, 200]
+        assert len({json.dumps(b, sort_keys=True) for b in webhook.events()}) == 1  # tries of one notice
+        # the episode ends and a new one is announced: the carried state works on
+        scene.status("idle")
+        wait_for(lambda: "coder no longer waits" in daemon.stderr(), what="the end of the episode")
+        scene.status("waiting", waitingFor="permission prompt")
+        wait_for(lambda: len(webhook.delivered("waiting")) == 2, what="the next episode's notice")
+        assert daemon.stderr().count("reloading:") == 2
+        assert daemon.stop() == 0
+    finally:
+        webhook.stop()
+    assert TOKEN not in daemon.stderr() and "Traceback" not in daemon.stderr()
 
 
 def test_check_never_shows_the_webhook_url(tmp_path: Path) -> None:
@@ -185,6 +232,15 @@ def test_settings_validate_each_place() -> None:
     assert problems([{"kind": "webhook"}]) == ["a webhook needs a url (https://HOST/PATH)"]
     assert problems([{"kind": "tmux", "url": "https://x/y"}]) == [
         "url is only for kind: webhook (this is kind: tmux)"]
+    assert problems([{"kind": "desktop", "retry_s": 10}]) == [
+        "retry_s is only for kind: webhook (this is kind: desktop)"]
+    assert problems([{"kind": "webhook", "url": "https://h/x", "retry_s": 0, "timeout_s": 2}]) == []
+    for url in (f"https://h:99999/{TOKEN}", f"https://h:port/{TOKEN}"):
+        assert problems([{"kind": "webhook", "url": url}]) == [
+            "the webhook url's port must be a number from 1 to 65535 (the url is not shown: it may hold a "
+            "token)"]
+    said = problems([{"kind": "webhook", "url": f"https://h/a b/{TOKEN}"}])
+    assert len(said) == 1 and "write %20 for a space" in said[0] and TOKEN not in said[0]
     assert "Input should be" in problems([{"kind": "desktop", "events": ["soon"]}])[0]
     assert repr(NotifyTarget(kind="webhook", url=f"https://h/{TOKEN}")).count(TOKEN) == 0  # type: ignore[arg-type]
 
@@ -254,3 +310,143 @@ settings: {max_hops: 2}
     assert [(n.event, n.handoff, n.tile) for n in notifier.notices] == [
         ("failed", "a->b@t1", "b"), ("max_hops", "a->b@t2", "a")]
     assert "the model is down" in notifier.notices[0].message
+
+
+@pytest.mark.anyio
+async def test_a_webhook_that_fails_twice_gets_the_notice_once_on_its_third_try(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import anyio
+
+    webhook = WebhookReceiver(answers=[500, 500]).start()
+    notifier = Notifier([NotifyTarget(kind="webhook", url=f"{webhook.url}/hooks/{TOKEN}")])  # type: ignore[arg-type]
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.waiting("coder", "permission prompt")
+            await until(lambda: webhook.delivered(), 30, "the notice, on its third try")
+            for _ in range(3):  # looked at again: the same episode
+                notifier.waiting("coder", "permission prompt")
+            notifier.failed("r@t1", "r", "gone", "gave up")  # the next notice goes through at once
+            await until(lambda: webhook.delivered("failed"), 30, "the failed hand-off's notice")
+            await aquiet_for(1.5, "a fourth POST of the waiting notice")
+            tg.cancel_scope.cancel()
+    finally:
+        webhook.stop()
+    answered = [(p.body["event"], p.answered) for p in webhook.requests]
+    assert answered == [("waiting", 500), ("waiting", 500), ("waiting", 200), ("failed", 200)], answered
+    assert len({json.dumps(b, sort_keys=True) for b in webhook.events("waiting")}) == 1  # one notice, 3 tries
+    assert "got through at try 3" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_notice_that_finally_fails_is_logged_once_and_a_4xx_is_not_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import anyio
+
+    broken = WebhookReceiver(status=503).start()
+    refused = WebhookReceiver(status=404).start()
+    notifier = Notifier([
+        NotifyTarget(kind="webhook", url=f"{broken.url}/{TOKEN}", retry_s=2.5),  # type: ignore[arg-type]
+        NotifyTarget(kind="webhook", url=f"{refused.url}/{DOWN_TOKEN}"),  # type: ignore[arg-type]
+    ])
+    caplog.set_level(logging.INFO, logger="batonpass")
+
+    def given_up() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.waiting("coder", "permission prompt")
+            await until(lambda: len(given_up()) == 2, 30, "both places giving up")
+            tg.cancel_scope.cancel()
+    finally:
+        broken.stop()
+        refused.stop()
+    # tries at 0 s, 1 s, then 2.5 s (the wait cut to what retry_s leaves); the 404 once
+    assert [p.answered for p in broken.requests] == [503, 503, 503]
+    assert [p.answered for p in refused.requests] == [404]
+    lines = given_up()
+    assert sum(line.startswith(f"notice to webhook http://127.0.0.1:{broken.port}/… failed: the server "
+                               "answered HTTP 503 (3 tries over ") for line in lines) == 1, lines
+    assert sum(line.startswith(f"notice to webhook http://127.0.0.1:{refused.port}/… failed: the server "
+                               "answered HTTP 404; ") for line in lines) == 1, lines
+    assert TOKEN not in caplog.text and DOWN_TOKEN not in caplog.text
+
+
+def test_a_reload_carries_waiting_episodes_only_for_tiles_that_stay_and_until_a_look_confirms_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipeline.engine import notify
+
+    notifier = Recording()
+    for tile in ("coder", "reviewer", "gone", "exited"):
+        notifier.waiting(tile, "permission prompt")
+    assert len(notifier.notices) == 4
+    notifier.reload([NotifyTarget(kind="tmux")], None, ["coder", "reviewer", "exited"])
+    notifier.waiting("coder", "dialog open")  # the new pipeline's first look: the same episode
+    notifier.waiting("reviewer", None)  # it stopped waiting during the reload
+    notifier.waiting("gone", "permission prompt")  # a tile that left the config and came back: news
+    assert [n.tile for n in notifier.notices[4:]] == ["gone"]
+    monkeypatch.setattr(notify, "CARRY_S", -1.0)  # nobody looked at "exited" in time: its episode is over
+    notifier.reload([NotifyTarget(kind="tmux")], None, ["coder", "exited"])
+    notifier.waiting("exited", "permission prompt")
+    notifier.waiting("coder", "permission prompt")  # its first look came too late as well: news again
+    assert [n.tile for n in notifier.notices[5:]] == ["exited", "coder"]
+
+
+@pytest.mark.anyio
+async def test_a_desktop_notifier_that_hangs_or_fails_is_one_clear_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import anyio
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "notify-send"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    caplog.set_level(logging.INFO, logger="batonpass")
+    for body, needle in (
+        ("import time; time.sleep(30)", "notify-send did not finish within 0.5s (timeout_s)"),
+        ("import sys; sys.exit('no D-Bus session')", "notify-send exited with status 1: no D-Bus session"),
+    ):
+        script.write_text(f"#!{sys.executable}\n{body}\n")
+        script.chmod(0o755)
+        caplog.clear()
+        notifier = Notifier([NotifyTarget(kind="desktop", timeout_s=0.5)])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.waiting("coder", "permission prompt")
+            await until(lambda: any(r.levelno == logging.WARNING for r in caplog.records), 30, "the warning")
+            tg.cancel_scope.cancel()
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warnings == [f"notice to desktop failed: {needle}; further failures are not logged until one "
+                            "gets through"], warnings
+
+
+@pytest.mark.anyio
+async def test_a_notice_still_being_tried_when_batonpass_stops_is_said_to_be_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import anyio
+
+    webhook = WebhookReceiver(status=502).start()
+    notifier = Notifier([NotifyTarget(kind="webhook", url=f"{webhook.url}/{TOKEN}")])  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="batonpass")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notifier.run)
+            notifier.failed("r@t1", "r", "gone", "gave up")
+            await until(lambda: len(webhook.requests) == 2, 30, "the notice tried twice")
+            tg.cancel_scope.cancel()  # as `baton run` stopping
+    finally:
+        webhook.stop()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"notice to webhook http://127.0.0.1:{webhook.port}/… not sent (failed about gone): "
+                        "batonpass stopped while it was being tried again (the server answered HTTP 502)"]
+    assert TOKEN not in caplog.text

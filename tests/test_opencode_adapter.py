@@ -42,6 +42,11 @@ def test_the_input_box_draft_is_read_from_recorded_screens() -> None:
         == "fix the tests"
     )
     assert input_draft("no OpenCode here\n$ ") == ""
+    # a wide pane: the sidebar's long path wraps onto the box's rows, right of the box's border
+    lines = done.split("\n")
+    mode = next(i for i, line in enumerate(lines) if "Build · Fake Fake" in line)
+    lines[mode - 1] = lines[mode - 1][:118].ljust(118) + "/tmp/pytest-of-root/pytest-63/"
+    assert input_draft("\n".join(lines)) == ""
     adapter = OpenCodeAdapter.__new__(OpenCodeAdapter)
     assert adapter.is_busy(strip_ansi((SCREENS / "screen_working.txt").read_text()))
     assert not adapter.is_busy(done)

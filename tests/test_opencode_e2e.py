@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from pipeline import cli
+from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Delivery, Prompt
@@ -30,9 +31,10 @@ from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, wait_for
+from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
+from tests.fakes.webhook import WebhookReceiver
 
 #: the release SPEC §7 was recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
@@ -161,6 +163,73 @@ async def test_real_opencode_hands_off_and_takes_prompts(
         assert steps["session"]["value"]["session_id"] == session.id
         assert steps["answer"]["value"] == end.turn_id
     finally:
+        tmux_server.kill()
+        for seen in started:  # OpenCode and what it started, if left behind (the very processes we saw)
+            live = proc.read_proc(seen.pid)
+            if live is not None and live.start_ticks == seen.start_ticks:
+                try:
+                    os.kill(seen.pid, 15)
+                except OSError:
+                    pass
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_gets_its_hand_off_after(
+    tmux_server: TmuxServer, tmp_path: Path, opencode_bin: Path, fake_chat: FakeChat
+) -> None:
+    """``"permission": {"bash": "ask"}`` and a model that calls bash: OpenCode shows its permission dialog,
+    which its store does not record (the tool part stays ``running``). Read from the screen: ``baton
+    status`` says waiting, the person is told once, and a hand-off queued meanwhile is typed only after the
+    person allowed the command and the turn ended — never into the dialog (Enter there would answer it)."""
+    home, project = tmp_path / "home", tmp_path / "web"
+    project.mkdir()
+    env = opencode_env(home, opencode_bin)
+    (home / ".config" / "opencode").mkdir(parents=True)
+    config_json = opencode_config(fake_chat.url) | {"permission": {"bash": "ask"}}
+    (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(config_json))
+    oc = tmux_server.new_pane("opencode", cwd=project, env=env)
+    webhook = WebhookReceiver().start()
+    started: list[proc.Proc] = []
+    try:
+        wait_for(lambda: "Ask anything" in tmux_server.capture(oc), timeout=60, what="OpenCode's input box")
+        found = proc.find_agent(tmux_server.pane_pid(oc), {"opencode"})
+        assert found is not None
+        started = list(proc.subtree(found.pid))
+        registries = load_registries()
+        notify = [{"kind": "webhook", "url": f"{webhook.url}/h"}]
+        config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": oc, "agent": "opencode"}},
+                                        "settings": {"notify": notify}})
+        deliveries: list[Delivery] = []
+        pipeline = Pipeline(config, registries, tmux_server.tmux,
+                            report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+        handoff = "HANDOFF from the reviewer: look at the listing"
+        async with anyio.create_task_group() as tg:
+            await tg.start(pipeline.run)
+            await pipeline.submit(Prompt(route="seed", source="test", target="oc", turn_id="s-1", hop=0,
+                                         text="TOOLTEST: list the files (asks first)"))
+            await until(lambda: webhook.events("waiting"), 60, "the notice of OpenCode's permission prompt")
+            assert "Permission required" in tmux_server.capture(oc)
+            [row] = await tile_status(config, registries, tmux_server.tmux)
+            assert row["state"] == "waiting (permission prompt)"
+            await pipeline.submit(Prompt(route="handoff", source="reviewer", target="oc", turn_id="h-1",
+                                         hop=1, text=handoff))
+            await aquiet_for(2.0, "the hand-off typed into the permission dialog")
+            assert [d.prompt.route for d in deliveries] == ["seed"]
+            assert "HANDOFF" not in tmux_server.capture(oc)
+            assert len(webhook.events("waiting")) == 1  # one episode, however many looks
+            tmux_server.run("send-keys", "-t", oc, "Enter")  # the person allows it once
+            await until(lambda: [d.prompt.route for d in deliveries] == ["seed", "handoff"], 60,
+                        "the hand-off, typed after the turn")
+            assert [d.state for d in deliveries] == ["delivered", "delivered"]
+            assert any(r.kind == "tool-final" for r in fake_chat.requests)  # the command ran, then the turn
+            await until(lambda: any(r.last_user_text == handoff for r in fake_chat.requests), 30,
+                        "the hand-off reaching the model as a prompt of its own")
+            tg.cancel_scope.cancel()
+        assert [e["message"] for e in webhook.events("waiting")] == ["oc is waiting: permission prompt"]
+    finally:
+        webhook.stop()
         tmux_server.kill()
         for seen in started:  # OpenCode and what it started, if left behind (the very processes we saw)
             live = proc.read_proc(seen.pid)

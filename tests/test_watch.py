@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.system import inotify
+from tests.conftest import aquiet_for
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +64,21 @@ async def test_hints_for_files_folders_and_renames(tmp_path: Path, backend: str)
             target.write_text("three\n")
             assert target in await hint(both, "a write to its other path")
             tg.cancel_scope.cancel()
+
+
+async def test_a_cancelled_watcher_stops_at_once_not_after_its_threads_timeout(
+    tmp_path: Path, backend: str
+) -> None:
+    """watchfiles' awatch waits for its thread even when cancelled; the thread ends on the stop event, set
+    when the cancellation comes (else Ctrl-C on ``baton history --follow`` waited out rust_timeout, 60 s)."""
+    watcher = FileWatcher()
+    with anyio.fail_after(20):  # far below rust_timeout
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            with watcher.subscribe(tmp_path / "journal.sqlite3") as sub:
+                await sub.wait(0.5)  # the watch is set up
+                await aquiet_for(0.5, "the watcher's thread waiting for changes")
+                tg.cancel_scope.cancel()
 
 
 def test_a_change_reaches_exactly_the_subscriptions_it_concerns(tmp_path: Path) -> None:

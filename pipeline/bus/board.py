@@ -72,6 +72,12 @@ async def board_rows(link: BusLink, kind: str) -> list[dict[str, Any]]:
     for key in keys:
         if key.startswith(f"{kind}."):
             entry = await bucket.get(key)
-            if entry.value:
-                rows += orjson.loads(entry.value)
+            try:
+                value = orjson.loads(entry.value) if entry.value else []
+            except orjson.JSONDecodeError:
+                value = None
+            if not isinstance(value, list):  # written by something else than batonpass: left out
+                log.warning("bus: %s in %s is not a list of rows; left out", key, BOARD_BUCKET)
+                continue
+            rows += value
     return rows

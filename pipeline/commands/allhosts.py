@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import anyio
 
+from pipeline.commands.handoff_table import handoff_table
 from pipeline.commands.table import json_line, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
@@ -35,19 +35,22 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         rows = anyio.run(_read, settings, kind)
     except TimeoutError:
         print(
-            f"baton: the bus at {', '.join(bus_servers(settings))} did not answer within {REACH_S:g}s",
+            f"baton {'status' if kind == 'tiles' else 'history'} --all-hosts: the bus at "
+            f"{', '.join(bus_servers(settings))} did not answer within {REACH_S:g}s",
             file=sys.stderr,
         )
         return 1
+    rows = [r for r in rows if isinstance(r, dict)]  # another host's value that is not a row is left out
+    everyone = len(rows)
     if kind == "history":
         rows = [r for r in rows if match is None or match.matches(r)]
-        rows = sorted(rows, key=lambda r: (r.get("created", 0), r.get("key", "")))[-limit:]
+        rows = sorted(rows, key=_created)[-limit:]
         if as_json:
             for row in rows:
                 print(json_line(row))
             return 0
     else:
-        rows = sorted(rows, key=lambda r: (r.get("host", ""), r.get("tile", "")))
+        rows = sorted(rows, key=lambda r: (str(r.get("host", "")), str(r.get("tile", ""))))
     if as_json:
         print(json_text(rows))
         return 0
@@ -55,31 +58,23 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         print(
             table(
                 ("HOST", "TILE", "PANE", "AGENT", "STATE"),
-                [
-                    (r["host"], r["tile"], r.get("pane", ""), r.get("agent", ""), r.get("state", ""))
-                    for r in rows
-                ],
+                [tuple(r.get(k, "") for k in ("host", "tile", "pane", "agent", "state")) for r in rows],
             )
         )
         return 0
-    print(
-        table(
-            ("WHEN", "HOST", "ROUTE", "TURN", "HOP", "OUTCOME", "WHY"),
-            [
-                (
-                    time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["updated"])),
-                    r["host"],
-                    r["route"],
-                    str(r["turn_id"])[:28],
-                    r["hop"],
-                    r["state"],
-                    r.get("last_error") or r.get("note") or "",
-                )
-                for r in rows
-            ],
-        )
-    )
+    if not rows:
+        from pipeline.commands.history import no_match
+
+        print(no_match(match or HistoryFilter(), others=everyone > 0, where=" on the bus"))
+        return 0
+    print(handoff_table(rows, host=True))
     return 0
+
+
+def _created(row: dict[str, Any]) -> tuple[float, str]:
+    created = row.get("created")
+    number = created if isinstance(created, int | float) and not isinstance(created, bool) else 0.0
+    return float(number), str(row.get("key", ""))
 
 
 async def _read(settings: Any, kind: str) -> list[dict[str, Any]]:

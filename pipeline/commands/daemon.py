@@ -3,7 +3,9 @@
 The daemon runs one :class:`~pipeline.engine.runtime.Pipeline` at a time. When routes.yaml changes it is read
 again: if it is invalid, every problem is reported with its position and the running config stays; if it
 is valid, the running pipeline is stopped and a new one started with the new config. Nothing is lost in
-between — the journal holds every hand-off that was queued, and the new pipeline picks them up first.
+between — the journal holds every hand-off that was queued, and the new pipeline picks them up first — and
+the notifier (``settings.notify``) lives as long as the daemon: a tile still waiting for a person is not
+announced again, and a notice still being tried is not dropped.
 SIGINT/SIGTERM stop the daemon cleanly with exit status 0.
 """
 
@@ -22,6 +24,7 @@ from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.notify import Notifier
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.state_lock import StateFolderBusy, hold_state_folder
 from pipeline.engine.watch import FileWatcher, Subscription
@@ -53,17 +56,19 @@ async def _route(config: Config, path: Path, registries: Registries, server: Cal
                  journal: Journal, dry_run: bool, host: str) -> None:
     if pruned := journal.prune():
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
-    watcher = FileWatcher()
+    watcher, notifier = FileWatcher(), Notifier()
     async with anyio.create_task_group() as outer:
         outer.start_soon(watcher.run)
+        outer.start_soon(notifier.run)
         outer.start_soon(_stop_on_signal, outer.cancel_scope)
         with watcher.subscribe(path.resolve()) as sub:
             while True:
                 tmux = server(config)
+                notifier.reload(config.settings.notify, tmux, config.on_host(host).tiles)
                 async with anyio.create_task_group() as tg:
                     await tg.start(watch_presence, config.on_host(host), registries, tmux)
                     tg.start_soon(Pipeline(config, registries, tmux, dry_run=dry_run, journal=journal,
-                                           watcher=watcher, host=host).run)
+                                           watcher=watcher, host=host, notifier=notifier).run)
                     config = await _next_valid_config(sub, path, registries, config)
                     log.info("reloading: %s changed; restarting the pipeline with the new routes", path)
                     tg.cancel_scope.cancel()

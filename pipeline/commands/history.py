@@ -1,10 +1,7 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs as the journal records them.
-
-``--follow`` looks at the journal every :data:`FOLLOW_TICK_S` (SQLite in WAL mode: a reader never blocks
-the daemon) and prints a line each time a hand-off's record changed, so one hand-off shows as it goes
-``transformed`` → ``delivered``; states it passed between two looks show as the last one. Ctrl-C ends it
-with exit status 0.
+keeps printing hand-offs as the journal records them (:mod:`pipeline.commands.history_follow`). The table
+is :mod:`pipeline.commands.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
+exit status 0.
 """
 
 from __future__ import annotations
@@ -20,12 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.table import json_line, table
+from pipeline.commands.handoff_table import HEADER, handoff_cells, handoff_table
+from pipeline.commands.table import json_line
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
 
-__all__ = ["FOLLOW_TICK_S", "ai_use", "history_command", "parse_since", "quiet_stdout", "record_row"]
+__all__ = ["describe_filter", "history_command", "no_match", "parse_since", "quiet_stdout", "record_row"]
 
-FOLLOW_TICK_S = 0.25
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _AGO = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
 
@@ -50,47 +47,6 @@ def record_row(record: HandoffRecord) -> dict[str, Any]:
     return asdict(record)
 
 
-def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-
-
-def ai_use(usage: dict[str, Any] | None) -> str:
-    """An AI transform's call in a few words: ``3200 in · 300 out · $0.0087`` (tokens only when the
-    model's price is unknown; "" when no model was called)."""
-    if not usage:
-        return ""
-    words = f"{_tokens_in(usage)} in · {int(usage.get('output_tokens') or 0)} out"
-    cost = usage.get("cost_usd")
-    return words if cost is None else f"{words} · ${cost:.4f}"
-
-
-def _tokens_in(usage: dict[str, Any]) -> int:
-    """All the input a call was billed for: fresh, written to the cache, read from it."""
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_write_tokens", "cache_read_tokens"))
-
-
-def _total(records: list[HandoffRecord]) -> str:
-    """One line adding up the AI transforms' calls among ``records`` ("" when there were none)."""
-    calls = [r.usage for r in records if r.usage]
-    if not calls:
-        return ""
-    tokens_in = sum(_tokens_in(u) for u in calls)
-    tokens_out = sum(int(u.get("output_tokens") or 0) for u in calls)
-    priced = [u["cost_usd"] for u in calls if u.get("cost_usd") is not None]
-    line = (f"AI transforms: {len(calls)} call{'s' * (len(calls) != 1)}, {tokens_in} tokens in, "
-            f"{tokens_out} out" + (f", ${sum(priced):.4f}" if priced else ""))
-    unpriced = len(calls) - len(priced)
-    return line + (f" ({unpriced} of a model with no known price: tokens only)" if unpriced else "")
-
-
-def _cells(r: HandoffRecord) -> tuple[object, ...]:
-    return (_when(r.updated), r.route, r.turn_id[:28], r.hop, r.state, r.attempts, ai_use(r.usage),
-            r.last_error or r.note)
-
-
-HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
-
-
 def history_command(args: argparse.Namespace) -> int:
     match = HistoryFilter(route=args.route, tile=args.tile, outcome=args.outcome, since=args.since)
     if args.all_hosts:
@@ -110,7 +66,11 @@ def history_command(args: argparse.Namespace) -> int:
             return _follow(path, args.limit, match, args.json)
         return _print_history(path, args.limit, match, args.json)
     except sqlite3.Error as exc:
-        print(f"baton history: cannot read the journal {path}: {exc}", file=sys.stderr)
+        # a file that is no SQLite database, or a damaged one (not "locked", not "unable to open"): what to do
+        unreadable = type(exc) is sqlite3.DatabaseError
+        hint = "; not a journal batonpass can read: move it aside and the next `baton run` starts a new one"
+        hint = hint if unreadable else ""
+        print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
 
 
@@ -118,56 +78,58 @@ def _filtered(match: HistoryFilter) -> bool:
     return match != HistoryFilter()
 
 
+def describe_filter(match: HistoryFilter) -> str:
+    """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
+    words = [f"--{name} {value}" for name, value in
+             (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
+    if match.since is not None:
+        words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
+    return " ".join(words)
+
+
+def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
+    """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
+    if not _filtered(match) or not others:
+        return f"no hand-offs{where} yet"
+    holder = "the bus" if where else "the journal"
+    return f"no hand-offs match {describe_filter(match)}; {holder} holds others (fewer filters show them)"
+
+
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     if not path.exists():
         if not as_json:
             print(f"no hand-offs yet ({path} does not exist)")
         return 0
-    records = Journal(path).history(limit, match)
+    journal = Journal(path)
+    records = journal.history(limit, match)
     if as_json:
         for r in records:
             print(json_line(record_row(r)))
         return 0
     if not records:
-        print("no hand-offs match" if _filtered(match) else "no hand-offs yet")
+        print(no_match(match, bool(journal.history(1))))
         return 0
-    print(table(HEADER, [_cells(r) for r in records]))
-    if total := _total(records):
-        print(total)
+    print(handoff_table([record_row(r) for r in records]))
     return 0
 
 
 def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe."""
+    from pipeline.commands.history_follow import follow_journal
+
     emit: Callable[[HandoffRecord], None] = (
         (lambda r: print(json_line(record_row(r)), flush=True)) if as_json
-        else (lambda r: print("  ".join(str(c) for c in _cells(r)), flush=True))
+        else (lambda r: print("  ".join(str(c) for c in handoff_cells(record_row(r))), flush=True))
     )
     try:
         if not as_json:
             print("  ".join(HEADER), flush=True)
-        while not path.exists():  # batonpass never ran here yet: the daemon's first hand-off makes it
-            time.sleep(FOLLOW_TICK_S)
-        journal = Journal(path)
-        last = time.time()  # what changes from here on is news; a change during the backlog may show twice
-        shown: set[tuple[str, float]] = set()
-        for r in journal.history(limit, match):
-            emit(r)
-        while True:
-            time.sleep(FOLLOW_TICK_S)
-            changed = [r for r in journal.changed_since(last, match) if (r.key, r.updated) not in shown]
-            for r in changed:
-                emit(r)
-            if changed:
-                newest = changed[-1].updated
-                shown = {key for key in shown if key[1] == newest} if newest == last else set()
-                shown |= {(r.key, r.updated) for r in changed if r.updated == newest}
-                last = newest
+        follow_journal(path, limit, match, emit)
     except KeyboardInterrupt:
         return 0
     except BrokenPipeError:  # `baton history --follow | head -3`: the reader is done
         quiet_stdout()
-        return 0
+    return 0
 
 
 def quiet_stdout() -> None:

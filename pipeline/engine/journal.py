@@ -378,8 +378,11 @@ _ADDED_COLUMNS = {"usage": "TEXT"}
 
 
 def _record(row: tuple[Any, ...]) -> HandoffRecord:
-    usage = row[-1]
-    return replace(HandoffRecord(*row[:-1]), usage=json.loads(usage) if usage else None)
+    try:
+        usage = json.loads(row[-1]) if row[-1] else None
+    except (TypeError, ValueError):  # not written by batonpass: no use known, and no traceback
+        usage = None
+    return replace(HandoffRecord(*row[:-1]), usage=usage if isinstance(usage, dict) else None)
 
 
 class _Transaction:

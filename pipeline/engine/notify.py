@@ -7,6 +7,11 @@ per waiting episode, one per kept and one per failed hand-off, one per loop stop
 ``settings.notify`` lists (:mod:`pipeline.engine.notify_sinks`). Sending happens in the background:
 reporting never waits, so a slow or dead webhook never holds up a hand-off. A full queue drops notices
 (said once in the log) rather than waiting.
+
+``baton run`` keeps one notifier for its whole life and hands it to each pipeline it starts: a reload of
+routes.yaml (a new pipeline) neither forgets which tiles wait (they are not announced again) nor drops a
+notice still being tried. An episode carried over a reload is the new pipeline's to confirm: its adapter
+reports the tile again on its first look; one nobody confirms within :data:`CARRY_S` is over.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from pipeline.engine.notify_config import NotifyEvent, NotifyTarget
-from pipeline.engine.notify_sinks import Sink, make_sink
+from pipeline.engine.notify_sinks import Sink, TmuxSink, make_sink
 from pipeline.system.tmux import Tmux
 
 __all__ = ["Notice", "Notifier"]
@@ -32,6 +38,8 @@ log = logging.getLogger("batonpass")
 QUEUE_SIZE = 64
 #: how many hand-offs' notices are remembered for de-duplication
 MEMORY = 1024
+#: how long a waiting episode carried over a reload waits for the new pipeline's first look at its tile
+CARRY_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +69,43 @@ class Notifier:
         self.sinks: list[Sink] = [make_sink(t, tmux) for t in targets]
         #: tile -> the reason of its current waiting episode
         self._waiting: dict[str, str] = {}
+        #: tile -> until when (monotonic) its episode, carried over a reload, waits to be confirmed
+        self._carried: dict[str, float] = {}
         self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._send: MemoryObjectSendStream[Notice]
         self._receive: MemoryObjectReceiveStream[Notice]
         self._send, self._receive = anyio.create_memory_object_stream[Notice](QUEUE_SIZE)
         self._dropping = False
+        self._tg: TaskGroup | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.sinks)
+
+    def reload(self, targets: Sequence[NotifyTarget], tmux: Tmux | None, tiles: Collection[str]) -> None:
+        """A new pipeline is starting with ``targets`` and ``tiles`` (routes.yaml was read again). A place
+        that stays keeps its notices under way and its "failing" state; the waiting episodes of tiles that
+        stay are carried over (see the module's docstring), those of tiles that went are forgotten."""
+        old, fresh = list(self.sinks), []
+        sinks: list[Sink] = []
+        for target in targets:
+            sink = next((s for s in old if s.target == target), None)
+            if sink is None:
+                sink = make_sink(target, tmux)
+                fresh.append(sink)
+            else:
+                old.remove(sink)
+            if isinstance(sink, TmuxSink):
+                sink.tmux = tmux  # the tiles' tmux server may be another one now
+            sinks.append(sink)
+        self.sinks = sinks
+        if self._tg is not None:
+            for sink in fresh:
+                self._tg.start_soon(sink.prepare)
+        for tile in [t for t in self._waiting if t not in tiles]:
+            del self._waiting[tile]
+        until = time.monotonic() + CARRY_S
+        self._carried = {tile: until for tile in self._waiting}
 
     # ---- what the engine reports -----------------------------------------------------------------
 
@@ -77,6 +113,9 @@ class Notifier:
         """``tile`` waits for a person (``reason``: what for) or not (None). Called on every look; a notice
         goes out when an episode starts, not while it lasts nor when its reason changes (2.1.332 shows
         "dialog open" before "permission prompt" in one episode)."""
+        carried = self._carried.pop(tile, None)
+        if carried is not None and time.monotonic() > carried:
+            self._waiting.pop(tile, None)  # not confirmed in time: it ended while no pipeline looked
         if reason is None:
             if self._waiting.pop(tile, None) is not None and self.active:
                 log.info("notice      %s no longer waits for a person", tile)
@@ -131,12 +170,14 @@ class Notifier:
 
     async def run(self) -> None:
         """Send notices until cancelled; each send runs on its own, bounded per place."""
-        if not self.sinks:
-            return
-        for sink in self.sinks:
-            await sink.start()
         async with self._receive, anyio.create_task_group() as tg:
-            async for notice in self._receive:
+            self._tg = tg
+            try:
                 for sink in self.sinks:
-                    if sink.target.wants(notice.event):
-                        sink.enqueue(tg, notice)
+                    tg.start_soon(sink.prepare)
+                async for notice in self._receive:
+                    for sink in self.sinks:
+                        if sink.target.wants(notice.event):
+                            sink.enqueue(tg, notice)
+            finally:
+                self._tg = None

@@ -36,8 +36,12 @@ class NotifyTarget(BaseModel):
     url: SecretStr | None = None
     #: the events this place wants (default: all of them)
     events: list[NotifyEvent] = Field(default_factory=lambda: list(EVENTS))
-    #: webhook: how long one POST may take before it is given up (it never holds up a hand-off)
+    #: webhook, desktop: how long one POST (one notify-send) may take before it is given up (it never holds
+    #: up a hand-off)
     timeout_s: float = Field(default=5.0, gt=0, le=60, allow_inf_nan=False, strict=True)
+    #: webhook: for how long a notice whose POST failed (no connection, no answer, HTTP 5xx or 429) is tried
+    #: again, waiting 1 s, 2 s, 4 s … between tries; 0 tries once
+    retry_s: float = Field(default=30.0, ge=0, le=600, allow_inf_nan=False, strict=True)
     #: tmux: how long the message stays on the status line
     display_s: float = Field(default=8.0, gt=0, le=600, allow_inf_nan=False, strict=True)
 
@@ -45,15 +49,25 @@ class NotifyTarget(BaseModel):
     def _url_fits_kind(self) -> NotifyTarget:
         # messages here never quote the URL: it may hold a token and `baton check` prints them
         if self.kind != "webhook":
-            if self.url is not None:
-                raise ValueError(f"url is only for kind: webhook (this is kind: {self.kind})")
+            for name in ("url", "retry_s"):
+                if name in self.model_fields_set:
+                    raise ValueError(f"{name} is only for kind: webhook (this is kind: {self.kind})")
             return self
         if self.url is None:
             raise ValueError("a webhook needs a url (https://HOST/PATH)")
-        parts = urlsplit(self.url.get_secret_value())
+        raw = self.url.get_secret_value()
+        parts = urlsplit(raw)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("the webhook url must be http:// or https:// with a host (the url is not shown: "
                              "it may hold a token)")
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is no number from 0 to 65535
+        except ValueError:
+            raise ValueError("the webhook url's port must be a number from 1 to 65535 (the url is not "
+                             "shown: it may hold a token)") from None
+        if any(c.isspace() or not c.isprintable() for c in raw):
+            raise ValueError("the webhook url holds a space or a control character; write %20 for a space "
+                             "(the url is not shown: it may hold a token)")
         return self
 
     def wants(self, event: str) -> bool:

@@ -1,18 +1,23 @@
 """The places a notice goes to: the tmux clients, the desktop, a webhook.
 
 Each place sends on its own, at most :data:`PARALLEL` notices at a time, with its backlog capped (a place
-that cannot keep up loses notices, the pipeline never waits). A place that fails says so once in the log and
-again only after it worked in between. A webhook's URL is a secret: it goes to the log redactor before the
-first send, and errors are described by their kind, never by their text (an HTTP library's message may
-quote the URL).
+that cannot keep up loses notices, the pipeline never waits). A webhook whose POST fails in a way that may
+pass (no connection, no answer, HTTP 5xx, 408 or 429) is tried again for ``retry_s`` (30 s), the waits
+doubling from :data:`FIRST_RETRY_S`; the tries of one notice are one notice (the same body), and a slot is
+held only while a POST is under way, never during a wait. A place that finally fails says so once in the
+log and again only after it worked in between. A webhook's URL is a secret: it goes to the log redactor
+before the first send, and errors are described by their kind, never by their text (an HTTP library's
+message may quote the URL).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import shutil
 import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -37,6 +42,8 @@ log = logging.getLogger("batonpass")
 
 PARALLEL = 2
 BACKLOG = 16
+#: the wait before a failed notice is tried again the first time; each further wait is twice the last
+FIRST_RETRY_S = 1.0
 #: longest text put on a status line or a desktop bubble
 SHORT = 200
 
@@ -47,20 +54,43 @@ def one_line(text: str, limit: int = SHORT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+class _GaveUp(Exception):
+    """A notice tried more than once, and given up."""
+
+    def __init__(self, cause: Exception, tries: int, spent: float) -> None:
+        super().__init__(type(cause).__name__)  # never the cause's text: it may quote a webhook's url
+        self.cause, self.tries, self.spent = cause, tries, spent
+
+
 class Sink:
     """One place from ``settings.notify``."""
+
+    #: for how long a notice that failed in a way that may pass is tried again (0: never)
+    retry_s = 0.0
 
     def __init__(self, target: NotifyTarget) -> None:
         self.target = target
         self._slots = anyio.Semaphore(PARALLEL)
         self._pending = 0
         self._failing = False
+        self._ready = anyio.Event()
+
+    async def prepare(self) -> None:
+        """:meth:`start`, then let the notices waiting for it go."""
+        try:
+            await self.start()
+        finally:
+            self._ready.set()
 
     async def start(self) -> None:
         """Once, before the first notice."""
 
     async def send(self, notice: Notice) -> None:
         raise NotImplementedError
+
+    def retryable(self, exc: Exception) -> bool:
+        """Whether trying ``exc``'s notice again may help."""
+        return False
 
     def enqueue(self, tg: TaskGroup, notice: Notice) -> None:
         if self._pending >= BACKLOG:
@@ -70,17 +100,51 @@ class Sink:
         tg.start_soon(self._deliver, notice)
 
     async def _deliver(self, notice: Notice) -> None:
+        failures: list[str] = []
         try:
-            async with self._slots:
-                await self.send(notice)
+            await self._ready.wait()
+            tries = await self._send_until_given_up(notice, failures)
+        except anyio.get_cancelled_exc_class():
+            if failures:  # batonpass is stopping while it waits to try again: say what is lost
+                log.warning("notice to %s not sent (%s about %s): batonpass stopped while it was being "
+                            "tried again (%s)", self.target.label(), notice.event, notice.tile, failures[-1])
+            raise
+        except _GaveUp as gave_up:
+            self._failed(f"{self.describe(gave_up.cause)} ({gave_up.tries} tries over {gave_up.spent:.0f}s)")
         except Exception as exc:  # a place that fails never stops the others, nor the pipeline
             self._failed(self.describe(exc))
         else:
             if self._failing:
                 log.info("notices to %s get through again", self.target.label())
+            elif tries > 1:
+                log.info("notice      %s to %s got through at try %d", notice.event, self.target.label(),
+                         tries)
             self._failing = False
         finally:
             self._pending -= 1
+
+    async def _send_until_given_up(self, notice: Notice, failures: list[str]) -> int:
+        """Send ``notice``, trying again while that may help and ``retry_s`` lasts; returns the tries.
+        Each failed try's description is added to ``failures``."""
+        started, wait, tries = anyio.current_time(), FIRST_RETRY_S, 1
+        while True:
+            try:
+                async with self._slots:
+                    await self.send(notice)
+                return tries
+            except Exception as exc:
+                spent = anyio.current_time() - started
+                left = self.retry_s - spent
+                if not self.retryable(exc) or left <= 0:
+                    if tries > 1:
+                        raise _GaveUp(exc, tries, spent) from None
+                    raise
+                failures.append(self.describe(exc))
+                wait, pause = wait * 2, min(wait, left)
+                log.debug("notice      %s to %s: try %d failed (%s); trying again in %.1fs", notice.event,
+                          self.target.label(), tries, self.describe(exc), pause)
+            await anyio.sleep(pause)
+            tries += 1
 
     def _failed(self, why: str) -> None:
         if not self._failing:
@@ -89,7 +153,7 @@ class Sink:
         self._failing = True
 
     def describe(self, exc: Exception) -> str:
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 class TmuxSink(Sink):
@@ -132,14 +196,34 @@ class DesktopSink(Sink):
             raise RuntimeError(f"notify-send exited with status {result.returncode}: "
                                f"{one_line(result.stderr.decode('utf-8', 'replace'), 120)}")
 
+    def describe(self, exc: Exception) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"notify-send did not finish within {self.target.timeout_s:g}s (timeout_s)"
+        if isinstance(exc, RuntimeError):
+            return str(exc)
+        return super().describe(exc)
+
 
 class WebhookSink(Sink):
     """A JSON POST per notice, from a daemon thread of its own: a server that never answers holds neither
     the shared thread pool (adapters read files with it) nor the exit of ``baton run``."""
 
+    def __init__(self, target: NotifyTarget) -> None:
+        super().__init__(target)
+        self.retry_s = target.retry_s
+
     async def start(self) -> None:
         assert self.target.url is not None
         add_secret(self.target.url.get_secret_value())
+
+    def retryable(self, exc: Exception) -> bool:
+        if isinstance(exc, urllib.error.HTTPError):  # a server error, or "too many requests", may pass
+            return exc.code >= 500 or exc.code in (408, 425, 429)
+        if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, ssl.SSLCertVerificationError):
+            return False  # a certificate that is not trusted now will not be in a minute
+        if isinstance(exc, http.client.InvalidURL):
+            return False
+        return isinstance(exc, OSError | http.client.HTTPException)  # refused, reset, no answer, a bad reply
 
     async def send(self, notice: Notice) -> None:
         body = json.dumps(notice.as_json(), ensure_ascii=False).encode("utf-8")

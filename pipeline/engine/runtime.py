@@ -42,7 +42,7 @@ class Pipeline:
     def __init__(self, config: Config, registries: Registries, tmux: Tmux, *, dry_run: bool = False,
                  report: Callable[[Completion | Delivery], None] | None = None,
                  journal: Journal | None = None, watcher: FileWatcher | None = None,
-                 host: str | None = None) -> None:
+                 host: str | None = None, notifier: Notifier | None = None) -> None:
         self.config, self.registries, self.tmux = config, registries, tmux
         #: the host this pipeline runs the tiles of (``baton run --host``)
         self.host = host or local_host()
@@ -56,8 +56,10 @@ class Pipeline:
         self.hops = HopLedger(self.journal)
         self.tiles: dict[str, TileRuntime] = {}
         self.dispatcher: PromptDispatcher | None = None
-        #: tells a person when a tile waits for them, or a hand-off was kept or failed (settings.notify)
-        self.notifier = Notifier(config.settings.notify, tmux)
+        #: tells a person when a tile waits for them, or a hand-off was kept or failed (settings.notify);
+        #: one given (``baton run``'s, which outlives a reload) is run by its owner
+        self.notifier = notifier if notifier is not None else Notifier(config.settings.notify, tmux)
+        self._own_notifier = notifier is None
 
     async def run(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
         watcher = self.watcher or FileWatcher()
@@ -85,7 +87,8 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             if self.watcher is None:
                 tg.start_soon(watcher.run)
-            tg.start_soon(self.notifier.run)
+            if self._own_notifier:
+                tg.start_soon(self.notifier.run)
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
@@ -123,13 +126,16 @@ class Pipeline:
             await self.bus.run(self.submit, tiles=self.tile_rows)
 
     async def tile_rows(self) -> list[dict[str, Any]]:
-        """This host's tiles as the dispatcher sees them (for ``baton status --all-hosts``)."""
+        """This host's tiles as the dispatcher sees them, and waiting for a person where the adapter said
+        so (for ``baton status --all-hosts``; the dispatcher alone sees a dialog as ``busy``)."""
         rows = []
         for name, runtime in self.tiles.items():
             try:
                 state: str = await target_state(runtime.adapter)
             except Exception as exc:
                 state = f"unknown ({type(exc).__name__})"
+            if runtime.ctx.waiting_for is not None and state == "busy":
+                state = f"waiting ({runtime.ctx.waiting_for})"
             rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
                          "state": state})
         return rows

@@ -200,16 +200,28 @@ class FileWatcher:
         from watchfiles import awatch
 
         stop = threading.Event()
-        try:
-            # rust_timeout: how often the thread comes back with nothing (the stop event ends it anyway)
-            async for changes in awatch(*self._roots, watch_filter=None, step=self.step_ms,
-                                        debounce=self.debounce_ms, stop_event=stop, recursive=True,
-                                        rust_timeout=60_000, ignore_permission_denied=True):
-                self._dispatch(changes)
-                if self._wanted_roots() != self._roots:
-                    return  # a folder we waited for now exists: watch it directly
-        finally:
-            stop.set()
+
+        async def stop_when_cancelled() -> None:
+            # awatch waits for its thread even when cancelled, and the thread ends on the stop event (or after
+            # rust_timeout): set it the moment a cancellation comes, not after awatch gave up waiting
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stop.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_when_cancelled)
+            try:
+                # rust_timeout: how often the thread comes back with nothing (the stop event ends it anyway)
+                async for changes in awatch(*self._roots, watch_filter=None, step=self.step_ms,
+                                            debounce=self.debounce_ms, stop_event=stop, recursive=True,
+                                            rust_timeout=60_000, ignore_permission_denied=True):
+                    self._dispatch(changes)
+                    if self._wanted_roots() != self._roots:
+                        return  # a folder we waited for now exists: watch it directly
+            finally:
+                stop.set()
+                tg.cancel_scope.cancel()
 
     def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
         """Each changed path to the subscriptions it concerns (what :meth:`Subscription.matches` says, found

@@ -77,6 +77,8 @@ class TileContext:
     on_resolved: Callable[[], Awaitable[None]] | None = None
     #: set by the engine: what hears that the agent waits for a person (see :meth:`waiting`)
     on_waiting: Callable[[str | None], None] | None = None
+    #: what the agent waits for a person for, as its adapter last said (None: it does not wait)
+    waiting_for: str | None = None
     _pane_id: str | None = None
     _server_pid: int | None = None
 
@@ -90,6 +92,7 @@ class TileContext:
         """Adapters call this whenever they read whether their agent waits for a person: ``reason`` says
         what for (``"permission prompt"``), None that it does not. Call it on every look: the engine tells
         the person once per episode (``settings.notify``)."""
+        self.waiting_for = reason
         if self.on_waiting is not None:
             self.on_waiting(reason)
 

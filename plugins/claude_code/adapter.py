@@ -49,7 +49,7 @@ from plugins.claude_code.reader import (
     scan_back,
 )
 from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
-from plugins.claude_code.screen import BUSY_MARKERS, input_box, screen_answer
+from plugins.claude_code.screen import BUSY_MARKERS, dialog, input_box, screen_answer
 from plugins.claude_code.turns import TurnEnd, turn_id
 from plugins.claude_code.usage import TranscriptUsage
 
@@ -108,6 +108,10 @@ class ClaudeCodeAdapter(FileFollowing):
         activity = await anyio.to_thread.run_sync(self._activity, res)
         if activity:
             steps.append(ResolveStep("activity", True, activity, activity))
+        elif res.process is not None and res.session is None:  # no session file to say it: the screen
+            waiting = await self.waiting_step()
+            if waiting is not None:
+                steps.append(waiting)
         if res.transcript is None:
             steps.append(
                 ResolveStep(
@@ -304,6 +308,11 @@ class ClaudeCodeAdapter(FileFollowing):
 
     def draft(self, screen: str) -> str:
         return input_box(screen) or ""
+
+    def waiting_for(self, screen: str) -> str | None:
+        """A permission prompt or dialog on the screen: what tells it when no session file does (the
+        screen fallback, versions before the session file)."""
+        return dialog(screen)
 
     async def received(self, text: str) -> bool | None:
         """Whether one of the last prompts in the session's transcript is ``text`` (its paste wrapper

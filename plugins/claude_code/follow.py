@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import PaneGone, ServerGone
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
 from pipeline.plugin.tools import proc
@@ -80,6 +79,8 @@ class FileFollowing(TerminalAdapter):
     held_grace_s: ClassVar[float] = 3.0
     #: how often a follower checks that its process still lives (processes send no file events)
     liveness_s: ClassVar[float] = 2.0
+    #: with no session file to say it, how often the screen is read for a permission prompt
+    screen_look_s: ClassVar[float] = 0.5
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -98,18 +99,12 @@ class FileFollowing(TerminalAdapter):
         if watcher is None:  # outside the daemon: nothing shared to watch files with
             await super().follow(emit)
             return
-        said = ""
         while True:
-            try:
-                res = await self._resolve()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            res = await self._look_once_pane_is_there(self._resolve)
             why = self._why_not_files(res)
-            if why != said and why:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if res.process is None:  # a process starting sends no file event: look again in a while
+                self.ctx.waiting(None)  # no Claude Code, nobody waiting (a reload's carried episode ends)
                 await anyio.sleep(self.liveness_s)
                 continue
             if why.startswith("waiting") and res.config is not None:
@@ -179,6 +174,9 @@ class FileFollowing(TerminalAdapter):
                         (None if exit_watched else self.liveness_s) if idle_deadline is None
                         else max(idle_deadline - time.monotonic(), 0.0)
                     )
+                    if res.session is None:  # no session file: only the screen tells a prompt
+                        timeout = min(timeout if timeout is not None else self.screen_look_s,
+                                      self.screen_look_s)
                     changed = await sub.wait(timeout)
                     live = proc.read_proc(pid)
                     if live is None or live.start_ticks != start_ticks:
@@ -192,6 +190,8 @@ class FileFollowing(TerminalAdapter):
                         return  # a new session (or the file appeared): run the chain again
                     if session is not None:
                         self.ctx.waiting(waiting_reason(session))
+                    elif res.session is None:
+                        await self.look_for_person()
                     news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
                             and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
                     for p in news:  # another live session's transcript: not looked at again while it lives

@@ -13,7 +13,7 @@ import re
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["BUSY_MARKERS", "input_box", "screen_answer"]
+__all__ = ["BUSY_MARKERS", "dialog", "input_box", "screen_answer"]
 
 BUSY_MARKERS = ("esc to interrupt",)
 _RULE = re.compile(r"^\s*─{3,}")
@@ -31,6 +31,28 @@ def _box_top(lines: list[str]) -> int | None:
     for i in range(len(lines) - 1, 0, -1):
         if lines[i].startswith("❯") and _is_rule(lines[i - 1]):
             return i - 1
+    return None
+
+
+#: the dialogs Claude Code draws in place of its input box, by a line of each, and what the session file
+#: calls them in ``waitingFor`` (SPEC §5: the approval prompt, and 2.1.332's auto-mode dialog)
+DIALOGS = (("Do you want to proceed?", "permission prompt"), ("Enter to stay in auto mode", "dialog open"))
+
+
+def dialog(screen: str) -> str | None:
+    """What Claude Code waits for a person for, read from ``screen`` (for when no session file says it):
+    ``"permission prompt"`` or ``"dialog open"`` while such a dialog is below the last ``─`` rule and no
+    input box shows; None otherwise."""
+    lines = strip_ansi(screen).rstrip("\n").split("\n")
+    if _box_top(lines) is not None:
+        return None
+    rule = next((i for i in range(len(lines) - 1, -1, -1) if _is_rule(lines[i])), None)
+    if rule is None:
+        return None
+    below = [ln.strip() for ln in lines[rule + 1:]]
+    for marker, reason in DIALOGS:
+        if any(ln.startswith(marker) for ln in below):
+            return reason
     return None
 
 

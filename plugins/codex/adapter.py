@@ -35,7 +35,7 @@ from plugins.codex.resolve import (
     default_codex_home,
     resolve_rollout,
 )
-from plugins.codex.screen import composer_draft, strip_furniture
+from plugins.codex.screen import approval_prompt, composer_draft, strip_furniture
 from plugins.codex.turns import RolloutState, Turn
 from plugins.codex.usage import RolloutUsage
 
@@ -172,6 +172,8 @@ class CodexAdapter(RolloutFollowing):
             screen = await self.ctx.tmux.capture(info.pane_id, escapes=True)
         except (PaneGone, ServerGone):
             return "gone"
+        if self.waiting_for(screen) is not None:  # never type into an approval dialog: it would answer it
+            return "busy"
         busy_on_screen = self.is_busy(strip_ansi(screen))
         state = self._state
         if state is not None and state.busy:
@@ -186,6 +188,9 @@ class CodexAdapter(RolloutFollowing):
         if draft is None:
             return "busy"  # no input line: Codex is starting, or a dialog is open
         return "draft" if draft else "ready"
+
+    def waiting_for(self, screen: str) -> str | None:
+        return approval_prompt(screen)
 
     async def current_draft(self) -> str:
         try:
@@ -248,6 +253,9 @@ class CodexAdapter(RolloutFollowing):
     async def resolve(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         steps = [self.pane_step(info)]
+        waiting = await self.waiting_step()  # the rollout does not record an approval request (screen.py)
+        if waiting is not None:
+            steps.append(waiting)
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at))
         steps += resolution.steps

@@ -51,6 +51,8 @@ RESOLVE_MIN_INTERVAL_S = 0.25
 IDLE_QUIET_S = 5.0
 #: while the screen still says busy after that, look again this often
 IDLE_RECHECK_S = 1.0
+#: while a turn is open, how often the screen is read for an approval prompt (the rollout records none)
+LOOK_S = 0.5
 
 
 class RolloutFollowing(TerminalAdapter):
@@ -191,6 +193,14 @@ class RolloutFollowing(TerminalAdapter):
         if not busy:
             state.settle("the session went idle after the answer")
 
+    async def _look_for_approval(self) -> bool:
+        """Whether the screen shows an approval prompt (told to the engine either way). Read only while a
+        turn may be open (the rollout's, or none known yet): an idle Codex asks nothing."""
+        if self._state is not None and not self._state.busy:
+            self.ctx.waiting(None)
+            return False
+        return await self.look_for_person() is not None
+
     def _completion(self, turn: Turn, signal: str) -> Completion:
         detail = turn.error or ""
         return Completion(tile=self.ctx.name, turn_id=turn.turn_id, outcome=turn.outcome or "completed",
@@ -207,8 +217,12 @@ class RolloutFollowing(TerminalAdapter):
                 except (PaneGone, ServerGone):
                     process = None
                 hints = set()
+                waiting = False
                 if process is not None:
                     await self._settle_idle()
+                    waiting = await self._look_for_approval()
+                else:
+                    self.ctx.waiting(None)
                 if self._switched:
                     self._switched = False
                     await self.ctx.resolved()
@@ -224,6 +238,8 @@ class RolloutFollowing(TerminalAdapter):
                     continue  # read again: lines written before the subscription began
                 timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
                 timeout = min(timeout, self._idle_wait() or timeout)
+                if waiting or (self._state is not None and self._state.busy):
+                    timeout = min(timeout, LOOK_S)
                 if sub is not None:
                     hints = await sub.wait(timeout)
                 else:

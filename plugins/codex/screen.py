@@ -8,17 +8,39 @@ import re
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["composer_draft", "strip_furniture"]
+__all__ = ["approval_prompt", "composer_draft", "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
+#: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
+_ASKS = re.compile(r"^Would you like to .+\?$")
+_CONFIRM = "Press enter to confirm or esc to cancel"
+#: how many lines from the bottom an approval dialog is looked for
+DIALOG_LINES = 30
+
+
+def approval_prompt(screen: str) -> str | None:
+    """``"permission prompt"`` while Codex asks for an approval at the bottom of ``screen`` (a ``Would you
+    like to …?`` title and, below it, ``Press enter to confirm or esc to cancel``); None otherwise.
+
+    Codex 0.171.0 writes nothing to the rollout for an approval request: the rollout's last line is the
+    ``function_call`` (``sandbox_permissions: "require_escalated"``) until a person answers, then its
+    output follows (tests/fixtures/codex/approval/). So the screen is the only place that says it."""
+    lines = [strip_ansi(ln).strip() for ln in screen.rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = next((i for i in range(len(lines) - 1, -1, -1) if _ASKS.match(lines[i])), None)
+    if title is None or not any(ln.startswith(_CONFIRM) for ln in lines[title + 1:]):
+        return None
+    return "permission prompt"
 
 
 def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:
     """The text in Codex's input line (``› …``), "" when it shows only the placeholder, None when no
-    input line is on the bottom of the screen (Codex starting, or a dialog open).
+    input line is on the bottom of the screen (Codex starting, or a dialog open: an approval dialog's
+    selected answer, ``› 1. Yes, proceed (y)``, is drawn like an input line).
 
     ``screen`` may carry SGR escapes (``capture -e``): the placeholder is drawn dim, which tells it apart
     from a draft whatever its wording (older versions pick a random example)."""
+    if approval_prompt(screen) is not None:
+        return None
     for raw in reversed(screen.rstrip("\n").split("\n")[-12:]):
         plain = strip_ansi(raw).strip()
         if not plain.startswith("›"):

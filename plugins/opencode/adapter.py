@@ -33,7 +33,7 @@ from plugins.opencode.resolve import (
     read_process,
     same_prompt,
 )
-from plugins.opencode.screen import input_draft
+from plugins.opencode.screen import input_draft, permission_prompt
 
 __all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions", "input_draft"]
 
@@ -68,6 +68,9 @@ class OpenCodeAdapter(StoreFollowing):
         p = await self._process()
         if p is None:
             return [*steps[:-1], ResolveStep("process", False, "the opencode process exited")]
+        waiting = await self.waiting_step()  # a permission prompt is only on the screen (SPEC §7)
+        if waiting is not None:
+            steps.append(waiting)
         steps.append(
             ResolveStep(
                 "cwd",
@@ -185,6 +188,8 @@ class OpenCodeAdapter(StoreFollowing):
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
             return "gone"
+        if self.waiting_for(screen) is not None:  # never type into the dialog: it would answer it
+            return "busy"
         if self.is_busy(screen) or self._in_turn or await self._store_busy(read_process(found)):
             return "busy"
         return "draft" if self.draft(screen) else "ready"
@@ -205,6 +210,9 @@ class OpenCodeAdapter(StoreFollowing):
 
     def draft(self, screen: str) -> str:
         return input_draft(screen, self.placeholders)
+
+    def waiting_for(self, screen: str) -> str | None:
+        return permission_prompt(screen)
 
     async def snapshot(self) -> TurnMark:
         """The newest user message of every session this pane's OpenCode could be writing to, and the

@@ -48,6 +48,8 @@ class StoreFollowing(TerminalAdapter):
     #: the backstop between watcher hints: a process that exits, or a screen that newly tells which session
     #: is this pane's, makes no file event. Completions themselves come from the watcher's hints.
     recheck_s: ClassVar[float] = 5.0
+    #: while a turn is open, how often the screen is read for a permission prompt (it is not in the store)
+    look_s: ClassVar[float] = 0.5
     #: unknown schemas already reported (each once per daemon)
     _reported: ClassVar[set[str]] = set()
 
@@ -118,13 +120,8 @@ class StoreFollowing(TerminalAdapter):
             return
         if self._since_ms is None:  # what ended before is the engine's to catch up on (finished_turns)
             self._since_ms = int(time.time() * 1000)
-        said = ""
         while True:
-            try:
-                p = await self._process()
-            except (PaneGone, ServerGone):
-                await anyio.sleep(1.0)
-                continue
+            p = await self._look_once_pane_is_there(self._process)
             store = self._store(p) if p is not None else None
             if p is None:
                 why = "no OpenCode process in the pane; waiting for one"
@@ -132,9 +129,7 @@ class StoreFollowing(TerminalAdapter):
                 why = "OpenCode keeps its store in memory (OPENCODE_DB=:memory:); following its screen"
             else:
                 why = ""
-            if why and why != said:
-                log.info("%s: %s", self.ctx.name, why)
-            said = why
+            self._say(why)
             if p is None:
                 await anyio.sleep(1.0)
                 continue
@@ -161,17 +156,22 @@ class StoreFollowing(TerminalAdapter):
                     if live is None or live.start_ticks != p.start_ticks:
                         log.info("%s: OpenCode pid %d exited", self.ctx.name, p.pid)
                         return
+                    open_turn = False
                     try:
-                        await self._scan(emit, p, store)
+                        open_turn = await self._scan(emit, p, store)
                     except StoreMissing:
                         pass  # OpenCode creates it at start; the watcher says when
                     except UnknownSchema:
                         raise
                     except StoreError as exc:
                         log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
-                    await _wait_any(s1, s2, self.recheck_s)
+                    # a permission prompt writes nothing: while a turn is open, the screen is looked at often
+                    waiting = await self.look_for_person()
+                    await _wait_any(s1, s2, self.look_s if open_turn or waiting else self.recheck_s)
         finally:
             PEERS.get(str(db), {}).pop(self.ctx.name, None)
+            self.ctx.waiting(None)
+
 
     async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
         """The turns of the pane's session that ended at or after ``since``, from the store."""
@@ -212,11 +212,12 @@ class StoreFollowing(TerminalAdapter):
         while len(self._ends) > 256:
             self._ends.popitem(last=False)
 
-    async def _scan(self, emit: Emit, p: OpenCodeProcess, store: OpenCodeStore) -> None:
-        """Confirm a hint: the finished turns of this pane's session not yet reported."""
+    async def _scan(self, emit: Emit, p: OpenCodeProcess, store: OpenCodeStore) -> bool:
+        """Confirm a hint: the finished turns of this pane's session not yet reported. Returns whether the
+        session's newest turn is still open."""
         match = await self._match(p, store)
         if match.session is None:
-            return
+            return False
         for end in await self._db(
             partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)
         ):
@@ -225,6 +226,8 @@ class StoreFollowing(TerminalAdapter):
             self._remember(end)
             await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome,
                                   signal="store", at=end.completed_ms / 1000, detail=end.detail))
+        open_turn, _ = await self._db(store.state, match.session.id)
+        return bool(open_turn)
 
     async def _follow_screen_while(self, emit: Emit, p: OpenCodeProcess) -> None:
         """The terminal adapter's follower, for as long as this process lives."""

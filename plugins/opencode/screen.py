@@ -1,24 +1,49 @@
-"""OpenCode's screen: the text waiting in its input box."""
+"""OpenCode's screen: the text waiting in its input box, and the permission dialog that replaces it.
+
+A permission prompt is not in OpenCode's store (the tool part stays ``running``, SPEC §7), so the screen is
+the only place that tells it: a ``△ Permission required`` panel over the input box, with ``Allow once`` /
+``Allow always`` / ``Reject`` buttons on its bottom row (1.18.33).
+"""
 
 from __future__ import annotations
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["input_draft"]
+__all__ = ["input_draft", "permission_prompt"]
+
+#: how many lines from the bottom the dialog is looked for (it is drawn over the input box)
+DIALOG_LINES = 30
 
 
 def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
     """The text in OpenCode's input box: the ``┃`` lines above its mode line (``┃  Build · …``), which sits
-    on the box's bottom border (``╹▀▀▀``). Empty when the box is empty or shows its placeholder."""
+    on the box's bottom border (``╹▀▀▀``), up to the border's width (the sidebar of a wide terminal is on
+    the same rows). Empty when the box is empty or shows its placeholder."""
     lines = strip_ansi(screen).rstrip("\n").split("\n")
     bottom = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].lstrip().startswith("╹▀")), None)
     if bottom is None or bottom < 1:
         return ""
+    # a wide terminal shows the session's sidebar on the same rows: the box ends where its border does
+    width = len(lines[bottom].rstrip())
     box = []
     for line in reversed(lines[: bottom - 1]):  # above the mode line
-        stripped = line.strip()
+        stripped = line[:width].strip()
         if not stripped.startswith("┃"):
             break
         box.append(stripped[1:].strip())
     text = "\n".join(reversed(box)).strip()
     return "" if any(text.startswith(p) for p in placeholders) else text
+
+
+def permission_prompt(screen: str) -> str | None:
+    """``"permission prompt"`` while OpenCode's permission dialog shows at the bottom of ``screen``: its
+    ``Permission required`` title and, below it, the row of its buttons. None otherwise (an answer that
+    merely quotes the words has no buttons row under them)."""
+    lines = [ln.strip() for ln in strip_ansi(screen).rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = next((i for i, ln in enumerate(lines) if ln.lstrip("┃ △").startswith("Permission required")),
+                 None)
+    if title is None:
+        return None
+    if any("Allow once" in ln and "Reject" in ln for ln in lines[title + 1:]):
+        return "permission prompt"
+    return None

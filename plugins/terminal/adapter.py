@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 
@@ -19,10 +20,13 @@ from pipeline.plugin.agents import AgentAdapter, Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
+from plugins.terminal.dialogs import ScreenDialogs
 
 __all__ = ["AmpAdapter", "ShellAdapter", "TerminalAdapter", "clean_turn_text"]
 
 log = logging.getLogger("batonpass")
+
+T = TypeVar("T")
 
 #: how many lines above the cursor a shell tile's last command is looked for
 SHELL_LOOKBACK = 500
@@ -79,8 +83,8 @@ def _furniture(line: str) -> bool:
     return bool(stripped) and set(stripped) <= set("─━-═│╭╮╰╯ ")
 
 
-class TerminalAdapter(AgentAdapter):
-    """Any agent, read from its screen. Subclasses name their busy markers and input line."""
+class TerminalAdapter(ScreenDialogs, AgentAdapter):
+    """Any agent, read from its screen. Subclasses name their busy markers, input line and dialogs."""
 
     name = "terminal"
     summary = "any program, from its screen: quiet and no busy marker = done"
@@ -102,6 +106,8 @@ class TerminalAdapter(AgentAdapter):
         #: the last prompt batonpass submitted here, and when (told by the engine: prompt_submitted)
         self.last_prompt: str | None = None
         self.prompt_sent_at = 0.0
+        #: why the follower reads what it reads, as last logged (said once per change)
+        self._said = ""
 
     def prompt_submitted(self, text: str, at: float) -> None:
         """The screen shows the prompt above the answer (cut from the turn's text), and a submit starts a
@@ -109,6 +115,21 @@ class TerminalAdapter(AgentAdapter):
         self.last_prompt, self.prompt_sent_at = text, at
 
     # ---- completion ------------------------------------------------------------------------------
+
+    async def _look_once_pane_is_there(self, look: Callable[[], Awaitable[T]]) -> T:
+        """What ``look`` finds, asked again every second while the pane or its tmux server is gone: a
+        follower outlives its pane (the same name may come back, or the server restart)."""
+        while True:
+            try:
+                return await look()
+            except (PaneGone, ServerGone):
+                await anyio.sleep(1.0)
+
+    def _say(self, why: str) -> None:
+        """Log why the follower reads the agent the way it does — once per change, not once per look."""
+        if why and why != self._said:
+            log.info("%s: %s", self.ctx.name, why)
+        self._said = why
 
     async def follow(self, emit: Emit) -> None:
         last_screen, last_change, turn_began = "", time.monotonic(), 0.0
@@ -126,7 +147,9 @@ class TerminalAdapter(AgentAdapter):
                 self._mark = info.cursor_line
             if screen != last_screen:
                 last_screen, last_change = screen, now
-            busy = self.is_busy(screen)
+            waiting = self.waiting_for(screen)
+            self.ctx.waiting(waiting)
+            busy = self.is_busy(screen) or waiting is not None  # a dialog is not the end of a turn
             if not self._in_turn:
                 prompted = self.prompt_sent_at > last_end
                 scrolled = info.cursor_line >= self._mark + 2 and now - last_change < self.quiet_s
@@ -172,7 +195,7 @@ class TerminalAdapter(AgentAdapter):
             screen = await self.ctx.tmux.capture(info.pane_id)
         except (PaneGone, ServerGone):
             return "gone"
-        if self.is_busy(screen) or self._in_turn:
+        if self.is_busy(screen) or self._in_turn or self.waiting_for(screen) is not None:
             return "busy"
         return "draft" if self.draft(screen) else "ready"
 

@@ -13,6 +13,13 @@ from pipeline.plugin.transforms import Transform, TransformInput, TransformSkipp
 __all__ = ["FullOutput", "Raw", "Template"]
 
 
+def _not_empty(text: str, why: str) -> str:
+    """An empty hand-off is skipped with its reason, not typed (the target would get a bare Enter)."""
+    if not text.strip():
+        raise TransformSkipped(why)
+    return text
+
+
 class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -32,9 +39,7 @@ class Raw(Transform[RawOptions]):
         text = data.response.text
         if self.options.lines is not None:
             text = "\n".join(text.rstrip("\n").split("\n")[-self.options.lines :])
-        if not text.strip():
-            raise TransformSkipped("the response is empty")
-        return text
+        return _not_empty(text, "the response is empty")
 
 
 class FullOutputOptions(_Options):
@@ -52,9 +57,7 @@ class FullOutput(Transform[FullOutputOptions]):
         text = (await data.terminal_text()).strip("\n")
         if self.options.max_chars is not None and len(text) > self.options.max_chars:
             text = text[-self.options.max_chars :]
-        if not text.strip():
-            raise TransformSkipped("the turn printed nothing")
-        return text
+        return _not_empty(text, "the turn printed nothing")
 
 
 TEMPLATE_FIELDS = ("response", "source", "target", "route", "cwd")

@@ -41,6 +41,9 @@ class Reply:
     status: int = 200
     #: seconds between streamed chunks
     chunk_delay_s: float = 0.02
+    #: instead of text: a tool call, as (tool name, arguments) — Codex 0.171 runs shell commands through
+    #: ``exec_command`` with ``{"cmd": "..."}``; its output comes back in the next request
+    call: tuple[str, dict[str, Any]] | None = None
 
 
 @dataclass
@@ -140,8 +143,42 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
                 )
                 request.done_at = time.time()
                 return
-            self._stream(body.get("model") or "gpt-fake", reply)
+            if reply.call is not None:
+                self._stream_call(body.get("model") or "gpt-fake", reply.call)
+            else:
+                self._stream(body.get("model") or "gpt-fake", reply)
             request.done_at = time.time()
+
+        def _stream_call(self, model: str, call: tuple[str, dict[str, Any]]) -> None:
+            """One ``function_call`` output item, the way the Responses API streams a tool call."""
+            self.start_events()
+            seq = iter(range(1_000_000))
+            resp_id = f"resp_{uuid.uuid4().hex[:24]}"
+            base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model,
+                    "output": [], "status": "in_progress"}
+            name, arguments = call
+            args = json.dumps(arguments)
+            item = {"id": f"fc_{uuid.uuid4().hex[:24]}", "type": "function_call", "status": "in_progress",
+                    "call_id": f"call_{uuid.uuid4().hex[:24]}", "name": name, "arguments": ""}
+
+            def send(event: dict[str, Any]) -> None:
+                event["sequence_number"] = next(seq)
+                self.event(event["type"], event)
+
+            send({"type": "response.created", "response": dict(base)})
+            send({"type": "response.in_progress", "response": dict(base)})
+            send({"type": "response.output_item.added", "output_index": 0, "item": dict(item)})
+            send({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": 0,
+                  "delta": args})
+            send({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": 0,
+                  "arguments": args})
+            done_item = dict(item, status="completed", arguments=args)
+            send({"type": "response.output_item.done", "output_index": 0, "item": done_item})
+            done = dict(base, status="completed", output=[done_item], usage={
+                "input_tokens": 1000, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
+                "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1020})
+            send({"type": "response.completed", "response": done})
+            self.end_events()
 
         def _stream(self, model: str, reply: Reply) -> None:
             self.start_events()
@@ -219,16 +256,18 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
     return Handler
 
 
-def codex_config(base_url: str, *, trusted: tuple[str, ...] = (), notify: list[str] | None = None) -> str:
+def codex_config(base_url: str, *, trusted: tuple[str, ...] = (), notify: list[str] | None = None,
+                 approval_policy: str = "never", sandbox_mode: str = "danger-full-access") -> str:
     """A ``config.toml`` that makes Codex start offline with no login, update or trust dialog, talking
-    to ``base_url`` (each key keeps the real CLI offline: no login, update check or telemetry)."""
+    to ``base_url`` (each key keeps the real CLI offline: no login, update check or telemetry).
+    ``approval_policy = "untrusted"`` makes it ask before running any command it does not know as safe."""
     from plugins.codex.hooks import toml_array
 
     lines = [
         'model_provider = "fake"',
         'model = "gpt-fake"',
-        'approval_policy = "never"',
-        'sandbox_mode = "danger-full-access"',
+        f'approval_policy = "{approval_policy}"',
+        f'sandbox_mode = "{sandbox_mode}"',
         "check_for_update_on_startup = false",
     ]
     if notify:

@@ -1,5 +1,6 @@
-"""A webhook receiver on 127.0.0.1 (stands in for ntfy or a chat bridge): records each POST's path and
-JSON body, answers 200 (or ``status``)."""
+"""A webhook receiver on 127.0.0.1 (stands in for ntfy or a chat bridge): records each POST's path, JSON
+body and the status it answered: 200 (or ``status``), after the scripted ``answers`` (say ``[500, 500]``: a
+server that fails twice, then works)."""
 
 from __future__ import annotations
 
@@ -15,22 +16,34 @@ __all__ = ["Posted", "WebhookReceiver"]
 class Posted:
     path: str
     body: Any
+    #: the HTTP status the receiver answered
+    answered: int = 200
 
 
 class WebhookReceiver(LoopbackServer[Posted]):
-    def __init__(self, *, status: int = 200) -> None:
+    def __init__(self, *, status: int = 200, answers: list[int] | None = None) -> None:
         receiver = self
 
         class Handler(QuietJSONHandler):
             def do_POST(self) -> None:
-                receiver._record(Posted(self.path, self.read_json()))
-                self.send_json(receiver.status, {"ok": receiver.status < 400})
+                body = self.read_json()
+                with receiver._lock:
+                    status = receiver._answers.pop(0) if receiver._answers else receiver.status
+                    receiver._record(Posted(self.path, body, status))
+                self.send_json(status, {"ok": status < 400})
 
         self.status = status
+        self._answers = list(answers or [])
         super().__init__(Handler, name="fake-webhook")
 
     def events(self, event: str | None = None) -> list[dict[str, Any]]:
         """The JSON bodies received (of ``event`` only, if given), in arrival order."""
         with self._lock:
             bodies = [p.body for p in self.requests]
+        return [b for b in bodies if event is None or (isinstance(b, dict) and b.get("event") == event)]
+
+    def delivered(self, event: str | None = None) -> list[dict[str, Any]]:
+        """:meth:`events` that were answered with success (a retried notice counts once)."""
+        with self._lock:
+            bodies = [p.body for p in self.requests if p.answered < 400]
         return [b for b in bodies if event is None or (isinstance(b, dict) and b.get("event") == event)]
