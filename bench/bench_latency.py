@@ -1,7 +1,10 @@
 """Hand-off latency: the answer's last line on disk → the paste starts in the target pane.
 
 Real tmux panes run the Claude Code stand-in (``bench/claude_standin.py``: a process named ``claude`` that
-writes its session file and transcript as Claude Code 2.1.x does). Each source answers turns of its own at
+writes its session file and transcript as Claude Code 2.1.x does) or the Codex one
+(``bench/codex_standin.py``: a process named ``codex`` writing its rollout as 0.171 does, ``task_complete`` at
+the end of a turn;
+``BENCH_AGENTS=claude,codex``, both by default). Each source answers turns of its own at
 random moments (one every ~0.7 s, ±20 %, or slower so that all together answer at most 10 turns a
 second), independently of the others; the pipeline (``Pipeline`` with
 the ``claude`` adapter, in this process) hands each answer to its target. The source logs when its end-of-turn
@@ -13,7 +16,10 @@ tmux reached over control mode and, as the baseline in the same process, over on
 (``BENCH_MODES=control,subprocess``; a build without control mode runs subprocesses only). Printed: p50, p99
 and max per configuration, and the ratios N pairs / 1 pair and control / subprocess.
 
-Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~3 min).
+``BENCH_SIZES=1,50`` runs only those sizes; ``BENCH_TRACE=1`` prints, per configuration, the time each step
+of a hand-off took (``bench/latency_trace.py``: wrappers installed in this process only).
+
+Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~8 min).
 """
 
 from __future__ import annotations
@@ -40,7 +46,14 @@ from pipeline.engine.runtime import Pipeline  # noqa: E402
 from pipeline.plugin.manager import load_registries  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
 
-STANDIN = ROOT / "bench" / "claude_standin.py"
+TRACE = bool(os.environ.get("BENCH_TRACE"))
+if TRACE:  # where each hand-off's time goes (bench-only wrappers, see bench/latency_trace.py)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import latency_trace  # noqa: E402
+
+#: the stand-in of each agent, and the environment variable naming its home folder
+STANDINS = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
+            "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME")}
 EVERY_S = 0.7
 #: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
 #: load (50 pairs at one answer each 0.7 s would be 70 hand-offs a second, a throughput test)
@@ -55,12 +68,13 @@ class Followed(logging.Handler):
         self.tiles: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg.startswith("%s: following"):
+        if record.msg.startswith(("%s: following", "%s: codex rollout")):
             self.tiles.add(str(record.args[0]) if isinstance(record.args, tuple) else "")
 
 
-def standin(name: str, log: Path, config: Path, *extra: str) -> str:
-    return shlex.join(["env", f"CLAUDE_CONFIG_DIR={config}", sys.executable, str(STANDIN), "--name", name,
+def standin(agent: str, name: str, log: Path, home: Path, *extra: str) -> str:
+    script, variable = STANDINS[agent]
+    return shlex.join(["env", f"{variable}={home}", sys.executable, str(script), "--name", name,
                        "--log", str(log), *extra])
 
 
@@ -70,14 +84,14 @@ def make_tmux(name: str, mode: str) -> Tmux:
     return Tmux(socket_name=name, config_file="/dev/null")
 
 
-async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float]:
+async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = "claude") -> list[float]:
     """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
     turns = math.ceil(handoffs / pairs)
     every = max(EVERY_S, pairs / MAX_RATE)
-    work = tmp / f"{mode}-{pairs}"
-    config = work / "claude"
+    work = tmp / f"{agent}-{mode}-{pairs}"
+    config = work / agent
     config.mkdir(parents=True)
-    tmux = make_tmux(f"baton-bench-{os.getpid()}-{mode}-{pairs}", mode)
+    tmux = make_tmux(f"baton-bench-{os.getpid()}-{agent}-{mode}-{pairs}", mode)
     tiles: dict[str, dict[str, str]] = {}
     routes, sources, target_logs, source_logs = [], [], [], []
     try:
@@ -85,13 +99,13 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
             cwd = work / f"proj{i}"
             cwd.mkdir()
             src_log, dst_log = work / f"s{i}.jsonl", work / f"t{i}.jsonl"
-            src = await tmux.new_session(f"s{i}", standin(f"s{i}", src_log, config, "--auto", str(turns),
-                                                          "--every", str(every)),
+            src = await tmux.new_session(f"s{i}", standin(agent, f"s{i}", src_log, config, "--auto",
+                                                          str(turns), "--every", str(every)),
                                          cwd=str(cwd), width=100, height=30)
-            dst = await tmux.new_session(f"t{i}", standin(f"t{i}", dst_log, config, "--work-s", "0.02"),
-                                         cwd=str(cwd), width=100, height=30)
-            tiles[f"s{i}"] = {"pane": src.pane_id, "agent": "claude"}
-            tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": "claude"}
+            dst = await tmux.new_session(f"t{i}", standin(agent, f"t{i}", dst_log, config, "--work-s",
+                                                          "0.02"), cwd=str(cwd), width=100, height=30)
+            tiles[f"s{i}"] = {"pane": src.pane_id, "agent": agent}
+            tiles[f"t{i}"] = {"pane": dst.pane_id, "agent": agent}
             routes.append({"from": f"s{i}", "to": f"t{i}"})
             sources.append(src.pane_id)
             target_logs.append(dst_log)
@@ -120,11 +134,15 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path) -> list[float
                 await anyio.sleep(0.25)
             tg.cancel_scope.cancel()
         answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}
-        latencies = []
+        latencies, pastes = [], {}
         for log in target_logs:
             for r in _records(log):
                 if r["event"] == "paste" and r["text"].strip() in answers:
                     latencies.append((r["t"] - answers[r["text"].strip()]) * 1000)
+                    pastes[r["text"].strip()] = r["t"]
+        if TRACE:
+            folders = {text: f"proj{text.rsplit(' s', 1)[1]}/" for text in answers}
+            latency_trace.join(answers, folders, pastes)
         if len(latencies) < pairs * turns:
             print(f"  ! {mode}, {pairs} pairs: only {len(latencies)} of {pairs * turns} hand-offs arrived",
                   file=sys.stderr)
@@ -151,32 +169,42 @@ async def main() -> None:
                             format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S")
     handoffs = int(os.environ.get("BENCH_HANDOFFS", "100"))
     sizes = [1, 10] + ([50] if os.environ.get("BENCH_50") else [])
+    if os.environ.get("BENCH_SIZES"):  # e.g. "1,50": only these
+        sizes = [int(n) for n in os.environ["BENCH_SIZES"].split(",")]
     modes = os.environ.get("BENCH_MODES", "control,subprocess").split(",")
     if "control" not in inspect.signature(Tmux).parameters:
         modes = ["subprocess"]
-    results: dict[tuple[str, int], list[float]] = {}
+    agents = os.environ.get("BENCH_AGENTS", "claude,codex").split(",")
+    results: dict[tuple[str, str, int], list[float]] = {}
+    if TRACE:
+        latency_trace.install()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")  # the hook spool, never the user's
+        for agent in agents:
+            for mode in modes:
+                for pairs in sizes:
+                    lat = await measure(pairs, handoffs, mode, Path(tmp), agent)
+                    results[(agent, mode, pairs)] = lat
+                    if lat:
+                        print(f"{agent:>6}, {mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} "
+                              f"({len(lat)} hand-offs): p50 {pct(lat, 50):6.1f} ms  "
+                              f"p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms", flush=True)
+                    if TRACE:
+                        latency_trace.report()
+    for agent in agents:
         for mode in modes:
+            base = results.get((agent, mode, 1))
+            for pairs in sizes[1:]:
+                lat = results.get((agent, mode, pairs))
+                if base and lat:
+                    print(f"{agent}, {mode}: {pairs} pairs / 1 pair: "
+                          f"p50 x{pct(lat, 50) / pct(base, 50):.2f}, p99 x{pct(lat, 99) / pct(base, 99):.2f}")
+        if "control" in modes and "subprocess" in modes:
             for pairs in sizes:
-                lat = results[(mode, pairs)] = await measure(pairs, handoffs, mode, Path(tmp))
-                if lat:
-                    print(f"{mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} ({len(lat)} hand-offs): "
-                          f"p50 {pct(lat, 50):6.1f} ms  p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms",
-                          flush=True)
-    for mode in modes:
-        base = results.get((mode, 1))
-        for pairs in sizes[1:]:
-            lat = results.get((mode, pairs))
-            if base and lat:
-                print(f"{mode}: {pairs} pairs / 1 pair: p50 x{pct(lat, 50) / pct(base, 50):.2f}, "
-                      f"p99 x{pct(lat, 99) / pct(base, 99):.2f}")
-    if "control" in modes and "subprocess" in modes:
-        for pairs in sizes:
-            c, s = results.get(("control", pairs)), results.get(("subprocess", pairs))
-            if c and s:
-                print(f"control / subprocess, {pairs} pairs: p50 x{pct(c, 50) / pct(s, 50):.2f}, "
-                      f"p99 x{pct(c, 99) / pct(s, 99):.2f}")
+                c, s = results.get((agent, "control", pairs)), results.get((agent, "subprocess", pairs))
+                if c and s:
+                    print(f"{agent}, control / subprocess, {pairs} pairs: "
+                          f"p50 x{pct(c, 50) / pct(s, 50):.2f}, p99 x{pct(c, 99) / pct(s, 99):.2f}")
 
 
 if __name__ == "__main__":

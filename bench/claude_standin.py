@@ -29,6 +29,8 @@ import termios
 import time
 import tty
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 RULE = "─" * 40
@@ -99,17 +101,35 @@ class Files:
         return on_disk
 
 
+class Screen:
+    """What the stand-in draws: Claude Code's input box between two rules, its busy line, its answer."""
+
+    comm = "claude"
+    title = "Claude Code stand-in"
+    box = f"\r\n{RULE}\r\n❯ "
+    working = "\r\n✢ Working… (esc to interrupt)\r\n"
+
+    def answered(self, answer: str) -> str:
+        return f"\r\x1b[K● {answer}\r\n✻ Worked for 1s\r\n{self.box}"
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(prog="claude")
-    ap.add_argument("--name", default="claude")
+    return run(Files, Screen())
+
+
+def run(make_files: Callable[[], Any], screen: Screen) -> int:
+    """The terminal loop shared by the stand-ins: ``make_files()`` gives the agent's files (``prompt``,
+    ``answer``), ``screen`` what it draws."""
+    ap = argparse.ArgumentParser(prog=screen.comm)
+    ap.add_argument("--name", default=screen.comm)
     ap.add_argument("--log", required=True)
     ap.add_argument("--work-s", type=float, default=0.05)
     ap.add_argument("--auto", type=int, default=0, help="answer this many turns on its own (a source)")
     ap.add_argument("--every", type=float, default=0.6)
     args = ap.parse_args()
     with open("/proc/self/comm", "w") as f:
-        f.write("claude")
-    files = Files()
+        f.write(screen.comm)
+    files = make_files()
     log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - for the life of the process
 
     def record(**r: object) -> None:
@@ -120,17 +140,16 @@ def main() -> int:
     saved = termios.tcgetattr(fd)
     tty.setraw(fd)
     out = sys.stdout
-    box = f"\r\n{RULE}\r\n❯ "
-    out.write(f"\x1b[?2004h Claude Code stand-in ({args.name})\r\n{box}")
+    out.write(f"\x1b[?2004h {screen.title} ({args.name})\r\n{screen.box}")
     out.flush()
 
     def turn(text: str, answer: str) -> None:
         files.prompt(text)
-        out.write("\r\n✢ Working… (esc to interrupt)\r\n")
+        out.write(screen.working)
         out.flush()
         time.sleep(args.work_s)
         record(event="answer", text=answer, t=files.answer(answer))
-        out.write(f"\r\x1b[K● {answer}\r\n✻ Worked for 1s\r\n{box}")
+        out.write(screen.answered(answer))
         out.flush()
 
     buf, pending, pasting, started = bytearray(), b"", False, 0.0

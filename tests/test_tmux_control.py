@@ -54,6 +54,22 @@ async def test_text_reaches_a_buffer_byte_for_byte(tmux_server: TmuxServer) -> N
     assert quote("a\nb") == '"a\\nb"'
 
 
+async def test_commands_sent_together_each_get_their_own_reply(tmux_server: TmuxServer) -> None:
+    """``run_all`` writes several commands at once (the paste's buffer and its paste-buffer: one round
+    trip); each gets its own reply, printing ones still checked by their nonce, and a failing one does not
+    stop the next."""
+    pane = tmux_server.new_pane(width=90, height=20)
+    replies = await control_of(tmux_server.tmux).run_all(
+        ("set-buffer", "-b", "t2", "--", "one"), ("display-message", "-p", "-t", pane, "#{pane_width}"),
+        ("show-buffer", "-b", "no-such-buffer"), ("show-buffer", "-b", "t2"))
+    assert [r.ok for r in replies] == [True, True, False, True]
+    assert replies[1].lines == ["90"] and replies[3].lines == ["one"]
+    await tmux_server.tmux.paste(pane, "pasted in one round trip")
+    wait_for(lambda: "pasted in one round trip" in tmux_server.run("capture-pane", "-p", "-t", pane),
+             what="the paste")
+    assert "baton-" not in tmux_server.run("list-buffers", "-F", "#{buffer_name}"), "the buffer was deleted"
+
+
 async def test_the_users_panes_keep_their_size(tmux_server: TmuxServer) -> None:
     pane = tmux_server.new_pane(width=100, height=30)
     await tmux_server.tmux.capture(pane)

@@ -79,3 +79,32 @@ async def test_a_cancelled_watcher_stops_at_once_not_after_its_threads_timeout(
                 await sub.wait(0.5)  # the watch is set up
                 await aquiet_for(0.5, "the watcher's thread waiting for changes")
                 tg.cancel_scope.cancel()
+
+
+def test_a_change_reaches_exactly_the_subscriptions_it_concerns(tmp_path: Path) -> None:
+    """The watcher finds the subscriptions a change concerns by looking along its path, not by asking every
+    subscription: the result is what each subscription's own ``matches`` says, for paths at, under, beside
+    and above the ones subscribed to (100 subscriptions, as 50 tile pairs make)."""
+    watcher = FileWatcher()
+    config = tmp_path / "claude"
+    subs = []
+    for i in range(50):
+        folder = config / "projects" / f"-proj{i}"
+        subs.append(watcher.subscribe(config / "sessions" / f"{100 + i}.json", folder))
+        subs.append(watcher.subscribe(folder / f"{i}.jsonl"))
+    subs.append(watcher.subscribe(tmp_path / "spool"))
+    raws = [str(tmp_path), str(config), str(config / "sessions"), str(config / "sessions" / "101.json"),
+            str(config / "sessions" / "101.json.tmp"), str(config / "sessions" / "1011.json"),
+            str(config / "projects"), str(config / "projects" / "-proj1"),
+            str(config / "projects" / "-proj1" / "a.jsonl"), str(config / "projects" / "-proj1" / "1.jsonl"),
+            str(config / "projects" / "-proj10" / "1.jsonl"), str(config / "projects" / "-proj1x" / "x"),
+            str(tmp_path / "spool" / "rec.json"), str(tmp_path / "spool"), "/elsewhere/file", "/"]
+    for raw in raws:
+        for sub in subs:
+            sub.changed = set()
+        watcher._dispatch([(None, raw)])
+        for sub in subs:
+            assert (Path(raw) in sub.changed) == sub.matches(raw), (raw, sub.paths)
+    for sub in subs:
+        sub.close()
+    assert not watcher._at and not watcher._above

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -32,8 +32,11 @@ class Subscription:
     """Hints for one path (a file, or a folder and everything under it). Hints coalesce: a subscriber
     that was busy gets one wake-up with all paths changed since, never a backlog."""
 
-    def __init__(self, watcher: FileWatcher, path: Path, *more: Path) -> None:
+    def __init__(self, watcher: FileWatcher, path: Path, *more: Path,
+                 only: Callable[[Path], bool] | None = None) -> None:
         self.watcher, self.path = watcher, path
+        #: which changed paths are worth a wake-up (None: all); asked when the change is read
+        self.only = only
         #: every path this subscription covers (``path`` first)
         self.paths = (path, *more)
         # as strings, for matching a batch of changes against every subscription without pathlib
@@ -47,6 +50,8 @@ class Subscription:
 
     def _notify(self, path: Path | None) -> None:
         if path is not None:
+            if self.only is not None and not self.only(path):
+                return
             self.changed.add(path)
         try:
             self._send.send_nowait(None)
@@ -91,6 +96,11 @@ class FileWatcher:
     def __init__(self, *, step_ms: int = 10, debounce_ms: int = 200) -> None:
         self.step_ms, self.debounce_ms = step_ms, debounce_ms
         self._subs: list[Subscription] = []
+        # which subscriptions a changed path concerns, looked up along the path instead of asked one by one
+        # (a batch of changes costs its paths' depth, not the number of tiles): by a path subscribed to (the
+        # change is at it or under it), and by each folder above a path subscribed to (the change is there)
+        self._at: dict[str, list[Subscription]] = {}
+        self._above: dict[str, list[Subscription]] = {}
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
@@ -100,18 +110,40 @@ class FileWatcher:
         put it here (the watch is set up in the same step, so a change from then on is seen)."""
         return self._roots
 
-    def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str]) -> Subscription:
+    def subscribe(self, path: str | os.PathLike[str], *more: str | os.PathLike[str],
+                  only: Callable[[Path], bool] | None = None) -> Subscription:
         """Hints for ``path`` (and any of ``more``: one wake-up for changes to any of them). They need not
-        exist yet: the nearest existing ancestor is watched until they do."""
-        sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more))
+        exist yet: the nearest existing ancestor is watched until they do. ``only(changed_path)`` says which
+        changes wake the subscriber (a folder shared by many tiles: each wakes for what concerns it); a
+        restart of the watcher wakes it whatever ``only`` says."""
+        sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more),
+                           only=only)
         self._subs.append(sub)
+        for key, index in self._keys(sub):
+            index.setdefault(key, []).append(sub)
         self._roots_changed()
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         if sub in self._subs:
             self._subs.remove(sub)
+            for key, index in self._keys(sub):
+                subs = index[key]
+                subs.remove(sub)
+                if not subs:
+                    del index[key]
             self._roots_changed()
+
+    def _keys(self, sub: Subscription) -> Iterator[tuple[str, dict[str, list[Subscription]]]]:
+        """Where ``sub`` is filed in the lookup: at each of its paths, and above each of them."""
+        for here in sub._strs:
+            yield here, self._at
+            parent = os.path.dirname(here)
+            folder, below = parent, here
+            while folder != below:
+                if folder == parent or here.startswith(folder + "/"):  # not "/" above a deeper path
+                    yield folder, self._above
+                folder, below = os.path.dirname(folder), folder
 
     def _wanted_roots(self) -> frozenset[Path]:
         roots = set()
@@ -192,11 +224,26 @@ class FileWatcher:
                 tg.cancel_scope.cancel()
 
     def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
-        raws = {raw for _, raw in changes}
-        for sub in list(self._subs):
+        """Each changed path to the subscriptions it concerns (what :meth:`Subscription.matches` says, found
+        along the path: at it, at a folder above it, or above a path subscribed to)."""
+        hits: dict[Subscription, set[str]] = {}
+        for raw in {raw for _, raw in changes}:
+            for sub in self._above.get(raw, ()):
+                hits.setdefault(sub, set()).add(raw)
+            path, folder = raw, os.path.dirname(raw)
+            while True:
+                for sub in self._at.get(path, ()):
+                    hits.setdefault(sub, set()).add(raw)
+                if folder == path:
+                    break
+                path, folder = folder, os.path.dirname(folder)
+        paths: dict[str, Path] = {}
+        for sub, raws in hits.items():
             for raw in raws:
-                if sub.matches(raw):
-                    sub._notify(Path(raw))
+                changed = paths.get(raw)
+                if changed is None:
+                    changed = paths[raw] = Path(raw)
+                sub._notify(changed)
 
 
 def _inside_any(path: str, folders: set[str]) -> bool:

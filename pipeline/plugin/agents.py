@@ -10,7 +10,9 @@ Adapters never run tmux themselves; they ask the context, which is the engine's 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -31,10 +33,35 @@ if TYPE_CHECKING:
     from pipeline.spool import HookRecord
     from pipeline.system.tmux import PaneInfo, Tmux
 
-__all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext"]
+__all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext", "look_again",
+           "pane_lookups_shared"]
 
 Emit = Callable[[Completion], Awaitable[None]]
 TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
+
+
+#: the panes looked up in the current :func:`pane_lookups_shared` block of this task, by TileContext id
+_looked_up: ContextVar[dict[int, PaneInfo] | None] = ContextVar("batonpass_panes_looked_up", default=None)
+
+
+@contextmanager
+def pane_lookups_shared() -> Iterator[None]:
+    """Within this block, in this task, each tile's pane is asked of tmux once: the dispatcher's readiness
+    check, the adapter's own and the paste that follows all see that one answer (a tmux round trip each
+    saved on the way from an answer to the paste). :func:`look_again` ends the sharing early; nothing
+    outside the block (another task, a follower) is affected."""
+    token = _looked_up.set({})
+    try:
+        yield
+    finally:
+        _looked_up.reset(token)
+
+
+def look_again() -> None:
+    """Within :func:`pane_lookups_shared`: the next lookups ask tmux again (after waiting, say)."""
+    memo = _looked_up.get()
+    if memo is not None:
+        memo.clear()
 
 
 @dataclass
@@ -76,11 +103,17 @@ class TileContext:
         routes.yaml cannot be trusted (it may name another program's pane now) and the tile is reported
         gone; a ``session:window.pane`` or ``title:`` target is resolved again.
         Raises :class:`pipeline.system.tmux.PaneGone` / :class:`pipeline.system.tmux.ServerGone`."""
+        memo = _looked_up.get()
+        if memo is not None and id(self) in memo:
+            return memo[id(self)]
         try:
-            return await self._pane()
+            info = await self._pane()
         except (PaneGone, ServerGone):
             self._pane_id = None  # resolved again next time; the server pid stays to tell a new server apart
             raise
+        if memo is not None:
+            memo[id(self)] = info
+        return info
 
     async def _pane(self) -> PaneInfo:
         if self._pane_id is not None:
@@ -113,6 +146,9 @@ class TileContext:
     def forget_pane(self) -> None:
         """Resolve the pane target again next time (after its pane or server went away)."""
         self._pane_id = None  # the server pid stays: it tells a restarted server apart
+        memo = _looked_up.get()
+        if memo is not None:
+            memo.pop(id(self), None)
 
     async def capture(self, *, escapes: bool = False, start: int | str | None = None,
                       end: int | str | None = None) -> str:

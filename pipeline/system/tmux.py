@@ -241,11 +241,30 @@ class Tmux:
         """Paste ``text`` (already sanitized) as one unit: bracketed if the program asked for it, LF kept
         as LF, and the uniquely named buffer deleted afterwards."""
         name = f"baton-{os.getpid()}-{next(_buffer_ids)}"
-        if len(text) > _MAX_CONTROL_TEXT or await self._over_control(("set-buffer", "-b", name, "--", text),
-                                                                     True) is None:
-            await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
+        paste = ("paste-buffer", "-p", "-r", "-d", "-b", name, "-t", pane_id)
+        _refuse_blank_target(paste)
+        if len(text) <= _MAX_CONTROL_TEXT and self.control:
+            try:  # the buffer set and pasted in one round trip
+                loaded, pasted = await self._control_client().run_all(("set-buffer", "-b", name, "--", text),
+                                                                      paste)
+            except ControlUnavailable as exc:
+                if exc.sent:  # tmux may have pasted it: never load it again, at most paste what is there
+                    try:
+                        await self.run(*paste)
+                    except TmuxError:
+                        await self.run("delete-buffer", "-b", name, check=False)
+                        raise
+                    return
+            else:
+                if not loaded.ok:
+                    raise _error("\n".join(loaded.lines).strip(), ("set-buffer",))
+                if not pasted.ok:
+                    await self.run("delete-buffer", "-b", name, check=False)
+                    raise _error("\n".join(pasted.lines).strip(), paste)
+                return
+        await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
         try:
-            await self.run("paste-buffer", "-p", "-r", "-d", "-b", name, "-t", pane_id)
+            await self.run(*paste)
         except TmuxError:
             await self.run("delete-buffer", "-b", name, check=False)
             raise

@@ -48,7 +48,12 @@ MAX_BACKOFF_S = 30.0
 
 
 class ControlUnavailable(Exception):
-    """Control mode cannot serve this command now; run it as a subprocess."""
+    """Control mode cannot serve this command now; run it as a subprocess. ``sent``: the command was
+    written before the connection failed (tmux may have run it)."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +73,12 @@ class Reply:
 def quote(arg: str) -> str:
     """``arg`` as one tmux command-language word: double-quoted, with ``\\``, ``"`` and ``$`` escaped and
     every control character written as an escape, so nothing in it is expanded, split or ends the line."""
-    out = ['"']
-    for ch in arg:
-        if ch in '\\"$':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\{ord(ch):03o}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + arg.translate(_QUOTED) + '"'
+
+
+#: what :func:`quote` writes for each character it does not keep as it is
+_QUOTED = {**{c: f"\\{c:03o}" for c in [*range(0x20), 0x7F]}, ord("\n"): "\\n",
+           **{ord(c): "\\" + c for c in '\\"$'}}
 
 
 class _Desync(Exception):
@@ -150,6 +149,11 @@ class ControlClient:
 
     async def run(self, *args: str) -> Reply:
         """Run one tmux command; raises :class:`ControlUnavailable` when control mode cannot serve it."""
+        return (await self.run_all(args))[0]
+
+    async def run_all(self, *commands: tuple[str, ...]) -> list[Reply]:
+        """Run several tmux commands in one write (one round trip, in order), each with its own reply: a
+        failing one does not stop those after it. Raises :class:`ControlUnavailable` like :meth:`run`."""
         if self._proc is not None and self._token != anyio.lowlevel.current_token():
             self.close()  # connected under another event loop: its lock and waits are not this loop's
         if self._proc is None:
@@ -159,23 +163,30 @@ class ControlClient:
             proc = self._proc
             if proc is None:
                 raise ControlUnavailable("the connection was lost")
-            nonce = secrets.token_hex(8) if args and args[0] in PRINTING else None
-            line = " ".join(quote(a) for a in args) + "\n"
-            if nonce is not None:
-                line += f"display-message -p {nonce}\n"
-            ever = self._replied > 0
+            lines, nonces = [], []
+            for args in commands:
+                nonce = secrets.token_hex(8) if args and args[0] in PRINTING else None
+                lines.append(" ".join(quote(a) for a in args) + "\n")
+                if nonce is not None:
+                    lines.append(f"display-message -p {nonce}\n")
+                nonces.append(nonce)
+            ever, sent = self._replied > 0, False
             try:
-                mine = self._written
-                self._written += 2 if nonce else 1
+                seq = self._written
+                self._written += len(lines)
+                replies = []
                 with anyio.fail_after(REPLY_TIMEOUT_S):
-                    await self._write(line.encode("utf-8", "surrogateescape"))
-                    reply = await self._reply(mine)
-                    if nonce is not None and (await self._reply(mine + 1)).lines != [nonce]:
-                        raise _Desync("the nonce after the reply is missing")
+                    sent = True
+                    await self._write("".join(lines).encode("utf-8", "surrogateescape"))
+                    for nonce in nonces:
+                        replies.append(await self._reply(seq))
+                        if nonce is not None and (await self._reply(seq + 1)).lines != [nonce]:
+                            raise _Desync("the nonce after the reply is missing")
+                        seq += 2 if nonce is not None else 1
             except (OSError, EOFError, _Desync, TimeoutError) as exc:
                 self._lost(ever)
-                raise ControlUnavailable(f"{type(exc).__name__}: {exc}") from None
-            return reply
+                raise ControlUnavailable(f"{type(exc).__name__}: {exc}", sent=sent) from None
+            return replies
 
     async def _write(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None

@@ -194,12 +194,15 @@ class FileFollowing(TerminalAdapter):
                         await self.look_for_person()
                     news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
                             and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
+                    for p in news:  # another live session's transcript: not looked at again while it lives
+                        owner = session_owner(res.config, p.stem) if p.stem != session_id else None
+                        if owner is not None and owner.pid != pid:
+                            others[p] = (owner.pid, owner.start_ticks)
+                    # the chain runs again only for a transcript no other live session claims (it never
+                    # picks one that is claimed): a neighbour's first write costs one look, not the chain
+                    news = [p for p in news if p not in others]
                     if tail is None or news:
                         fresh = resolve_process(live)
-                        for p in news:  # another session's transcript: not looked at again while it lives
-                            owner = session_owner(res.config, p.stem) if p != fresh.transcript else None
-                            if owner is not None and owner.pid != pid:
-                                others[p] = (owner.pid, owner.start_ticks)
                         if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
                             log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript,
                                      fresh.rule)

@@ -89,10 +89,10 @@ class RolloutFollowing(TerminalAdapter):
         when a prompt batonpass typed went to a rollout other than the known one), its new lines.
         Resolution is throttled unless ``force``."""
         async with self._lock:
-            info = await self.ctx.pane()
             now = time.monotonic()
             process = self._process
             if process is None or now - self._process_checked > RESOLVED_RECHECK_S or not process.alive():
+                info = await self.ctx.pane()  # only then: a tmux round trip is the dearest part of a look
                 self._process_checked = now
                 process = await anyio.to_thread.run_sync(find_codex_process, info.pid)
                 if process is None or self._process is None or process.key != self._process.key:
@@ -103,8 +103,7 @@ class RolloutFollowing(TerminalAdapter):
             new_files = {
                 p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout
             } - self._foreign
-            unconfirmed = (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
-                           and self._state is not None and not self._state.received(self.last_prompt))
+            unconfirmed = self._prompt_unconfirmed()
             due = force or now - self._resolved_at > RESOLVE_MIN_INTERVAL_S
             if due and (self._tail is None or (new_files and unconfirmed)):
                 await self._resolve(process)
@@ -148,6 +147,26 @@ class RolloutFollowing(TerminalAdapter):
         except OSError:
             self._fed_at = time.monotonic()
         self._switched = True
+
+    def _concerns(self, path: Path) -> bool:
+        """Whether a change at ``path`` (in the sessions folder every Codex pane of a CODEX_HOME writes to)
+        can matter to this follower: its own rollout, anything while it has none, any file that is not a
+        rollout; another pane's rollout only while a prompt typed here is not yet in this one (then it may
+        be where the prompt went, see :meth:`_refresh`). The rest wakes nobody: a write by one of 50 panes
+        costs one follower, not 50 (the process check and an older Codex's idle rule run on the timeout)."""
+        if self._tail is None or self._state is None or path == self._tail.path:
+            return True
+        if self._idle_wait() is not None:
+            return True
+        if not ROLLOUT_NAME.match(path.name):
+            return True
+        return path not in self._foreign and self._prompt_unconfirmed()
+
+    def _prompt_unconfirmed(self) -> bool:
+        """Whether the prompt batonpass last typed here (since the last resolution) is not in the rollout
+        followed: then a new rollout may be where it went."""
+        return (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
+                and self._state is not None and not self._state.received(self.last_prompt))
 
     def _idle_wait(self) -> float | None:
         """How long until an older Codex's answered open turn may be settled; None when there is none."""
@@ -215,7 +234,7 @@ class RolloutFollowing(TerminalAdapter):
                 if watcher is not None and sessions is not None and (sub is None or sub.path != sessions):
                     if sub is not None:
                         sub.close()
-                    sub = watcher.subscribe(sessions)
+                    sub = watcher.subscribe(sessions, only=self._concerns)
                     continue  # read again: lines written before the subscription began
                 timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
                 timeout = min(timeout, self._idle_wait() or timeout)

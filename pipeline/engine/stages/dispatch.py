@@ -24,7 +24,7 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, TargetState
+from pipeline.plugin.agents import AgentAdapter, TargetState, look_again, pane_lookups_shared
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
 from pipeline.system import proc
 from pipeline.system.text import sanitize
@@ -70,6 +70,7 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     ctx = adapter.ctx
     info = await ctx.pane()
     await ctx.tmux.paste(info.pane_id, clean)
+    look_again()  # what follows looks at the pane as it is from now on
     await anyio.sleep(adapter.submit_delay_s)
     before = await adapter.snapshot()
     adapter.prompt_submitted(clean, time.time())
@@ -146,6 +147,10 @@ class PromptDispatcher:
             )
             return Delivery(prompt, "dry-run")
         await self._hold_for_rate(prompt)
+        with pane_lookups_shared():  # the pane asked of tmux once per readiness check, and for the paste
+            return await self._deliver(prompt, adapter)
+
+    async def _deliver(self, prompt: Prompt, adapter: AgentAdapter) -> Delivery:
         started = time.monotonic()
         if prompt.key in self.unsure:
             self.unsure.discard(prompt.key)
@@ -210,6 +215,7 @@ class PromptDispatcher:
         adapter = runtime.adapter
         attempts, backoff, said = 0, 1.0, ""
         while True:
+            look_again()
             try:
                 state = await target_state(adapter)
             except TmuxError as exc:
