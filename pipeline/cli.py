@@ -90,16 +90,6 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-HISTORY_EXAMPLES = """examples:
-  baton history                                   the latest 50 hand-offs, and what AI transforms cost
-  baton history --tile reviewer --since 2h        those from or to reviewer in the last two hours
-  baton history --outcome failed --since 1d       what failed in the last day, and why
-  baton history --route 'coder->reviewer' -n 5    the last 5 of one route (its name, or FROM->TO)
-  baton history -f                                every hand-off as it goes (Ctrl-C ends it)
-  baton history --json --since 10m | tail -n 3    for scripts: one JSON object per line
-"""
-
-
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="baton", description="Pass the baton between AI coding agents in tmux panes.",
                       epilog=epilog(""), formatter_class=ExamplesFormatter)
@@ -222,7 +212,6 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
-    sp.epilog = HISTORY_EXAMPLES
 
     sp = cmd("plugins", _command("plugins"),
              "loaded agent adapters and transforms, and where each comes from")
