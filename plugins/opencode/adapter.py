@@ -137,15 +137,7 @@ class OpenCodeAdapter(StoreFollowing):
                         note="" if end.outcome == "completed" else f"turn ended: {end.detail}")
 
     async def last_response(self) -> Response | None:
-        p = await self._process()
-        store = self._store(p) if p is not None else None
-        if p is None or store is None:
-            return None
-        try:
-            match = await self._match(p, store)
-            end = await self._db(store.last_turn, match.session.id) if match.session else None
-        except StoreError:
-            return None
+        end = await self._session_read(OpenCodeStore.last_turn)
         if end is None:
             return None
         completion = Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal="store",
