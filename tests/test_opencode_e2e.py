@@ -45,6 +45,16 @@ ANSWER = (
 )
 
 
+def stop_left_behind(started: list[proc.Proc]) -> None:
+    """OpenCode and what it started, if left behind: the very processes the test saw (pid and start time)."""
+    for seen in started:
+        live = proc.read_proc(seen.pid)
+        if live is not None and live.start_ticks == seen.start_ticks:
+            try:
+                os.kill(seen.pid, 15)
+            except OSError:
+                pass
+
 @pytest.fixture(scope="session")
 def opencode_bin() -> Path:
     try:
@@ -164,13 +174,7 @@ async def test_real_opencode_hands_off_and_takes_prompts(
         assert steps["answer"]["value"] == end.turn_id
     finally:
         tmux_server.kill()
-        for seen in started:  # OpenCode and what it started, if left behind (the very processes we saw)
-            live = proc.read_proc(seen.pid)
-            if live is not None and live.start_ticks == seen.start_ticks:
-                try:
-                    os.kill(seen.pid, 15)
-                except OSError:
-                    pass
+        stop_left_behind(started)
 
 
 @pytest.mark.tmux
@@ -231,10 +235,4 @@ async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_get
     finally:
         webhook.stop()
         tmux_server.kill()
-        for seen in started:  # OpenCode and what it started, if left behind (the very processes we saw)
-            live = proc.read_proc(seen.pid)
-            if live is not None and live.start_ticks == seen.start_ticks:
-                try:
-                    os.kill(seen.pid, 15)
-                except OSError:
-                    pass
+        stop_left_behind(started)
