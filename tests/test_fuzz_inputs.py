@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.commands.pane import read_input
@@ -127,7 +127,15 @@ def test_send_and_preview_input(data: bytes) -> None:
 STORE = (FIXTURES / "opencode" / "opencode.db").read_bytes()
 
 
+def _patched(data: bytes, edits: list[tuple[int, bytes]]) -> bytes:
+    out = bytearray(data)
+    for at, chunk in edits:
+        out[at:at + len(chunk)] = chunk
+    return bytes(out[:len(data)])
+
+
 @FAST
+@example(_patched(STORE, [(150731, b"  _")]))  # found by CI's fuzz: text left in session.time_created
 @given(st.one_of(st.binary(max_size=8192),
                  st.lists(st.tuples(st.integers(0, len(STORE) - 1), st.binary(min_size=1, max_size=64)),
                           min_size=1, max_size=8).map(
@@ -146,13 +154,6 @@ def test_opencode_store(data: bytes) -> None:
             assert str(exc).strip()
         finally:
             store.close()
-
-
-def _patched(data: bytes, edits: list[tuple[int, bytes]]) -> bytes:
-    out = bytearray(data)
-    for at, chunk in edits:
-        out[at:at + len(chunk)] = chunk
-    return bytes(out[:len(data)])
 
 
 # ---- Claude Code's session file ----------------------------------------------------------------------

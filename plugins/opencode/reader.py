@@ -199,6 +199,10 @@ class OpenCodeStore:
                     self._drop()
                     raise UnknownSchema(f"{self.path} is not a readable SQLite database (damaged text)") \
                         from None
+                except ValueError:  # a damaged page can leave text in a number column (SQLite keeps it)
+                    self._drop()
+                    raise UnknownSchema(f"{self.path} is not a readable SQLite database (text where a "
+                                        "number belongs)") from None
         raise AssertionError("unreachable")
 
     # ---- queries ---------------------------------------------------------------------------------
