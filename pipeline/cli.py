@@ -38,8 +38,11 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = _parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C as baton starts
+        return 130
     setup_logging(args.verbose)
     if not getattr(args, "func", None):
         (getattr(args, "help_of", None) or parser).print_help()
@@ -208,7 +211,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
                     help=f"only hand-offs in this state: {', '.join(STATES)}")
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
-                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago, or an ISO time (2026-03-01T14:00)")
+                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago (-10m alike), or an ISO time "
+                    "(2026-03-01T14:00)")
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -248,11 +252,23 @@ def _bus(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     import logging
+    import signal
 
-    from pipeline.commands.demo import run_demo
+    from pipeline.commands.demo import DemoProgress, run_demo
 
     logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    return anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep))
+    progress = DemoProgress()
+    try:
+        status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
+                                            progress=progress))
+    except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
+        status = 130
+    # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of
+    # whatever exit step it landed in (the tmux control client's reaping, say)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if status == 130:
+        print(progress.stopped(), flush=True)
+    return status
 
 
 def _send(args: argparse.Namespace) -> int:

@@ -146,17 +146,24 @@ def _ctrl_c_as_in_a_terminal() -> None:
 class Follower:
     """``baton history --follow`` running, its standard output read line by line on a thread."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([*BATON, "history", "--follow", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                     env=_env(None), preexec_fn=_ctrl_c_as_in_a_terminal)
+                                     env=_env(env), preexec_fn=_ctrl_c_as_in_a_terminal)
         self.lines: queue.Queue[str] = queue.Queue()
         assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.reader.start()
 
     def _read(self, out: IO[str]) -> None:
         for line in out:
             self.lines.put(line.rstrip("\n"))
+
+    def rest(self) -> list[str]:
+        """Every line not read yet, up to the end of standard output (after :meth:`interrupt`)."""
+        self.reader.join(timeout=15)
+        assert not self.reader.is_alive(), "standard output still open"
+        return [self.lines.get() for _ in range(self.lines.qsize())]
 
     def next(self, timeout: float = 15.0) -> str:
         try:
@@ -180,13 +187,86 @@ def test_follow_json_prints_the_backlog_then_each_change_and_ctrl_c_exits_0(jour
         add_handoff(journal, "a->b", "a", "b", "t5", "transformed")
         row = json.loads(follower.next())
         assert (row["key"], row["state"], row["prompt"]) == ("a->b@t5", "transformed", "text of t5")
+        journal.record_usage("a->b@t5", USAGE)  # an AI transform's call: the table would add it up at the end
         journal.set_state("a->b@t5", "delivered", pane="%3")
         row = json.loads(follower.next())
-        assert (row["key"], row["state"], row["pane"]) == ("a->b@t5", "delivered", "%3")
+        assert (row["key"], row["state"], row["pane"], row["usage"]) == ("a->b@t5", "delivered", "%3", USAGE)
     finally:
         status, err = follower.interrupt()
     assert status == 0 and "Traceback" not in err and err.strip() == "", err
-    assert follower.lines.empty()  # nothing else: t4 is another route's
+    assert follower.rest() == []  # nothing else, no total line: t4 is another route's
+
+
+#: an AI transform's call, as the journal records it
+USAGE = {"model": "claude-haiku-4-5", "input_tokens": 3000, "output_tokens": 300, "cache_write_tokens": 200,
+         "cache_read_tokens": 0, "cost_usd": 0.0087}
+
+
+def columns_of(header: str) -> dict[str, int]:
+    """Where each of the table's columns starts, from its header line."""
+    names = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
+    return {name: header.index(name) for name in names}
+
+
+def cell(line: str, columns: dict[str, int], name: str) -> str:
+    """The text of one column of a row (up to where the next column starts)."""
+    names = list(columns)
+    start = columns[name]
+    end = columns[names[names.index(name) + 1]] if name != names[-1] else len(line)
+    return line[start:end].rstrip()
+
+
+def test_follow_rows_line_up_under_the_header_and_ctrl_c_adds_up_the_ai_calls(journal: Journal) -> None:
+    """Rows come one at a time, each fitted to the widths fixed at the start: a later, longer route or turn
+    is cut with …, the columns stay where the header put them, no line is wider than the terminal; Ctrl-C
+    ends it with the AI transforms' total of ``baton history``, a hand-off shown twice counted once."""
+    follower = Follower("-n", "2", env={"COLUMNS": "110"})
+    try:
+        header = follower.next()
+        columns = columns_of(header)
+        backlog = [follower.next() for _ in range(2)]
+        assert [cell(line, columns, "TURN") for line in backlog] == ["t3", "t3"]
+        assert [cell(line, columns, "OUTCOME") for line in backlog] == ["skipped", "failed"]
+        assert cell(backlog[1], columns, "WHY").startswith("transform ai-routing")
+        long_route, long_turn = "nightly-review-of-everything", "turn-0123456789abcdef0123456789"
+        add_handoff(journal, long_route, "a", "c", long_turn, "transformed")
+        journal.record_usage(f"{long_route}@{long_turn}", USAGE)
+        journal.set_state(f"{long_route}@{long_turn}", "delivering")
+        journal.set_state(f"{long_route}@{long_turn}", "failed", error="the pane is gone: " + "why " * 40)
+        rows = [follower.next()]  # delivering, failed: perhaps both at one look
+        while cell(rows[-1], columns, "OUTCOME") != "failed":
+            rows.append(follower.next())
+        last = rows[-1]
+        assert cell(last, columns, "ROUTE").endswith("…") and long_route.startswith(
+            cell(last, columns, "ROUTE")[:-1])
+        turn = cell(last, columns, "TURN")
+        assert turn.endswith("…") and long_turn.startswith(turn[:-1])
+        assert "$0.0087" in cell(last, columns, "AI USE")  # the cost, when the whole of it does not fit
+        assert cell(last, columns, "WHY").startswith("the pane is gone: why") and last.endswith("…")
+        assert all(len(line) <= 110 for line in [header, *backlog, *rows]), [header, *backlog, *rows]
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and "Traceback" not in err and err.strip() == "", err
+    assert follower.rest() == ["AI transforms: 1 call, 3200 tokens in, 300 out, $0.0087"]
+
+
+def test_follow_in_a_narrow_terminal_puts_why_under_its_row_and_no_total_without_ai_calls(
+        journal: Journal) -> None:
+    follower = Follower("-n", "1", env={"COLUMNS": "80"})
+    try:
+        header = follower.next()
+        columns = columns_of(header)
+        row, why = follower.next(), follower.next()
+        assert cell(row, columns, "ROUTE") == "review" and cell(row, columns, "OUTCOME") == "failed"
+        assert why == "  └ transform ai-routing failed: boom"
+        add_handoff(journal, "a->b", "a", "b", "t4", "delivered")  # no reason: one line
+        row = follower.next()
+        assert cell(row, columns, "TURN") == "t4" and cell(row, columns, "OUTCOME") == "delivered"
+        assert all(len(line) <= 80 for line in (header, row, why))
+    finally:
+        status, err = follower.interrupt()
+    assert status == 0 and err.strip() == "", err
+    assert follower.rest() == []  # no AI transform called a model: no total line
 
 
 def test_follow_waits_for_a_journal_that_does_not_exist_yet() -> None:
@@ -297,3 +377,40 @@ def test_every_read_command_answers_json(
     wrong = baton("preview", "nope", "--json", *c)
     wrong.one_line_error(1, "no route 'nope'")
     assert wrong.out == ""
+
+
+@pytest.mark.tmux
+def test_follow_in_a_terminal_fits_its_width_and_ctrl_c_prints_the_total(tmux_server: TmuxServer,
+                                                                          journal: Journal) -> None:
+    """In a real terminal (no $COLUMNS: the width is the pane's), Ctrl-C typed as a person does."""
+    import shlex
+    import sys
+
+    from tests.conftest import REPO
+
+    script = shlex.join([sys.executable, "-m", "pipeline.cli", "history", "--follow", "-n", "2"])
+    script = shlex.quote(script + "; echo EXIT=$?; sleep 60")
+    pane = tmux_server.new_pane(f"bash --norc --noprofile -c {script}", cwd=REPO, width=100, height=20,
+                                env={"NO_COLOR": "1"})
+
+    def screen() -> list[str]:
+        return [line for line in tmux_server.run("capture-pane", "-p", "-t", pane).splitlines() if line]
+
+    wait_for(lambda: len(screen()) >= 3, what="the header and the backlog")
+    header = screen()[0]
+    columns = columns_of(header)
+    add_handoff(journal, "summary", "a", "b", "t9", "transformed")
+    journal.record_usage("summary@t9", USAGE)
+    journal.set_state("summary@t9", "delivered")
+    wait_for(lambda: any(cell(line, columns, "TURN") == "t9" and cell(line, columns, "OUTCOME") == "delivered"
+                         for line in screen()), what="t9's delivered row")
+    rows = [line for line in screen() if line[:2] == "20"]
+    assert [cell(line, columns, "ROUTE") for line in rows][:2] == ["a->b", "review"], rows
+    assert all(cell(line, columns, "AI USE") in ("", "$0.0087") for line in rows), rows
+    assert all(len(line) <= 100 for line in screen())
+    tmux_server.run("send-keys", "-t", pane, "C-c")
+    wait_for(lambda: "EXIT=0" in screen(), what="Ctrl-C ending the follow")
+    lines = screen()
+    total = lines[lines.index("EXIT=0") - 1]
+    assert total == "AI transforms: 1 call, 3200 tokens in, 300 out, $0.0087", lines
+    assert not any("Traceback" in line for line in lines)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -16,10 +18,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.commands.board import Board, render, text_width
+from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
-from tests.cli_run import baton, start_baton
+from tests.cli_run import BATON, _env, baton, json_lines, start_baton
 from tests.conftest import REPO, TmuxServer, wait_for
 from tests.test_cli_first_day import shell_ready, write_routes
+from tests.test_cli_json import add_handoff
 
 #: what a first-day user runs first
 COMMANDS = ["status", "plugins", "check", "up", "demo", "resolve", "extract", "preview", "send", "history",
@@ -192,3 +196,94 @@ def test_the_board_in_a_50_column_pane_resized_then_quit(tmux_server: TmuxServer
     tmux_server.run("send-keys", "-t", pane, "q")
     wait_for(lambda: any("EXIT=0" in line for line in screen()), 10, what="q quitting the narrow board")
     assert not any("Traceback" in line for line in screen())
+
+
+# ---- a value that starts with - ------------------------------------------------------------------------
+
+
+def test_since_minus_five_minutes_means_five_minutes_ago() -> None:
+    """argparse takes ``-5m`` for an option ("expected one argument"); a person writing "minus five
+    minutes" means five minutes ago."""
+    journal = Journal(default_journal_path())
+    add_handoff(journal, "a->b", "a", "b", "old", "delivered", ago_s=3600)
+    add_handoff(journal, "a->b", "a", "b", "new", "delivered", ago_s=60)
+    for since in (["--since", "-5m"], ["--since=-5m"], ["--since", "5m"], ["--since", "-0.5h"],
+                  ["-n", "5", "--since", "-5m", "--json"]):
+        result = baton("history", "--json", *since)
+        assert result.status == 0 and result.err == "", (since, result)
+        assert [row["turn_id"] for row in json_lines(result.out)] == ["new"], since
+    baton("history", "--since", "-yesterday").one_line_error(
+        2, "argument --since: '-yesterday' reads as an option, not as its value", "write --since=-yesterday")
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["history", "--tile", "-x"], ["baton history: error: argument --tile: '-x' reads as an option",
+                                   "write --tile=-x"]),
+    (["history", "--route"], ["argument --route: expected a value after it"]),
+    (["-L"], ["baton: error: argument -L: expected a value after it"]),
+    (["send", "%0", "-hello"], ["'-hello' reads as options, not as a value",
+                                "goes after --, as in -- -hello"]),
+    (["send", "%0", "-v"], ["required: text", "as in -- -v"]),
+    (["preview", "-x"], ["required: route", "as in -- -x"]),
+    (["history", "--jsn"], ["baton history: error: unrecognized arguments: --jsn (did you mean --json?)",
+                            "see baton history -h"]),
+    (["status", "extra"], ["baton status: error: unrecognized arguments: extra", "see baton status -h"]),
+    (["history", "--json=yes"], ["argument --json takes no value (--json=yes)"]),
+    (["demo", "--work-s", "-1e3"], ["argument --work-s: -1e3 is out of range"]),
+    (["history", "-n", "-5"], ["argument -n/--limit: -5 is out of range"]),
+])
+def test_a_value_taken_for_an_option_is_named_with_the_way_to_write_it(args: list[str],
+                                                                        needles: list[str]) -> None:
+    baton(*args).one_line_error(2, *needles)
+
+
+@pytest.mark.tmux
+def test_text_that_starts_with_a_dash_is_sent_after_double_dash(tmux_server: TmuxServer) -> None:
+    """The way the error above names works: ``baton send %N -- -hello``."""
+    shell = shell_ready(tmux_server)
+    result = baton("send", "-L", tmux_server.socket, shell, "--", "-hello")
+    assert result.status == 0, result
+    wait_for(lambda: "-hello: command not found" in tmux_server.capture(shell), what="bash running -hello")
+
+
+# ---- Ctrl-C in the demo --------------------------------------------------------------------------------
+
+
+@pytest.mark.tmux
+@pytest.mark.parametrize(("presses", "keep"), [(1, False), (2, False), (1, True)])
+def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(presses: int, keep: bool) -> None:
+    """Ctrl-C, as a terminal sends it: to the demo's whole process group (the tmux commands it runs too);
+    twice as an impatient person does. One line says what stopped and what is left, exit status 130."""
+    demo = subprocess.Popen([*BATON, "demo", "--handoffs", "30", "--work-s", "0.2", *(["--keep"] * keep)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            text=True, env=_env(None), start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    socket = ""
+    try:
+        assert demo.stdout is not None
+        first = demo.stdout.readline()
+        socket = re.search(r"tmux -L (\S+) attach", first).group(1)  # type: ignore[union-attr]
+        while not demo.stdout.readline().startswith("hand-off 1:"):
+            pass
+        for _ in range(presses):
+            os.killpg(demo.pid, signal.SIGINT)
+        status = demo.wait(timeout=30)
+        out, err = demo.communicate()
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+        alive = bool(socket) and subprocess.run(["tmux", "-L", socket, "has-session"],
+                                                capture_output=True).returncode == 0
+        if alive and keep:
+            subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+    assert status == 130 and err == "", (status, out, err)
+    last = out.strip().splitlines()[-1]
+    stopped = re.fullmatch(r"demo: stopped by Ctrl-C after (\d+) of 30 hand-offs; (.*)", last)
+    assert stopped and 1 <= int(stopped.group(1)) < 30, out
+    assert alive == keep
+    if keep:
+        assert stopped.group(2) == (f"its tmux server is left running (--keep): watch it with  tmux -L "
+                                    f"{socket} attach  and stop it with  tmux -L {socket} kill-server")
+    else:
+        assert stopped.group(2) == f"its tmux server (tmux -L {socket}) is stopped and its files are removed"

@@ -2,7 +2,8 @@
 
 Needs no API key and no agent installed: the agents are ``plugins.demo.agent``, run by this Python. The
 demo stops by itself after ``handoffs`` hand-offs (that is its ``max_hops``) and kills only the tmux server
-it started.
+it started. Ctrl-C stops it early: it cleans up as ever (a second Ctrl-C does not cut that short), and
+:class:`DemoProgress` says how far it got and what it leaves; ``baton demo`` exits with status 130.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import contextlib
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import anyio
 
@@ -26,20 +29,68 @@ from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["run_demo"]
+__all__ = ["DemoProgress", "run_demo"]
 
 FIRST_PROMPT = "Plan a small feature: a --version flag for our CLI.\nKeep it to two steps."
 
 
+@dataclass
+class DemoProgress:
+    """How far a demo got, kept outside it: what Ctrl-C says once the demo's task is gone."""
+
+    handoffs: int = 0
+    keep: bool = False
+    #: the demo's tmux server, once it is being started
+    socket: str | None = None
+    handed: int = 0
+    interrupted: bool = False
+
+    def stopped(self) -> str:
+        """What Ctrl-C stopped and what it leaves behind (said after the clean-up)."""
+        if self.socket is None:
+            return "demo: stopped by Ctrl-C before it started anything; nothing is left behind"
+        done = f"demo: stopped by Ctrl-C after {self.handed} of {self.handoffs} hand-offs"
+        if self.keep:
+            return (f"{done}; its tmux server is left running (--keep): watch it with  tmux -L {self.socket} "
+                    f"attach  and stop it with  tmux -L {self.socket} kill-server")
+        return f"{done}; its tmux server (tmux -L {self.socket}) is stopped and its files are removed"
+
+
 async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False, timeout_s: float = 90.0,
-                   out: Callable[[str], None] = print) -> int:
+                   out: Callable[[str], None] = print, progress: DemoProgress | None = None) -> int:
+    """The demo; 0 when it made its hand-offs, 1 when not, 130 when Ctrl-C stopped it (``progress`` says
+    how far it got). Runs in the main thread: it listens for Ctrl-C itself."""
+    progress = progress or DemoProgress()
+    status = 130
+    with anyio.open_signal_receiver(signal.SIGINT) as ctrl_c:  # each Ctrl-C from here on: not raised
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_ctrl_c, ctrl_c, tg.cancel_scope, progress)
+            status = await _demo(handoffs, work_s, keep, timeout_s, out, progress)
+            tg.cancel_scope.cancel()
+    return status
+
+
+async def _stop_on_ctrl_c(ctrl_c: AsyncIterator[int], scope: anyio.CancelScope,
+                          progress: DemoProgress) -> None:
+    """The first Ctrl-C stops the demo; the ones after it wait in the receiver, unraised, until the demo
+    has cleaned up."""
+    async for _ in ctrl_c:
+        progress.interrupted = True
+        scope.cancel()
+        return
+
+
+async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out: Callable[[str], None],
+                progress: DemoProgress) -> int:
     socket = f"baton-demo-{os.getpid()}"
+    progress.handoffs, progress.keep, progress.socket = handoffs, keep, socket
     tmux = Tmux(socket_name=socket, config_file="/dev/null")
     agent = f"{shlex.quote(sys.executable)} -m plugins.demo.agent --work-s {work_s}"
     home = tempfile.mkdtemp(prefix="baton-demo-")
     os.environ["BATON_DEMO_HOME"] = home  # the agents' transcripts, read by the demo adapter
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
     started = time.monotonic()
+    seen: list[Delivery] = []
     try:
         alice = await tmux.new_session(
             "demo", f"{agent} --name alice --role writer", width=160, height=40, env=env
@@ -72,7 +123,6 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
             settings=Settings(max_hops=handoffs),
         )
         done = anyio.Event()
-        seen: list[Delivery] = []
         handed_at: dict[str, float] = {}
 
         def report(event: Completion | Delivery) -> None:
@@ -86,6 +136,7 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
                 out(f"you -> alice: {_first_line(event.prompt.text)}")
                 return
             seen.append(event)
+            progress.handed = len(seen)
             latency = (time.monotonic() - handed_at.get(event.prompt.turn_id, time.monotonic())) * 1000
             out(f"hand-off {len(seen)}: {event.prompt.source} -> {event.prompt.target} "
                 f"({event.state}, hop {event.prompt.hop}, {latency:.0f} ms after the turn was seen): "
@@ -109,12 +160,13 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
         )
         return 0 if ok else 1
     finally:
-        if keep:
-            out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
-        else:
-            shutil.rmtree(home, ignore_errors=True)
-            with contextlib.suppress(TmuxError):  # tmux not installed: the error that got here says so
-                await tmux.kill_server()
+        with anyio.CancelScope(shield=True):  # Ctrl-C cancelled the demo: its clean-up still runs
+            if not keep:
+                shutil.rmtree(home, ignore_errors=True)
+                with contextlib.suppress(TmuxError):  # tmux not installed: the error that got here says so
+                    await tmux.kill_server()
+            elif not progress.interrupted:
+                out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
 
 
 async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0) -> None:

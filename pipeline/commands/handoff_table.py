@@ -5,6 +5,9 @@ USE cells and total line, so the two views never drift apart.
 A row is a hand-off as ``--json`` prints it (a dict). Rows from the bus were written by other hosts,
 perhaps by another version of batonpass: a field that is missing or of the wrong type shows as blank (or
 ``?``), never as a traceback. Every cell is one line of printable text.
+
+``--follow`` prints the same columns one row at a time, for as long as it runs (:class:`FollowTable`): its
+widths are fixed when it starts, so a later row lines up with the earlier ones.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.commands.table import table
-from pipeline.system.text import sanitize
+from pipeline.engine.journal import STATES
+from pipeline.system.text import fit, sanitize, text_width
 
-__all__ = ["HEADER", "ai_total", "ai_use", "handoff_cells", "handoff_table", "header"]
+__all__ = ["HEADER", "FollowTable", "ai_total", "ai_use", "handoff_cells", "handoff_table", "header"]
 
 HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
 #: how much of a turn id the table shows
@@ -46,14 +50,18 @@ def _usage(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return usage if isinstance(usage, Mapping) and usage else None
 
 
-def ai_use(usage: Mapping[str, Any] | None) -> str:
+def ai_use(usage: Mapping[str, Any] | None, width: int | None = None) -> str:
     """An AI transform's call in a few words: ``3200 in · 300 out · $0.0087`` (tokens only when the
-    model's price is unknown; "" when no model was called)."""
+    model's price is unknown; "" when no model was called). Within ``width`` columns, shorter words:
+    ``3500 tok · $0.0087``, then the cost alone."""
     if not usage:
         return ""
-    words = f"{_tokens_in(usage)} in · {_count(usage.get('output_tokens'))} out"
+    tokens_in, tokens_out = _tokens_in(usage), _count(usage.get("output_tokens"))
     cost = _number(usage.get("cost_usd"))
-    return words if cost is None else f"{words} · ${cost:.4f}"
+    forms = [f"{tokens_in} in · {tokens_out} out", f"{tokens_in + tokens_out} tok"]
+    if cost is not None:
+        forms = [f"{form} · ${cost:.4f}" for form in forms] + [f"${cost:.4f}"]
+    return next((form for form in forms if width is None or text_width(form) <= width), forms[-1])
 
 
 def ai_total(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -84,10 +92,13 @@ def _text(value: object) -> str:
     return "" if value is None else " ".join(sanitize(str(value)).split())
 
 
-def handoff_cells(row: Mapping[str, Any], *, host: bool = False) -> tuple[object, ...]:
-    """The cells of one hand-off, in :data:`HEADER`'s order (HOST second when ``host``)."""
+def handoff_cells(row: Mapping[str, Any], *, host: bool = False, ai_width: int | None = None
+                  ) -> tuple[object, ...]:
+    """The cells of one hand-off, in :data:`HEADER`'s order (HOST second when ``host``); AI USE's words
+    within ``ai_width`` columns when given."""
     cells = (_when(row), _text(row.get("route")), _text(row.get("turn_id"))[:TURN_WIDTH],
-             _text(row.get("hop")), _text(row.get("state")), _text(row.get("attempts")), ai_use(_usage(row)),
+             _text(row.get("hop")), _text(row.get("state")), _text(row.get("attempts")),
+             ai_use(_usage(row), ai_width),
              _text(row.get("last_error") or row.get("note")))
     return (cells[0], _text(row.get("host")), *cells[1:]) if host else cells
 
@@ -101,3 +112,66 @@ def handoff_table(rows: Sequence[Mapping[str, Any]], *, host: bool = False) -> s
     text = table(header(host=host), [handoff_cells(r, host=host) for r in rows])
     total = ai_total(rows)
     return f"{text}\n{total}" if total else text
+
+
+#: the narrowest ROUTE, TURN and AI USE get in a narrow terminal (columns; AI USE's: a cost, ``$0.0087``);
+#: the others keep their width
+_FLOOR = {1: 8, 2: 8, 6: 8}
+#: how wide a column is at least, whatever the rows known at the start hold: WHEN's time and the longest
+#: state take that much, a later hand-off may name a longer route or turn, or call a model (its cost)
+_ROOM = {0: len("2026-12-04 15:00:00"), 1: 12, 2: 12, 4: max(map(len, STATES)), 6: len("$10.0000")}
+#: WHY's least room at the end of the line; with less, it goes on a line of its own under the row
+_WHY_ROOM = 24
+_GAP = "  "
+
+
+class FollowTable:
+    """``baton history --follow``'s table: :data:`HEADER`'s columns, one row at a time. The widths are fixed
+    from the rows known at the start (the backlog) and the terminal's ``width``, so a later cell that is
+    wider is cut with ``…`` and every row lines up under the header. WHY, last, takes the rest of the line;
+    in a terminal too narrow to leave it :data:`_WHY_ROOM` columns (under about 100), it goes on a line of
+    its own under its row. ``width`` None (standard output is no terminal): nothing is cut but the fixed
+    columns."""
+
+    def __init__(self, backlog: Sequence[Mapping[str, Any]], width: int | None) -> None:
+        cells = [HEADER, *(handoff_cells(r) for r in backlog)]
+        widths = [max([_ROOM.get(i, 0), *(text_width(str(row[i])) for row in cells)])
+                  for i in range(len(HEADER) - 1)]
+        widths[2] = min(widths[2], TURN_WIDTH)
+        while width is not None and self._used(widths) + _WHY_ROOM > width:
+            narrowing = [i for i in _FLOOR if widths[i] > _FLOOR[i]]
+            if not narrowing:
+                break
+            widths[max(narrowing, key=lambda i: widths[i])] -= 1
+        self.widths = widths
+        self.width = width
+        self.why_below = width is not None and self._used(widths) + _WHY_ROOM > width
+        self.latest: dict[str, Mapping[str, Any]] = {}
+
+    @staticmethod
+    def _used(widths: Sequence[int]) -> int:
+        return sum(widths) + len(_GAP) * len(widths)
+
+    def header(self) -> str:
+        return self._cut(self._columns(HEADER))
+
+    def line(self, row: Mapping[str, Any]) -> str:
+        """The row's line (two when WHY goes under it); the row is also kept as its hand-off's latest, for
+        :meth:`total`."""
+        self.latest[_text(row.get("key"))] = row
+        cells = handoff_cells(row, ai_width=self.widths[6])
+        if not self.why_below:
+            return self._cut(self._columns(cells))
+        columns = self._cut(self._columns([*cells[:-1], ""]))
+        return columns if not cells[-1] else f"{columns}\n{self._cut(f'  └ {cells[-1]}')}"
+
+    def total(self) -> str:
+        """The AI transforms' total over the hand-offs shown, each counted once in its latest state."""
+        return ai_total(list(self.latest.values()))
+
+    def _columns(self, cells: Sequence[object]) -> str:
+        fixed = [fit(str(c), w, pad=True) for c, w in zip(cells, self.widths, strict=False)]
+        return _GAP.join([*fixed, str(cells[-1])]).rstrip()
+
+    def _cut(self, line: str) -> str:
+        return line if self.width is None else fit(line, self.width)

@@ -7,29 +7,32 @@ exit status 0.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.handoff_table import HEADER, handoff_cells, handoff_table
+from pipeline.commands.handoff_table import FollowTable, handoff_table
 from pipeline.commands.table import json_line
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
 
 __all__ = ["describe_filter", "history_command", "no_match", "parse_since", "quiet_stdout", "record_row"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_AGO = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
+#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
+_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
 
 
 def parse_since(value: str) -> float:
-    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago, or an ISO time (``2026-03-01T14:00``, local time
-    unless it names its zone). Returns epoch seconds; argparse turns a ValueError into a usage error."""
+    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
+    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
+    ValueError into a usage error."""
     value = value.strip()
     ago = _AGO.fullmatch(value)
     if ago:
@@ -114,28 +117,56 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
 
 
 def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
-    """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe."""
+    """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe. Ctrl-C
+    ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
+    per line, nothing else."""
     from pipeline.commands.history_follow import follow_journal
 
-    emit: Callable[[HandoffRecord], None] = (
-        (lambda r: print(json_line(record_row(r)), flush=True)) if as_json
-        else (lambda r: print("  ".join(str(c) for c in handoff_cells(record_row(r))), flush=True))
-    )
+    printer = _JsonLines() if as_json else _FollowPrinter()
     try:
-        if not as_json:
-            print("  ".join(HEADER), flush=True)
-        follow_journal(path, limit, match, emit)
+        follow_journal(path, limit, match, printer.emit)
     except KeyboardInterrupt:
+        printer.end()
         return 0
     except BrokenPipeError:  # `baton history --follow | head -3`: the reader is done
         quiet_stdout()
     return 0
 
 
+class _JsonLines:
+    def emit(self, records: list[HandoffRecord]) -> None:
+        for r in records:
+            print(json_line(record_row(r)), flush=True)
+
+    def end(self) -> None:
+        pass
+
+
+class _FollowPrinter:
+    """The follow's table: the header once the backlog is known (it sizes the columns), a line a change,
+    and the AI total at the end. The width is the terminal's (or $COLUMNS); a pipe's lines are not cut."""
+
+    def __init__(self) -> None:
+        self.table: FollowTable | None = None
+
+    def emit(self, records: list[HandoffRecord]) -> None:
+        rows = [record_row(r) for r in records]
+        if self.table is None:
+            terminal = "COLUMNS" in os.environ or sys.stdout.isatty()
+            self.table = FollowTable(rows, shutil.get_terminal_size().columns if terminal else None)
+            print(self.table.header())
+        for row in rows:
+            print(self.table.line(row))
+        sys.stdout.flush()
+
+    def end(self) -> None:
+        total = self.table.total() if self.table is not None else ""
+        if total:  # on a line of its own, not after the ^C a terminal echoes
+            print(("\n" if sys.stdout.isatty() else "") + total, flush=True)
+
+
 def quiet_stdout() -> None:
     """Point standard output at /dev/null, so the interpreter's final flush of a closed pipe stays quiet."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)

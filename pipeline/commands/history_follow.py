@@ -34,16 +34,18 @@ LOOK_AGAIN_S = 0.1
 APPEAR_S = 1.0
 
 
-def follow_journal(path: Path, limit: int, match: HistoryFilter,
-                   emit: Callable[[HandoffRecord], None]) -> None:
-    """Emit the latest ``limit`` hand-offs that ``match``, then each change, until interrupted
-    (KeyboardInterrupt). A closed standard output (BrokenPipeError) or an unreadable journal
-    (sqlite3.Error) ends it by raising."""
+Emit = Callable[[list[HandoffRecord]], None]
+
+
+def follow_journal(path: Path, limit: int, match: HistoryFilter, emit: Emit) -> None:
+    """Emit the latest ``limit`` hand-offs that ``match`` (the backlog, all at once: a table sizes its
+    columns from it; an empty list first when the journal does not exist yet), then each batch of changes,
+    until interrupted (KeyboardInterrupt). A closed standard output (BrokenPipeError) or an unreadable
+    journal (sqlite3.Error) ends it by raising."""
     anyio.run(_follow, path, limit, match, emit)
 
 
-async def _follow(path: Path, limit: int, match: HistoryFilter,
-                  emit: Callable[[HandoffRecord], None]) -> None:
+async def _follow(path: Path, limit: int, match: HistoryFilter, emit: Emit) -> None:
     watcher = FileWatcher()
     failure: list[Exception] = []
     async with anyio.create_task_group() as tg:
@@ -82,9 +84,11 @@ def _subscribe(watcher: FileWatcher, path: Path) -> Subscription | None:
 
 
 async def _print_changes(watcher: FileWatcher, path: Path, limit: int, match: HistoryFilter,
-                         emit: Callable[[HandoffRecord], None]) -> None:
+                         emit: Emit) -> None:
     sub: Subscription | None = None
     try:
+        if not path.exists():
+            emit([])  # the backlog: none
         while not path.exists():  # batonpass never ran here yet: the daemon's first hand-off makes it
             sub = sub or _subscribe(watcher, path)
             if sub is None:
@@ -95,16 +99,14 @@ async def _print_changes(watcher: FileWatcher, path: Path, limit: int, match: Hi
         journal = Journal(path)
         last = time.time()  # what changes from here on is news; a change during the backlog may show twice
         shown: set[tuple[str, float]] = set()
-        for r in journal.history(limit, match):
-            emit(r)
+        emit(journal.history(limit, match))
         wait = RECHECK_S
         while True:
             hinted = await sub.wait(wait)
             wait = LOOK_AGAIN_S if hinted else RECHECK_S
             changed = [r for r in journal.changed_since(last, match) if (r.key, r.updated) not in shown]
-            for r in changed:
-                emit(r)
             if changed:
+                emit(changed)
                 newest = changed[-1].updated
                 shown = {key for key in shown if key[1] == newest} if newest == last else set()
                 shown |= {(r.key, r.updated) for r in changed if r.updated == newest}

@@ -9,7 +9,10 @@ anywhere on the line (``baton -v status`` and ``baton status -v`` alike) and a l
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import difflib
+import re
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -31,10 +34,88 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line on standard error (``baton demo: error: argument ...; see baton demo -h``),
-    exit status 2: the usage block is in ``-h``, not in front of every mistake."""
+    exit status 2: the usage block is in ``-h``, not in front of every mistake.
+
+    argparse reads any word that starts with ``-`` as an option, so ``--since -5m`` (a person writing
+    "minus five minutes") would be "expected one argument". A value that starts with ``-`` and a digit can
+    be no option of ``baton``, so it is joined to the option before argparse looks (``--since=-5m``); any
+    other such value is named in the error, with the way to write it."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._words = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(_join_dash_digits(self, self._words), namespace)
+        if extras and self.prog != _top(self.prog):  # said by this command, not by "baton" after it returns
+            self.error(_unrecognized(self, extras))
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
+        message = _with_dash_hint(message, getattr(self, "_words", []))
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} -h\n")
+
+
+#: a word that argparse would take for an option but no option of baton looks like: ``-5m``, ``-1e3``
+_DASH_DIGIT = re.compile(r"-\.?\d")
+
+
+def _top(prog: str) -> str:
+    return prog.split(" ", 1)[0]
+
+
+def _takes_a_value(parser: argparse.ArgumentParser, word: str) -> bool:
+    action = parser._option_string_actions.get(word)
+    return action is not None and action.nargs is None and action.option_strings != []
+
+
+def _join_dash_digits(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """``--since -5m`` as ``--since=-5m``, up to a ``--`` (after it every word is a value anyway)."""
+    joined: list[str] = []
+    rest = iter(enumerate(words))
+    for i, word in rest:
+        if word == "--":
+            return joined + words[i:]
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if _takes_a_value(parser, word) and _DASH_DIGIT.match(following):
+            joined.append(f"{word}={following}")
+            next(rest)
+        else:
+            joined.append(word)
+    return joined
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """``unrecognized arguments: --jsn (did you mean --json?)``."""
+    known = [s for s in parser._option_string_actions if s.startswith("--")]
+    guesses = [(w, difflib.get_close_matches(w, known, 1, 0.75)) for w in extras]
+    return "unrecognized arguments: " + " ".join(f"{w} (did you mean {close[0]}?)" if close else w
+                                                 for w, close in guesses)
+
+
+def _with_dash_hint(message: str, words: list[str]) -> str:
+    """argparse's error, with the word it took for an option named when that is what went wrong."""
+    expected = re.fullmatch(r"argument (\S+): expected one argument", message)
+    if expected:
+        names = expected.group(1).split("/")
+        at = max((i for i, w in enumerate(words) if w in names), default=None)
+        value = words[at + 1] if at is not None and at + 1 < len(words) else ""
+        if value.startswith("-"):
+            option = words[at] if at is not None else names[-1]
+            return (f"argument {expected.group(1)}: {value!r} reads as an option, not as its value: "
+                    f"write {option}={value} for a value that starts with -")
+        return f"argument {expected.group(1)}: expected a value after it"
+    explicit = re.fullmatch(r"argument (\S+): ignored explicit argument '(.*)'", message)
+    dashed = [w for w in words if w.startswith("-") and w != "--"]
+    if explicit:
+        word = next((w for w in dashed if w.endswith(explicit.group(2))), explicit.group(2))
+        if "=" in word:  # --json=yes
+            return f"argument {explicit.group(1)} takes no value ({word})"
+        return (f"{word!r} reads as options, not as a value: a value that starts with - goes after --, "
+                f"as in -- {word}")
+    if message.startswith("the following arguments are required") and dashed:
+        return (f"{message} (a value that starts with - goes after --, as in -- {dashed[-1]}: "
+                f"{dashed[-1]!r} read as an option)")
+    return message
 
 
 def non_blank(what: str) -> Callable[[str], str]:

@@ -1,4 +1,5 @@
-"""Making text safe: ANSI stripping for screens, and the sanitizer that guards every pane we type into.
+"""Making text safe: ANSI stripping for screens, and the sanitizer that guards every pane we type into;
+and how wide text is in a terminal, for the tables that must fit one.
 
 Both work on ``str``. The sanitizer is the last step before tmux: whatever an agent printed, only printable
 characters, newline and tab get through, so no escape sequence (and so no bracketed-paste terminator
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["sanitize", "strip_ansi"]
+__all__ = ["fit", "sanitize", "strip_ansi", "text_width"]
 
 # ESC-introduced sequences (ECMA-48): CSI, OSC/DCS/SOS/PM/APC strings, two-byte escapes; plus the 8-bit
 # C1 forms of CSI (0x9b) and of the string introducers (0x90, 0x98, 0x9d, 0x9e, 0x9f).
@@ -52,3 +53,32 @@ def sanitize(text: str) -> str:
     text = _CONTROLS.sub("", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cs")
     return text.strip("\n")
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def text_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (a wide East Asian character takes two, a combining one none)."""
+    return sum(_char_width(ch) for ch in text)
+
+
+def fit(text: str, width: int, *, pad: bool = False) -> str:
+    """``text`` in at most ``width`` columns, cut with ``…`` where it was cut; padded with spaces to
+    ``width`` when ``pad``."""
+    if width <= 0:
+        return ""
+    used = text_width(text)
+    if used > width:
+        kept: list[str] = []
+        used = 1  # the …
+        for ch in text:
+            if used + _char_width(ch) > width:
+                break
+            kept.append(ch)
+            used += _char_width(ch)
+        text = "".join(kept) + "…"
+    return text + " " * (width - used) if pad else text

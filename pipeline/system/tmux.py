@@ -159,8 +159,9 @@ class Tmux:
             out = await self._over_control(args, check)
             if out is not None:
                 return out
-        try:
-            result = await anyio.run_process([*self.base, *args], input=input, check=False)
+        try:  # a session of its own: a Ctrl-C typed at baton is for baton to handle, not to cut tmux short
+            result = await anyio.run_process([*self.base, *args], input=input, check=False,
+                                             start_new_session=True)
         except FileNotFoundError:
             raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
         if check and result.returncode != 0:
@@ -184,7 +185,8 @@ class Tmux:
         """For the few places outside the event loop (test fixtures, the demo's teardown)."""
         _refuse_blank_target(args)
         try:
-            result = subprocess.run([*self.base, *args], capture_output=True, check=False)
+            result = subprocess.run([*self.base, *args], capture_output=True, check=False,
+                                    start_new_session=True)
         except FileNotFoundError:
             raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
         if check and result.returncode != 0:
