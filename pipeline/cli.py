@@ -251,6 +251,7 @@ def _bus(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import contextlib
     import logging
     import signal
 
@@ -262,12 +263,13 @@ def _demo(args: argparse.Namespace) -> int:
         status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
                                             progress=progress))
     except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
-        status = 130
+        progress.stopped_by, status = signal.SIGINT, 130
     # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of
     # whatever exit step it landed in (the tmux control client's reaping, say)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if status == 130:
-        print(progress.stopped(), flush=True)
+    if progress.stopped_by is not None:
+        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+            print(progress.stopped(), flush=True)
     return status
 
 

@@ -250,10 +250,14 @@ def test_text_that_starts_with_a_dash_is_sent_after_double_dash(tmux_server: Tmu
 
 
 @pytest.mark.tmux
-@pytest.mark.parametrize(("presses", "keep"), [(1, False), (2, False), (1, True)])
-def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(presses: int, keep: bool) -> None:
+@pytest.mark.parametrize(("signum", "presses", "keep"), [
+    (signal.SIGINT, 1, False), (signal.SIGINT, 2, False), (signal.SIGINT, 1, True),
+    (signal.SIGTERM, 1, False)])
+def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(signum: signal.Signals, presses: int,
+                                                                        keep: bool) -> None:
     """Ctrl-C, as a terminal sends it: to the demo's whole process group (the tmux commands it runs too);
-    twice as an impatient person does. One line says what stopped and what is left, exit status 130."""
+    twice as an impatient person does; or a ``kill``. One line says what stopped and what is left, exit
+    status 128 + the signal (130 for Ctrl-C)."""
     demo = subprocess.Popen([*BATON, "demo", "--handoffs", "30", "--work-s", "0.2", *(["--keep"] * keep)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True, env=_env(None), start_new_session=True,
@@ -266,7 +270,7 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(presses:
         while not demo.stdout.readline().startswith("hand-off 1:"):
             pass
         for _ in range(presses):
-            os.killpg(demo.pid, signal.SIGINT)
+            os.killpg(demo.pid, signum) if signum == signal.SIGINT else demo.send_signal(signum)
         status = demo.wait(timeout=30)
         out, err = demo.communicate()
     finally:
@@ -277,9 +281,10 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(presses:
                                                 capture_output=True).returncode == 0
         if alive and keep:
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
-    assert status == 130 and err == "", (status, out, err)
+    assert status == 128 + signum and err == "", (status, out, err)
     last = out.strip().splitlines()[-1]
-    stopped = re.fullmatch(r"demo: stopped by Ctrl-C after (\d+) of 30 hand-offs; (.*)", last)
+    by = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    stopped = re.fullmatch(rf"demo: stopped by {by} after (\d+) of 30 hand-offs; (.*)", last)
     assert stopped and 1 <= int(stopped.group(1)) < 30, out
     assert alive == keep
     if keep:

@@ -2,8 +2,9 @@
 
 Needs no API key and no agent installed: the agents are ``plugins.demo.agent``, run by this Python. The
 demo stops by itself after ``handoffs`` hand-offs (that is its ``max_hops``) and kills only the tmux server
-it started. Ctrl-C stops it early: it cleans up as ever (a second Ctrl-C does not cut that short), and
-:class:`DemoProgress` says how far it got and what it leaves; ``baton demo`` exits with status 130.
+it started. Ctrl-C (or SIGTERM, SIGHUP: a closed terminal) stops it early: it cleans up as ever (a second
+Ctrl-C does not cut that short), and :class:`DemoProgress` says how far it got and what it leaves; ``baton
+demo`` exits with status 128 + the signal's number (130 for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -36,20 +37,22 @@ FIRST_PROMPT = "Plan a small feature: a --version flag for our CLI.\nKeep it to 
 
 @dataclass
 class DemoProgress:
-    """How far a demo got, kept outside it: what Ctrl-C says once the demo's task is gone."""
+    """How far a demo got, kept outside it: what a Ctrl-C says once the demo's task is gone."""
 
     handoffs: int = 0
     keep: bool = False
     #: the demo's tmux server, once it is being started
     socket: str | None = None
     handed: int = 0
-    interrupted: bool = False
+    #: the signal that stopped it
+    stopped_by: signal.Signals | None = None
 
     def stopped(self) -> str:
-        """What Ctrl-C stopped and what it leaves behind (said after the clean-up)."""
+        """What the signal stopped and what it leaves behind (said after the clean-up)."""
+        by = "Ctrl-C" if self.stopped_by in (None, signal.SIGINT) else self.stopped_by.name
         if self.socket is None:
-            return "demo: stopped by Ctrl-C before it started anything; nothing is left behind"
-        done = f"demo: stopped by Ctrl-C after {self.handed} of {self.handoffs} hand-offs"
+            return f"demo: stopped by {by} before it started anything; nothing is left behind"
+        done = f"demo: stopped by {by} after {self.handed} of {self.handoffs} hand-offs"
         if self.keep:
             return (f"{done}; its tmux server is left running (--keep): watch it with  tmux -L {self.socket} "
                     f"attach  and stop it with  tmux -L {self.socket} kill-server")
@@ -58,24 +61,28 @@ class DemoProgress:
 
 async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False, timeout_s: float = 90.0,
                    out: Callable[[str], None] = print, progress: DemoProgress | None = None) -> int:
-    """The demo; 0 when it made its hand-offs, 1 when not, 130 when Ctrl-C stopped it (``progress`` says
-    how far it got). Runs in the main thread: it listens for Ctrl-C itself."""
+    """The demo; 0 when it made its hand-offs, 1 when not, 128 + the signal's number when one stopped it
+    (``progress`` says how far it got). Runs in the main thread: it listens for the signals itself."""
     progress = progress or DemoProgress()
-    status = 130
-    with anyio.open_signal_receiver(signal.SIGINT) as ctrl_c:  # each Ctrl-C from here on: not raised
+    status = 0
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:  # each one from here on: not raised
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_stop_on_ctrl_c, ctrl_c, tg.cancel_scope, progress)
+            tg.start_soon(_stop_on_signal, signals, tg.cancel_scope, progress)
             status = await _demo(handoffs, work_s, keep, timeout_s, out, progress)
             tg.cancel_scope.cancel()
-    return status
+    return status if progress.stopped_by is None else 128 + progress.stopped_by
 
 
-async def _stop_on_ctrl_c(ctrl_c: AsyncIterator[int], scope: anyio.CancelScope,
+#: what stops the demo early: Ctrl-C, ``kill``, the terminal closed
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+async def _stop_on_signal(signals: AsyncIterator[signal.Signals], scope: anyio.CancelScope,
                           progress: DemoProgress) -> None:
-    """The first Ctrl-C stops the demo; the ones after it wait in the receiver, unraised, until the demo
+    """The first signal stops the demo; the ones after it wait in the receiver, unraised, until the demo
     has cleaned up."""
-    async for _ in ctrl_c:
-        progress.interrupted = True
+    async for signum in signals:
+        progress.stopped_by = signal.Signals(signum)
         scope.cancel()
         return
 
@@ -160,12 +167,12 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
         )
         return 0 if ok else 1
     finally:
-        with anyio.CancelScope(shield=True):  # Ctrl-C cancelled the demo: its clean-up still runs
+        with anyio.CancelScope(shield=True):  # a signal cancelled the demo: its clean-up still runs
             if not keep:
                 shutil.rmtree(home, ignore_errors=True)
                 with contextlib.suppress(TmuxError):  # tmux not installed: the error that got here says so
                     await tmux.kill_server()
-            elif not progress.interrupted:
+            elif progress.stopped_by is None:
                 out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
 
 
