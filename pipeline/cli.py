@@ -27,7 +27,7 @@ from pipeline.commands.options import (
     non_blank,
     pane_target,
 )
-from pipeline.commands.server import config_path, load, this_host, tmux_for
+from pipeline.commands.server import config_path, load, no_tiles_on, this_host, tmux_for
 from pipeline.engine.journal import STATES
 from pipeline.plugin.manager import load_registries
 from pipeline.plugin.registry import UnknownName
@@ -233,6 +233,8 @@ def _run(args: argparse.Namespace) -> int:
     config, _ = load(args, registries)
     if config is None:
         return 1
+    if note := no_tiles_on(config, args.host):  # it runs on: a reload may bring this host's tiles
+        print(f"baton run: {note}", file=sys.stderr)
     anyio.run(lambda: run_daemon(config, config_path(args), registries, lambda c: tmux_for(args, c),
                                  dry_run=args.dry_run, host=args.host))
     return 0
@@ -316,6 +318,9 @@ def _up(args: argparse.Namespace) -> int:
     config, _ = load(args, load_registries())
     if config is None:
         return 1
+    if note := no_tiles_on(config, args.host):  # nothing to do here is no failure (one `up` per machine)
+        print(f"baton up: nothing to bring up: {note}", file=sys.stderr)
+        return 0
     config = this_host(config, args.host)
     results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
     for r in results:

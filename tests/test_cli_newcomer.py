@@ -58,6 +58,31 @@ def test_a_tab_in_routes_yaml_and_a_config_without_tiles_are_named(tmp_path: Pat
     assert empty.status == 0 and "routes.yaml names no tiles" in empty.err, empty.err
 
 
+def test_a_host_with_none_of_the_tiles_is_named_with_the_hosts_routes_yaml_has(tmp_path: Path) -> None:
+    """``--host lapto`` (a typo), or a machine whose name routes.yaml does not use: an empty table, or
+    nothing at all, said nothing about why."""
+    socket = f"baton-newcomer-hosts-{os.getpid()}"
+    write_routes(tmp_path, socket, {"coder": {"pane": "%1", "agent": "shell", "host": "laptop"},
+                                    "tests": {"pane": "%2", "agent": "shell", "host": "server"}})
+    where = "none of the 2 tiles of routes.yaml is on host 'lapto': they are on laptop, server"
+    status = baton("status", "--host", "lapto", cwd=tmp_path)
+    status.one_line_error(0, f"baton status: {where}; name one with --host NAME")
+    here = baton("status", cwd=tmp_path)
+    here.one_line_error(0, "is on this machine (host '", "they are on laptop, server")
+    baton("up", "--host", "lapto", cwd=tmp_path).one_line_error(0, f"baton up: nothing to bring up: {where}")
+    err = tmp_path / "run.err"
+    daemon = start_baton("run", "--host", "lapto", stderr=err, cwd=tmp_path)
+    try:
+        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        assert f"baton run: {where}" in err.read_text(), err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+    # the tiles of the host named are there, as before
+    rows = json.loads(baton("status", "--host", "laptop", "--json", cwd=tmp_path).out)
+    assert [row["tile"] for row in rows] == ["coder"]
+
+
 # ---- --help ends with examples -----------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from pipeline.engine.config import Config, ConfigError, Problem, default_config_
 from pipeline.plugin.manager import Registries
 from pipeline.system.tmux import Tmux
 
-__all__ = ["config_path", "load", "load_optional", "no_config_here", "this_host", "tmux_for"]
+__all__ = ["config_path", "load", "load_optional", "no_config_here", "no_tiles_on", "this_host", "tmux_for"]
 
 
 def config_path(args: argparse.Namespace) -> Path:
@@ -75,3 +75,20 @@ def this_host(config: Config, host: str | None) -> Config:
     from pipeline.engine.hosts import local_host
 
     return config.on_host(host or local_host())
+
+
+def no_tiles_on(config: Config, host: str | None) -> str | None:
+    """Why no tile of ``config`` is on ``host`` (default: this machine), with the way on; None when some
+    are. A mistyped ``--host`` (or a machine whose name is not the one routes.yaml gives it) otherwise
+    shows as an empty table, or nothing at all."""
+    from pipeline.engine.hosts import local_host
+
+    here = host or local_host()
+    if config.tiles_on(here):
+        return None
+    if not config.tiles:
+        return f"{config.path} names no tiles"
+    hosts = sorted({t.host for t in config.tiles.values() if t.host})
+    which = f"host {here!r}" if host else f"this machine (host {here!r})"
+    return (f"none of the {len(config.tiles)} tiles of {config.path} is on {which}: they are on "
+            f"{', '.join(hosts)}; name one with --host NAME")

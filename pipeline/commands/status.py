@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from pipeline.commands.preview import PreviewError, last_response
-from pipeline.commands.server import load, this_host, tmux_for
+from pipeline.commands.server import load, no_tiles_on, this_host, tmux_for
 from pipeline.commands.table import count, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime, build_tiles
@@ -81,7 +81,7 @@ def status_command(args: argparse.Namespace) -> int:
         from pipeline.commands.allhosts import print_all_hosts
 
         return print_all_hosts("tiles", config, args.json)
-    config = this_host(config, args.host)
+    whole, config = config, this_host(config, args.host)
     if args.watch:
         from pipeline.commands.watch import watch_command
 
@@ -105,7 +105,7 @@ def status_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     elif not rows and not args.json:
-        print(f"baton status: {config.path} names no tiles (on this host)", file=sys.stderr)
+        print(f"baton status: {no_tiles_on(whole, args.host) or 'no tiles'}", file=sys.stderr)
     return status
 
 
