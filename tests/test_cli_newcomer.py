@@ -317,3 +317,23 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(signum: 
                                     f"{socket} attach  and stop it with  tmux -L {socket} kill-server")
     else:
         assert stopped.group(2) == f"its tmux server (tmux -L {socket}) is stopped and its files are removed"
+
+
+@pytest.mark.tmux
+def test_the_demo_piped_into_head_ends_when_head_has_its_lines() -> None:
+    """``baton demo | head -3``: a closed standard output was an adapter failing (a log line), restarted
+    every second, until the demo's own 90 s time-out; now the demo ends there, and cleans up."""
+    demo = subprocess.Popen([*BATON, "demo", "--handoffs", "30", "--work-s", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None))
+    try:
+        assert demo.stdout is not None
+        socket = re.search(rb"tmux -L (\S+) attach", demo.stdout.readline()).group(1)  # type: ignore[union-attr]
+        demo.stdout.readline()
+        demo.stdout.close()  # as head does after its lines
+        assert demo.wait(timeout=30) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    assert demo.stderr is not None and demo.stderr.read() == b""
+    assert subprocess.run(["tmux", "-L", socket.decode(), "has-session"], capture_output=True).returncode != 0

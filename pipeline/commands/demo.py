@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from pipeline.commands.history import quiet_stdout
 from pipeline.engine.config import Config, Route, Settings, Tile
 from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline
@@ -67,8 +68,16 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
     status = 0
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:  # each one from here on: not raised
         async with anyio.create_task_group() as tg:
+
+            def say(line: str) -> None:
+                try:
+                    out(line)
+                except BrokenPipeError:  # `baton demo | head -3`: the reader has what it wanted
+                    quiet_stdout()
+                    tg.cancel_scope.cancel()
+
             tg.start_soon(_stop_on_signal, signals, tg.cancel_scope, progress)
-            status = await _demo(handoffs, work_s, keep, timeout_s, out, progress)
+            status = await _demo(handoffs, work_s, keep, timeout_s, say, progress)
             tg.cancel_scope.cancel()
     return status if progress.stopped_by is None else 128 + progress.stopped_by
 
