@@ -1,7 +1,8 @@
 """The ``baton`` command. Thin: parse arguments, call into pipeline.commands, print, choose the exit status.
 
 Exit statuses: 0 done; 1 the command failed (every reason printed as one line, never a traceback); 2 bad
-usage (argparse); 3 ``status`` found none of the tiles; 130 interrupted.
+usage (argparse); 3 ``status`` found none of the tiles; 130 interrupted (``demo``: 128 + the signal that
+stopped it).
 """
 
 from __future__ import annotations
