@@ -7,8 +7,9 @@ when each tile's state began (a working turn's start from the agent's own record
 :meth:`~pipeline.plugin.agents.AgentAdapter.working_since`), so a clock (``working 2m10s``) can tick between
 refreshes without asking anything again.
 
-:func:`render` lays each frame out with rich (:class:`~rich.text.Text` cells, measured and cut by rich's
-cell widths, colour per state kind) and prints it to a string, one line per board line; the board's own
+:func:`render` lays each frame out with rich (:class:`~rich.text.Text` cells, colour per state kind),
+each cell cut and padded by :func:`columns` (rich's cell widths, or more where rich counts a cluster
+narrower than tmux draws it) and prints it to a string, one line per board line; the board's own
 loop (:mod:`pipeline.commands.watch`) writes only the lines that changed — rich's ``Live`` would redraw
 from a thread of its own, on a timer. Everything from an agent (answers, pane commands, names from the bus)
 is stripped of control characters before it reaches rich, and only ever becomes ``Text``, never markup.
@@ -32,7 +33,7 @@ from pipeline.plugin.usage import SessionUsage
 from pipeline.system.proc import SHELLS
 from pipeline.system.text import strip_ansi
 
-__all__ = ["Board", "HandoffView", "TileView", "clean", "handoffs_of", "read_handoffs", "render",
+__all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs", "render",
            "state_words"]
 
 QUEUED_STATES = ("pending", "transformed", "delivering")
@@ -239,13 +240,45 @@ STATE_ROOM = 26
 STYLES = {"working": "yellow", "waiting": "bold red", "idle": "green", "absent": "dim", "gone": "dim"}
 
 
+def _char_columns(ch: str) -> int:
+    if ch == "\u00ad":
+        return 1  # a soft hyphen: format character, yet terminals draw it
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def columns(text: str) -> int:
+    """Columns ``text`` may take in a terminal: rich's count, or one per character (two for a wide one)
+    where that is more. rich counts some clusters narrower than tmux draws them (👍🏽: 2, tmux 4; क्षि: 2,
+    tmux 3), and a cell counted short would push the line past the terminal's edge; counted long it only
+    leaves a column unused (👨‍👩‍👧: 6 here, 2 drawn)."""
+    return max(cell_len(text), sum(_char_columns(ch) for ch in text))
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` :func:`columns`, ending in ``…`` where it was cut."""
+    if columns(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        used += _char_columns(ch)
+        if used > width - 1:
+            break
+        out.append(ch)
+    while out and columns("".join(out)) > width - 1:  # rich counts more than one per character: a soft hyphen
+        out.pop()
+    return "".join(out) + "…" if width > 0 else ""
+
+
 def _cell(text: str, width: int, *, right: bool = False, style: str = "") -> Text:
-    """``text`` as exactly ``width`` columns, cut with ``…``. Everything the board shows passes here, so no
-    control character reaches rich, and agent text is only ever a :class:`~rich.text.Text`, never markup: an
-    answer saying ``[bold]`` shows ``[bold]``."""
-    cell = Text(clean(text), style=style, overflow="ellipsis", no_wrap=True)
-    cell.align("right" if right else "left", max(width, 1))
-    return cell
+    """``text`` as exactly ``width`` columns, cut with ``…`` and padded by :func:`columns`. Everything the
+    board shows passes here, so no control character reaches rich, and agent text is only ever a
+    :class:`~rich.text.Text`, never markup: an answer saying ``[bold]`` shows ``[bold]``."""
+    width = max(width, 1)
+    shown = _cut(clean(text), width)
+    pad = " " * (width - columns(shown))
+    return Text(pad + shown if right else shown + pad, style=style, overflow="ellipsis", no_wrap=True)
 
 
 def _line(*cells: Text) -> Text:
@@ -272,8 +305,8 @@ def render(board: Board, width: int, height: int, now: float | None = None,
     now = time.time() if now is None else now
     width = max(width, 20)
     views = list(board.views.values())
-    name_w = min(max([4, *(cell_len(v.tile) for v in views)]), 14)
-    agent_w = min(max([5, *(cell_len(v.agent) for v in views)]), 9)
+    name_w = min(max([4, *(columns(v.tile) for v in views)]), 14)
+    agent_w = min(max([5, *(columns(v.agent) for v in views)]), 9)
     # the columns right of STATE, dropped from the right while STATE would be too narrow for its words
     extra = [("QUEUED", 6), ("TOKENS", 6), ("COST", 7)]
     while extra and width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4) < STATE_ROOM:
@@ -295,7 +328,7 @@ def render(board: Board, width: int, height: int, now: float | None = None,
                            _cell(_state_text(view, now), state_w, style=STYLES.get(view.kind, "")),
                            *(_cell(values[name], w, right=True) for name, w in extra)))
         handoff = _handoff_text(view, now)
-        handoff_w = min(cell_len(handoff), 36, max(width // 2 - 4, 12))
+        handoff_w = min(columns(handoff), 36, max(width // 2 - 4, 12))
         answer = _cell(f"  └ {view.answer or '(no answer yet)'}", width - handoff_w - 2)
         lines.append(_line(answer, _cell(handoff, handoff_w)) if handoff else _line(answer))
     if len(shown) < len(views):
