@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, render, text_width
+from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
 from tests.cli_run import BATON, _env, baton, json_lines, start_baton
@@ -92,7 +92,7 @@ def test_every_commands_help_ends_with_examples_within_80_columns() -> None:
         assert result.status == 0, (command, result.err)
         examples = result.out.split("\nexamples:\n", 1)
         assert len(examples) == 2 and f"baton {command}".rstrip() in examples[1], (command, result.out)
-        assert all(text_width(line) <= 80 for line in result.out.splitlines()), (command, result.out)
+        assert all(columns(line) <= 80 for line in result.out.splitlines()), (command, result.out)
 
 
 # ---- no tmux server, a pane without its agent --------------------------------------------------------------
@@ -195,7 +195,7 @@ def test_in_a_narrow_terminal_the_state_keeps_its_words_and_a_gone_tile_says_why
     for width, heads in ((60, ["QUEUED", "TOKENS"]), (50, []), (44, [])):
         lines = render(board, width, 24, now)
         assert lines[1].split() == ["TILE", "AGENT", "STATE", *heads], (width, lines[1])
-        assert "waiting: permission prompt" in lines[2] and all(text_width(line) <= width for line in lines)
+        assert "waiting: permission prompt" in lines[2] and all(columns(line) <= width for line in lines)
 
 
 @pytest.mark.tmux
@@ -214,9 +214,9 @@ def test_the_board_in_a_50_column_pane_resized_then_quit(tmux_server: TmuxServer
 
     wait_for(lambda: any("└ (can't find pane %999" in line for line in screen()), 20,
              what="why ghost is gone")
-    assert all(text_width(line) <= 50 for line in screen()) and "idle" in "\n".join(screen())
+    assert all(columns(line) <= 50 for line in screen()) and "idle" in "\n".join(screen())
     tmux_server.run("resize-window", "-t", pane, "-x", "36", "-y", "10")
-    wait_for(lambda: screen() and all(text_width(line) <= 36 for line in screen()) and
+    wait_for(lambda: screen() and all(columns(line) <= 36 for line in screen()) and
              any(line.startswith("tests ") for line in screen()), 10, what="the board redrawn at 36 columns")
     tmux_server.run("send-keys", "-t", pane, "q")
     wait_for(lambda: any("EXIT=0" in line for line in screen()), 10, what="q quitting the narrow board")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, HandoffView, render, text_width
+from pipeline.commands.board import Board, HandoffView, columns, render
 from pipeline.engine.journal import Journal
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.plugin.usage import MatchingLines, SessionUsage
@@ -130,11 +130,52 @@ def test_no_line_passes_the_width_whatever_the_agents_wrote() -> None:
         plain = [line.replace("\x1b[0m", "").replace("\x1b[1;31m", "").replace("\x1b[33m", "")
                  .replace("\x1b[2m", "") for line in lines]
         assert all("\x1b" not in line and "\t" not in line for line in plain)
-        assert max(text_width(line) for line in plain) <= width
+        assert max(columns(line) for line in plain) <= width
     lines = render(board, 80, 24, now)
     assert "waiting: permission prompt" in lines[2] and "$4.12" in lines[2] and "1.4M" in lines[2]
     assert "→reviewer" in lines[3] and "working 5s" in lines[4] and "absent: runs vim" in lines[6]
     assert len(render(board, 80, 5, now)) <= 5  # too short a terminal: cut, never scrolled
+
+
+#: text rich counts narrower than tmux draws it (skin tones, a Devanagari conjunct) or wider (a soft hyphen)
+CLUSTERS = "ok 👍🏽 👩🏽‍💻 क्षि a\u00adb 👨‍👩‍👧 ❤️ 1️⃣ 漢字 "
+
+
+def test_lines_fit_a_real_80_column_pane_whatever_the_clusters(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """tmux is the judge of widths: the board's lines printed in an 80-column pane take one row each (a line
+    too wide would wrap onto the next) and each row ends with what the board put last."""
+    now = time.time()
+    board = Board([("coder", "claude"), ("漢字👍🏽", "codex")], "r.yaml")
+    for tile in board.views:
+        board.update({"tile": tile, "state": "idle", "last_response": CLUSTERS * 10}, now=now)
+        board.views[tile].last = HandoffView("r", tile, "reviewer", "delivered", now - 75, "")
+    lines = render(board, 80, 24, now)
+    (tmp_path / "board.txt").write_text("".join(line + "\n" for line in lines) + "END\n")
+    pane = tmux_server.new_pane("bash --norc --noprofile -c 'cat board.txt; sleep 60'", cwd=tmp_path,
+                                width=80, height=24)
+    rows = wait_for(lambda: (r := _screen(tmux_server, pane)) and "END" in r and r, 10,
+                    what="the board printed")
+    assert rows[: rows.index("END")] == [line.rstrip() for line in lines]  # no line wrapped
+    assert sum(row.endswith("→reviewer delivered 1m15s ago") for row in rows) == 2, rows
+
+
+def test_rich_markup_in_what_agents_wrote_is_shown_as_written() -> None:
+    """The board is drawn by rich; what an agent wrote is text to show, never markup to obey (a closing
+    ``[/]`` with nothing open would even be an error), nor an emoji code."""
+    now = time.time()
+    answer = "[bold]done[/bold] [/] [red]x[/red] [link=https://evil.example]y[/link] :smile: \\[z]"
+    board = Board([("[b]coder", "claude")], "[i]r.yaml")
+    board.update({"tile": "[b]coder", "state": "idle", "last_response": answer}, now=now)
+    board.note = "12:00:00 [blink]warned[/]"
+    lines = render(board, 120, 24, now, colour=True)
+    assert "[i]r.yaml" in lines[0] and lines[2].startswith("[b]coder ")
+    assert lines[3] == f"  └ {answer}" and lines[4] == board.note
+    # the only escape sequences: the state's colour around the state, and its end
+    sgr = [re.findall(r"\x1b\[[0-9;]*m", line) for line in lines]
+    assert sgr == [[], [], ["\x1b[32m", "\x1b[0m"], [], []]
+    assert "\x1b]8;" not in "".join(lines)  # no hyperlink
 
 
 # ---- the board on a real pane ------------------------------------------------------------------------------
@@ -204,7 +245,7 @@ routes:
     wait_for(lambda: any("→reviewer delivered" in line for line in _screen(tmux_server, pane)), 5,
              what="the last hand-off on the board")
     journal.close()
-    assert all(text_width(line) <= 80 for line in _screen(tmux_server, pane))
+    assert all(columns(line) <= 80 for line in _screen(tmux_server, pane))
 
     tmux_server.run("send-keys", "-t", pane, "q")
     wait_for(lambda: "EXIT1=0" in "\n".join(_screen(tmux_server, pane)), 10, what="q quitting the board")

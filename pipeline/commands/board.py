@@ -1,16 +1,23 @@
-"""What ``baton status --watch`` shows, as plain lines: one row per tile (two lines), never wider than the
+"""What ``baton status --watch`` shows, as lines: one row per tile (two lines), never wider than the
 terminal.
 
 The data comes from :func:`pipeline.commands.status.tile_row` (state, last answer), the journal (queued
 and last hand-offs) and the adapters' :meth:`~pipeline.plugin.agents.AgentAdapter.usage`. The board keeps
 when each tile's state began (a working turn's start from the agent's own records where it has them,
 :meth:`~pipeline.plugin.agents.AgentAdapter.working_since`), so a clock (``working 2m10s``) can tick between
-refreshes without asking anything again. Everything from an agent (answers, pane commands) is stripped of
-control characters before it reaches the terminal.
+refreshes without asking anything again.
+
+:func:`render` lays each frame out with rich (:class:`~rich.text.Text` cells, colour per state kind),
+each cell cut and padded by :func:`columns` (rich's cell widths, or more where rich counts a cluster
+narrower than tmux draws it) and prints it to a string, one line per board line; the board's own
+loop (:mod:`pipeline.commands.watch`) writes only the lines that changed — rich's ``Live`` would redraw
+from a thread of its own, on a timer. Everything from an agent (answers, pane commands, names from the bus)
+is stripped of control characters before it reaches rich, and only ever becomes ``Text``, never markup.
 """
 
 from __future__ import annotations
 
+import io
 import sqlite3
 import time
 import unicodedata
@@ -18,28 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
+from rich.console import Console, Group
+from rich.text import Text
+
 from pipeline.plugin.usage import SessionUsage
-from pipeline.system.text import strip_ansi
+from pipeline.system.proc import SHELLS
+from pipeline.system.text import fit, strip_ansi, text_width
 
-__all__ = ["Board", "HandoffView", "TileView", "fit", "handoffs_of", "read_handoffs", "render", "state_words",
-           "text_width"]
+__all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs", "render",
+           "state_words"]
 
-SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "nu", "elvish", "xonsh"})
 QUEUED_STATES = ("pending", "transformed", "delivering")
 
 
 # ---- text that fits ----------------------------------------------------------------------------------
-
-
-def _char_width(ch: str) -> int:
-    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
-def text_width(text: str) -> int:
-    """Columns ``text`` takes in a terminal (wide East Asian characters take two)."""
-    return sum(_char_width(ch) for ch in text)
 
 
 def clean(text: str) -> str:
@@ -47,23 +47,6 @@ def clean(text: str) -> str:
     spaces."""
     return "".join(" " if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" else ch
                    for ch in strip_ansi(text))
-
-
-def fit(text: str, width: int, *, pad: bool = False) -> str:
-    """``text`` cut to ``width`` columns with ``…`` where it was cut (padded with spaces if ``pad``)."""
-    if width <= 0:
-        return ""
-    if text_width(text) <= width:
-        return text + " " * (width - text_width(text)) if pad else text
-    out, used = [], 0
-    for ch in text:
-        w = _char_width(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    cut = "".join(out) + "…"
-    return cut + " " * (width - used - 1) if pad else cut
 
 
 def ago(seconds: float) -> str:
@@ -253,20 +236,41 @@ def _handoff_text(view: TileView, now: float) -> str:
 
 #: the columns STATE keeps before QUEUED, TOKENS and COST give way: ``waiting: permission prompt``
 STATE_ROOM = 26
-#: SGR colour per state kind (NO_COLOR turns them off)
-COLOURS = {"working": "33", "waiting": "1;31", "idle": "32", "absent": "2", "gone": "2"}
+#: rich's style per state kind (none when not ``colour``: NO_COLOR)
+STYLES = {"working": "yellow", "waiting": "bold red", "idle": "green", "absent": "dim", "gone": "dim"}
 
 
-def _joined(cells: list[str], width: int, colours: dict[int, str]) -> str:
-    """``cells`` two spaces apart, cut at ``width`` columns; cell ``i`` in SGR colour ``colours[i]``."""
-    out, used = [], 0
-    for i, cell in enumerate(cells):
-        text = fit(("  " if i else "") + cell, width - used)
-        used += text_width(text)
-        out.append(f"\x1b[{colours[i]}m{text}\x1b[0m" if i in colours and text else text)
-        if used >= width:
-            break
-    return "".join(out).rstrip()
+def columns(text: str) -> int:
+    """Columns ``text`` may take in a terminal: rich's count, or one per character (two for a wide one)
+    where that is more. rich counts some clusters narrower than tmux draws them (👍🏽: 2, tmux 4; क्षि: 2,
+    tmux 3), and a cell counted short would push the line past the terminal's edge; counted long it only
+    leaves a column unused (👨‍👩‍👧: 6 here, 2 drawn)."""
+    return max(cell_len(text), text_width(text))
+
+
+def _cell(text: str, width: int, *, right: bool = False, style: str = "") -> Text:
+    """``text`` as exactly ``width`` columns, cut with ``…`` and padded by :func:`columns`. Everything the
+    board shows passes here, so no control character reaches rich, and agent text is only ever a
+    :class:`~rich.text.Text`, never markup: an answer saying ``[bold]`` shows ``[bold]``."""
+    width = max(width, 1)
+    shown = fit(clean(text), width, measure=columns)
+    pad = " " * (width - columns(shown))
+    return Text(pad + shown if right else shown + pad, style=style, overflow="ellipsis", no_wrap=True)
+
+
+def _line(*cells: Text) -> Text:
+    """One line of the board: ``cells`` two spaces apart (rich cuts it at the width, with ``…``)."""
+    return Text("  ", overflow="ellipsis", no_wrap=True).join(cells)
+
+
+def _printed(lines: list[Text], width: int, colour: bool) -> list[str]:
+    """``lines`` as rich prints them in ``width`` columns: SGR colours only when ``colour`` (whatever the
+    environment says: the caller has read NO_COLOR), no trailing spaces."""
+    out = io.StringIO()
+    console = Console(width=width, file=out, force_terminal=colour, no_color=False, legacy_windows=False,
+                      color_system="standard" if colour else None)
+    console.print(Group(*lines), no_wrap=True, overflow="ellipsis", crop=True)
+    return [line.rstrip(" ") for line in out.getvalue().split("\n")[: len(lines)]]
 
 
 def render(board: Board, width: int, height: int, now: float | None = None,
@@ -278,8 +282,8 @@ def render(board: Board, width: int, height: int, now: float | None = None,
     now = time.time() if now is None else now
     width = max(width, 20)
     views = list(board.views.values())
-    name_w = min(max([4, *(text_width(v.tile) for v in views)]), 14)
-    agent_w = min(max([5, *(text_width(v.agent) for v in views)]), 9)
+    name_w = min(max([4, *(columns(v.tile) for v in views)]), 14)
+    agent_w = min(max([5, *(columns(v.agent) for v in views)]), 9)
     # the columns right of STATE, dropped from the right while STATE would be too narrow for its words
     extra = [("QUEUED", 6), ("TOKENS", 6), ("COST", 7)]
     while extra and width - (name_w + agent_w + sum(w + 2 for _, w in extra) + 4) < STATE_ROOM:
@@ -288,25 +292,24 @@ def render(board: Board, width: int, height: int, now: float | None = None,
     clock = time.strftime("%H:%M:%S", time.localtime(now))
     title = f"batonpass · {len(views)} tile{'s' if len(views) != 1 else ''}" + (
         f" · {board.title}" if board.title else "")
-    lines = [fit(fit(title, max(width - 19, 0), pad=True) + f" {clock}  q quits", width)]
-    heads = [fit("TILE", name_w, pad=True), fit("AGENT", agent_w, pad=True), fit("STATE", state_w, pad=True)]
-    heads += [name if name == "COST" else fit(name, w) for name, w in extra]
-    lines.append(fit("  ".join(heads), width))
+    lines = [_line(_cell(title, width - 19), _cell(f"{clock}  q quits", 17)),
+             _line(_cell("TILE", name_w), _cell("AGENT", agent_w), _cell("STATE", state_w),
+                   *(_cell(name, w, right=True) for name, w in extra))]
     room = max(height - 2 - (1 if board.note else 0), 2)
     shown = views if len(views) * 2 <= room else views[: max((room - 1) // 2, 0)]
     for view in shown:
         u = view.usage
         values = {"QUEUED": str(view.queued) if view.queued else "-",
                   "TOKENS": tokens(u.total) if u else "-", "COST": dollars(u.cost_usd) if u else ""}
-        cells = [fit(view.tile, name_w, pad=True), fit(view.agent, agent_w, pad=True),
-                 fit(_state_text(view, now), state_w, pad=True),
-                 *(fit(values[name], w).rjust(w) for name, w in extra)]
-        lines.append(_joined(cells, width, {2: COLOURS.get(view.kind, "0")} if colour else {}))
-        handoff = fit(_handoff_text(view, now), min(36, max(width // 2 - 4, 12)))
-        answer = fit(f"  └ {view.answer or '(no answer yet)'}", width - text_width(handoff) - 2, pad=True)
-        lines.append(fit(f"{answer}  {handoff}", width))
+        lines.append(_line(_cell(view.tile, name_w), _cell(view.agent, agent_w),
+                           _cell(_state_text(view, now), state_w, style=STYLES.get(view.kind, "")),
+                           *(_cell(values[name], w, right=True) for name, w in extra)))
+        handoff = _handoff_text(view, now)
+        handoff_w = min(columns(handoff), 36, max(width // 2 - 4, 12))
+        answer = _cell(f"  └ {view.answer or '(no answer yet)'}", width - handoff_w - 2)
+        lines.append(_line(answer, _cell(handoff, handoff_w)) if handoff else _line(answer))
     if len(shown) < len(views):
-        lines.append(fit(f"… {len(views) - len(shown)} more tiles: make the terminal taller", width))
+        lines.append(_line(_cell(f"… {len(views) - len(shown)} more tiles: make the terminal taller", width)))
     if board.note:
-        lines.append(fit(clean(board.note), width))
-    return lines[:height] if height > 0 else lines
+        lines.append(_line(_cell(board.note, width)))
+    return _printed(lines[:height] if height > 0 else lines, width, colour)

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from pipeline.commands.board import SHELLS
 from pipeline.engine.config import KNOWN_SHOWN, Config, Route
 from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.manager import Registries
 from pipeline.plugin.transforms import TransformResult, TransformSkipped
+from pipeline.system.proc import SHELLS
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, TmuxError
 

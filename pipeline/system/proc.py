@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = [
+    "SHELLS",
     "Proc",
     "children",
     "cmdline",
@@ -26,6 +27,9 @@ __all__ = [
     "subtree",
     "wait_exit",
 ]
+
+#: what a pane with no agent runs: a bare shell
+SHELLS = frozenset({"bash", "zsh", "sh", "dash", "fish", "ksh", "tcsh", "csh", "nu", "elvish", "xonsh"})
 
 
 @dataclass(frozen=True, slots=True)

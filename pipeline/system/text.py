@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 __all__ = ["fit", "sanitize", "strip_ansi", "text_width"]
 
@@ -56,6 +57,8 @@ def sanitize(text: str) -> str:
 
 
 def _char_width(ch: str) -> int:
+    if ch == "\u00ad":
+        return 1  # a soft hyphen: a format character, yet terminals draw it
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
@@ -66,12 +69,14 @@ def text_width(text: str) -> int:
     return sum(_char_width(ch) for ch in text)
 
 
-def fit(text: str, width: int, *, pad: bool = False) -> str:
+def fit(text: str, width: int, *, pad: bool = False, measure: Callable[[str], int] | None = None) -> str:
     """``text`` in at most ``width`` columns, cut with ``…`` where it was cut; padded with spaces to
-    ``width`` when ``pad``."""
+    ``width`` when ``pad``. ``measure`` counts columns where :func:`text_width` is not the last word (it
+    must count at least as much: the board takes the larger of rich's count and this one)."""
+    measure = measure or text_width
     if width <= 0:
         return ""
-    used = text_width(text)
+    used = measure(text)
     if used > width:
         kept: list[str] = []
         used = 1  # the …
@@ -80,5 +85,8 @@ def fit(text: str, width: int, *, pad: bool = False) -> str:
                 break
             kept.append(ch)
             used += _char_width(ch)
+        while kept and measure("".join(kept)) + 1 > width:  # counted as more than its characters (❤️)
+            kept.pop()
         text = "".join(kept) + "…"
+        used = measure(text)
     return text + " " * (width - used) if pad else text
