@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.system.tmux import Tmux
+from pipeline.system.tmux import Tmux, remove_socket_file
 
 REPO = Path(__file__).resolve().parent.parent
 #: recorded agent files, part of the suite (see tests/fixtures/README.md); nothing reads outside the repo
@@ -127,7 +127,9 @@ class TmuxServer:
         return int(self.run("display-message", "-p", "-t", pane, "#{pane_pid}").strip())
 
     def kill(self) -> None:
+        """Stop the server and remove its socket file (tmux 3.3 leaves it: one per test in /tmp/tmux-UID)."""
         self.run("kill-server", check=False)
+        remove_socket_file(self.tmux.socket_file)
 
 
 @pytest.fixture(autouse=True)

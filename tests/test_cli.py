@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.system.tmux import Tmux
 from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 
 pytestmark = pytest.mark.tmux
@@ -29,6 +30,7 @@ def test_demo_shows_handoffs_and_leaves_nothing_running(tmp_path: Path) -> None:
     assert "--keep leaves it running" in result.stdout  # the attach hint says the server goes with the demo
     alive = subprocess.run(["tmux", "-L", socket, "has-session"], capture_output=True)
     assert alive.returncode != 0, "the demo left its tmux server running"
+    assert not Tmux(socket_name=socket).socket_file.exists(), "the demo left its tmux socket file"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

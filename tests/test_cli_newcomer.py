@@ -20,6 +20,7 @@ import pytest
 from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
+from pipeline.system.tmux import Tmux, remove_socket_file
 from tests.cli_run import BATON, _env, baton, json_lines, start_baton
 from tests.conftest import REPO, TmuxServer, wait_for
 from tests.test_cli_first_day import shell_ready, write_routes
@@ -306,6 +307,8 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(signum: 
                                                 capture_output=True).returncode == 0
         if alive and keep:
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+        if keep and socket:  # the test stopped the kept server: its socket file is the test's to remove
+            remove_socket_file(Tmux(socket_name=socket).socket_file)
     assert status == 128 + signum and err == "", (status, out, err)
     last = out.strip().splitlines()[-1]
     by = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"

@@ -11,18 +11,23 @@ when it can serve them, else one ``tmux`` process each (no server yet, no sessio
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
+import socket
+import stat
 import subprocess
+import time
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
 from pipeline.system.tmux_control import ControlClient, ControlUnavailable
 
-__all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError"]
+__all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError", "remove_socket_file"]
 
 _FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
            "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
@@ -309,8 +314,39 @@ class Tmux:
     async def set_title(self, pane_id: str, title: str) -> None:
         await self.run("select-pane", "-t", pane_id, "-T", title)
 
+    @property
+    def socket_file(self) -> Path:
+        """Where this server's socket is: ``-S``, or ``-L``'s name (``default``) in tmux's folder
+        (``$TMUX_TMPDIR`` or /tmp, then ``tmux-UID``), as tmux itself places it."""
+        if self.socket_path:
+            return Path(self.socket_path)
+        folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+        return folder / (self.socket_name or "default")
+
     async def kill_server(self) -> None:
+        """Stop this server, for one batonpass started (the demo's): its socket file too, which tmux 3.3
+        leaves behind (each demo would leave one in /tmp/tmux-UID)."""
         await self.run("kill-server", check=False)
+        await anyio.to_thread.run_sync(remove_socket_file, self.socket_file)
+
+
+def remove_socket_file(path: Path) -> None:
+    """Remove the socket of a server just killed, and nothing else: only a socket, and only once no server
+    answers on it (the killed one may take a moment to close it; given 0.5 s, a server still answering is
+    not ours to remove)."""
+    for _ in range(50):
+        try:
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                return
+            with socket.socket(socket.AF_UNIX) as probe:
+                probe.connect(str(path))
+        except FileNotFoundError:
+            return
+        except OSError:  # ECONNREFUSED: nobody listens
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        time.sleep(0.01)
 
 
 def _refuse_blank_target(args: tuple[str, ...]) -> None:
