@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.engine.config import Config, Tile
 from pipeline.engine.runtime import Pipeline
-from pipeline.engine.stages.dispatch import type_prompt
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.stages.dispatch import target_state, type_prompt
+from pipeline.plugin.agents import TileContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from tests.conftest import (
@@ -226,3 +226,41 @@ def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Pa
     wait_for(lambda: messages(log), what="the sent message")
     assert messages(log) == ["from\nstdin"]
     assert json.loads(log.read_text().splitlines()[0])["turn"] == 1
+
+
+async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """The screen a target's readiness check reads comes in the pane lookup's round trip (one control-mode
+    write instead of two between an answer and its paste), and is of that look: a draft typed after one
+    check is seen by the next."""
+    pane = start_demo(tmux_server, tmp_path / "agent.jsonl")
+    ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+    adapter = REGISTRIES.agents.get("demo")(ctx)
+    control = tmux_server.tmux._control_client()
+    writes: list[tuple[tuple[str, ...], ...]] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        writes.append(commands)
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+
+    async def look() -> str:
+        look_again()
+        writes.clear()
+        with readiness_check():
+            return await target_state(adapter)
+
+    with pane_lookups_shared():
+        assert await look() == "ready"  # the first look resolves the pane, then learns what it captures
+        assert await look() == "ready"
+        assert [[c[0] for c in w] for w in writes] == [["display-message", "capture-pane"]]
+        tmux_server.run("send-keys", "-t", pane, "-l", "half a thought")
+        await until(lambda: "half a thought" in tmux_server.capture(pane), what="the typed draft")
+        assert await look() == "draft"
+        assert len(writes) == 1
+    writes.clear()
+    assert await target_state(adapter) == "draft"  # outside a hand-off: asked as before, one thing at a time
+    assert all(len(w) == 1 for w in writes) and ("capture-pane",) in [(w[0][0],) for w in writes]

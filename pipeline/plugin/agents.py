@@ -34,34 +34,71 @@ if TYPE_CHECKING:
     from pipeline.system.tmux import PaneInfo, Tmux
 
 __all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext", "look_again",
-           "pane_lookups_shared"]
+           "pane_lookups_shared", "readiness_check"]
 
 Emit = Callable[[Completion], Awaitable[None]]
 TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
 
 
-#: the panes looked up in the current :func:`pane_lookups_shared` block of this task, by TileContext id
-_looked_up: ContextVar[dict[int, PaneInfo] | None] = ContextVar("batonpass_panes_looked_up", default=None)
+#: how a screen was captured: escapes, start, end (the arguments of :meth:`TileContext.capture`)
+CaptureKind = tuple[bool, int | str | None, int | str | None]
+
+
+@dataclass
+class _Looks:
+    """What the tiles' panes showed at one look, within one :func:`pane_lookups_shared` block."""
+
+    #: by TileContext id
+    panes: dict[int, PaneInfo] = field(default_factory=dict)
+    #: by TileContext id and capture kind: a screen taken with the pane's lookup, not yet asked for
+    screens: dict[tuple[int, CaptureKind], str] = field(default_factory=dict)
+    #: within :func:`readiness_check`: the lookups bring the screen, the captures say which
+    readiness: bool = False
+
+    def clear(self) -> None:
+        self.panes.clear()
+        self.screens.clear()
+
+
+#: the looks of the current :func:`pane_lookups_shared` block of this task
+_looked_up: ContextVar[_Looks | None] = ContextVar("batonpass_panes_looked_up", default=None)
 
 
 @contextmanager
 def pane_lookups_shared() -> Iterator[None]:
     """Within this block, in this task, each tile's pane is asked of tmux once: the dispatcher's readiness
     check, the adapter's own and the paste that follows all see that one answer (a tmux round trip each
-    saved on the way from an answer to the paste). :func:`look_again` ends the sharing early; nothing
+    saved on the way from an answer to the paste). The screen the tile's last readiness check captured
+    is asked in the same round trip as the pane. :func:`look_again` ends the sharing early; nothing
     outside the block (another task, a follower) is affected."""
-    token = _looked_up.set({})
+    token = _looked_up.set(_Looks())
     try:
         yield
     finally:
         _looked_up.reset(token)
 
 
+@contextmanager
+def readiness_check() -> Iterator[None]:
+    """Marks the dispatcher's look at whether a target can take a prompt, within
+    :func:`pane_lookups_shared`: its pane lookup brings, in the same round trip, the screen the tile's
+    previous readiness check captured (the adapter's own check does not change between hand-offs)."""
+    looks = _looked_up.get()
+    if looks is None:
+        yield
+        return
+    looks.readiness = True
+    try:
+        yield
+    finally:
+        looks.readiness = False
+
+
 def look_again() -> None:
     """Within :func:`pane_lookups_shared`: the next lookups ask tmux again (after waiting, say)."""
-    memo = _looked_up.get()
-    if memo is not None:
-        memo.clear()
+    looks = _looked_up.get()
+    if looks is not None:
+        looks.clear()
 
 
 @dataclass
@@ -81,6 +118,8 @@ class TileContext:
     waiting_for: str | None = None
     _pane_id: str | None = None
     _server_pid: int | None = None
+    #: the capture the tile's last readiness check asked for (taken with its next lookup)
+    _screen_kind: CaptureKind | None = None
 
     async def resolved(self) -> None:
         """Adapters await this when they start following a new session of their agent (a new process,
@@ -103,22 +142,29 @@ class TileContext:
         routes.yaml cannot be trusted (it may name another program's pane now) and the tile is reported
         gone; a ``session:window.pane`` or ``title:`` target is resolved again.
         Raises :class:`pipeline.system.tmux.PaneGone` / :class:`pipeline.system.tmux.ServerGone`."""
-        memo = _looked_up.get()
-        if memo is not None and id(self) in memo:
-            return memo[id(self)]
+        looks = _looked_up.get()
+        if looks is not None and id(self) in looks.panes:
+            return looks.panes[id(self)]
         try:
-            info = await self._pane()
+            info = await self._pane(looks)
         except (PaneGone, ServerGone):
             self._pane_id = None  # resolved again next time; the server pid stays to tell a new server apart
             raise
-        if memo is not None:
-            memo[id(self)] = info
+        if looks is not None:
+            looks.panes[id(self)] = info
         return info
 
-    async def _pane(self) -> PaneInfo:
+    async def _pane(self, looks: _Looks | None) -> PaneInfo:
         if self._pane_id is not None:
-            info = await self.tmux.pane(self._pane_id)
+            kind = self._screen_kind if looks is not None and looks.readiness else None
+            if kind is None:
+                info, screen = await self.tmux.pane(self._pane_id), None
+            else:
+                info, screen = await self.tmux.pane_and_capture(self._pane_id, escapes=kind[0], start=kind[1],
+                                                                end=kind[2])
             if info.server_pid == self._server_pid:
+                if looks is not None and kind is not None and screen is not None:
+                    looks.screens[(id(self), kind)] = screen
                 return info
             self._pane_id = None
         if self._server_pid is not None and self.tile.pane.startswith("%"):
@@ -146,13 +192,24 @@ class TileContext:
     def forget_pane(self) -> None:
         """Resolve the pane target again next time (after its pane or server went away)."""
         self._pane_id = None  # the server pid stays: it tells a restarted server apart
-        memo = _looked_up.get()
-        if memo is not None:
-            memo.pop(id(self), None)
+        looks = _looked_up.get()
+        if looks is not None:
+            looks.panes.pop(id(self), None)
+            looks.screens = {k: v for k, v in looks.screens.items() if k[0] != id(self)}
 
     async def capture(self, *, escapes: bool = False, start: int | str | None = None,
                       end: int | str | None = None) -> str:
+        """The pane's text (see :meth:`pipeline.system.tmux.Tmux.capture`). Within
+        :func:`pane_lookups_shared`, the screen taken with the pane's lookup when it is of this kind; the
+        kind asked is remembered, so that the tile's next look takes it in the same round trip."""
         info = await self.pane()
+        looks = _looked_up.get()
+        if looks is not None and looks.readiness:
+            kind: CaptureKind = (escapes, start, end)
+            self._screen_kind = kind
+            screen = looks.screens.pop((id(self), kind), None)
+            if screen is not None:
+                return screen
         return await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
 
     async def capture_from(self, line: int) -> str:

@@ -219,11 +219,34 @@ class Tmux:
         return info
 
     async def pane(self, target: str) -> PaneInfo:
-        info = _parse((await self.run("display-message", "-p", "-t", target, _FORMAT)).rstrip("\n"))
+        return self._pane_of(target, await self.run("display-message", "-p", "-t", target, _FORMAT))
+
+    def _pane_of(self, target: str, printed: str) -> PaneInfo:
+        info = _parse(printed.rstrip("\n"))
         if not info.pane_id:
             # tmux 3.3 answers an unknown target with empty pane fields and exit status 0
             raise PaneGone(f"can't find pane {target} on {self.describe()}")
         return info
+
+    async def pane_and_capture(self, target: str, *, escapes: bool = False, start: int | str | None = None,
+                               end: int | str | None = None) -> tuple[PaneInfo, str | None]:
+        """:meth:`pane` and :meth:`capture` of the same moment in one control-mode round trip (a readiness
+        check needs both, and each round trip is time between an answer and its paste). The screen is
+        None when it could not be had that way (no control mode, or the capture failed): ask
+        :meth:`capture` then, which fails with tmux's own message."""
+        looked = ("display-message", "-p", "-t", target, _FORMAT)
+        _refuse_blank_target(looked)
+        if self.control:
+            try:
+                info, screen = await self._control_client().run_all(
+                    looked, _capture_args(target, escapes, start, end))
+            except ControlUnavailable:
+                pass
+            else:
+                if not info.ok:
+                    raise _error("\n".join(info.lines).strip(), looked)
+                return self._pane_of(target, info.text), screen.text if screen.ok else None
+        return await self.pane(target), None
 
     async def list_panes(self) -> list[PaneInfo]:
         out = await self.run("list-panes", "-a", "-F", _FORMAT)
@@ -233,14 +256,7 @@ class Tmux:
                       end: int | str | None = None) -> str:
         """The pane's text, wrapped lines joined. ``start``/``end`` are tmux line numbers (0 = top of the
         visible screen, negative = scrollback, ``"-"`` = the very start/end)."""
-        args = ["capture-pane", "-p", "-J", "-t", pane_id]
-        if escapes:
-            args.append("-e")
-        if start is not None:
-            args += ["-S", str(start)]
-        if end is not None:
-            args += ["-E", str(end)]
-        return await self.run(*args)
+        return await self.run(*_capture_args(pane_id, escapes, start, end))
 
     # ---- typing ------------------------------------------------------------------------------------
 
@@ -347,6 +363,18 @@ def remove_socket_file(path: Path) -> None:
                 path.unlink()
             return
         time.sleep(0.01)
+
+
+def _capture_args(pane_id: str, escapes: bool, start: int | str | None,
+                  end: int | str | None) -> tuple[str, ...]:
+    args = ["capture-pane", "-p", "-J", "-t", pane_id]
+    if escapes:
+        args.append("-e")
+    if start is not None:
+        args += ["-S", str(start)]
+    if end is not None:
+        args += ["-E", str(end)]
+    return tuple(args)
 
 
 def _refuse_blank_target(args: tuple[str, ...]) -> None:

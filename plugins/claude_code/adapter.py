@@ -332,7 +332,7 @@ class ClaudeCodeAdapter(FileFollowing):
         if res.session.status in BUSY_STATUSES:
             return "busy"
         try:
-            screen = await self.ctx.tmux.capture(info.pane_id)
+            screen = await self.ctx.capture()
         except TmuxError:
             return "gone"
         return "draft" if self.draft(screen) else "ready"

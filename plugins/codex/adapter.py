@@ -167,9 +167,9 @@ class CodexAdapter(RolloutFollowing):
             info = await self.ctx.pane()
             if info.dead:
                 return "gone"
-            if await self._refresh() is None:
+            if await self._refresh(recheck=False) is None:
                 return "absent"
-            screen = await self.ctx.tmux.capture(info.pane_id, escapes=True)
+            screen = await self.ctx.capture(escapes=True)
         except (PaneGone, ServerGone):
             return "gone"
         if self.waiting_for(screen) is not None:  # never type into an approval dialog: it would answer it

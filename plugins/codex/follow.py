@@ -84,14 +84,18 @@ class RolloutFollowing(TerminalAdapter):
     def state(self) -> RolloutState | None:
         return self._state
 
-    async def _refresh(self, hints: set[Path] | None = None, *, force: bool = False) -> CodexProcess | None:
+    async def _refresh(self, hints: set[Path] | None = None, *, force: bool = False,
+                       recheck: bool = True) -> CodexProcess | None:
         """Bring the rollout state up to date: the pane's codex, its rollout (resolved when unknown, or
         when a prompt batonpass typed went to a rollout other than the known one), its new lines.
-        Resolution is throttled unless ``force``."""
+        Resolution is throttled unless ``force``; ``recheck=False`` keeps a known codex that is still
+        alive without the periodic look at the pane's processes (a worker thread: not on a hand-off's
+        way to the paste)."""
         async with self._lock:
             now = time.monotonic()
             process = self._process
-            if process is None or now - self._process_checked > RESOLVED_RECHECK_S or not process.alive():
+            recheck_due = recheck and now - self._process_checked > RESOLVED_RECHECK_S
+            if process is None or recheck_due or not process.alive():
                 info = await self.ctx.pane()  # only then: a tmux round trip is the dearest part of a look
                 self._process_checked = now
                 process = await anyio.to_thread.run_sync(find_codex_process, info.pid)

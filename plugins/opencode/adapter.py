@@ -178,7 +178,7 @@ class OpenCodeAdapter(StoreFollowing):
             found = proc.find_agent(info.pid, self.process_names)
             if found is None:
                 return "absent"
-            screen = await self.ctx.tmux.capture(info.pane_id)
+            screen = await self.ctx.capture()
         except (PaneGone, ServerGone):
             return "gone"
         if self.waiting_for(screen) is not None:  # never type into the dialog: it would answer it

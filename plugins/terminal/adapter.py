@@ -192,7 +192,7 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
                 return "gone"
             if self.process_names and proc.find_agent(info.pid, self.process_names) is None:
                 return "absent"
-            screen = await self.ctx.tmux.capture(info.pane_id)
+            screen = await self.ctx.capture()
         except (PaneGone, ServerGone):
             return "gone"
         if self.is_busy(screen) or self._in_turn or self.waiting_for(screen) is not None:

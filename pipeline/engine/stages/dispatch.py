@@ -24,7 +24,7 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, TargetState, look_again, pane_lookups_shared
+from pipeline.plugin.agents import AgentAdapter, TargetState, look_again, pane_lookups_shared, readiness_check
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
 from pipeline.system import proc
 from pipeline.system.text import sanitize
@@ -217,7 +217,8 @@ class PromptDispatcher:
         while True:
             look_again()
             try:
-                state = await target_state(adapter)
+                with readiness_check():
+                    state = await target_state(adapter)
             except TmuxError as exc:
                 state = "gone"
                 runtime.ctx.forget_pane()
