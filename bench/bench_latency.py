@@ -16,8 +16,10 @@ tmux reached over control mode and, as the baseline in the same process, over on
 (``BENCH_MODES=control,subprocess``; a build without control mode runs subprocesses only). Printed: p50, p99
 and max per configuration, and the ratios N pairs / 1 pair and control / subprocess.
 
-``BENCH_SIZES=1,50`` runs only those sizes; ``BENCH_TRACE=1`` prints, per configuration, the time each step
-of a hand-off took (``bench/latency_trace.py``: wrappers installed in this process only).
+The pipeline keeps its hand-off journal on disk (SQLite in the run's temp folder), as ``baton run`` does;
+``BENCH_JOURNAL=memory`` uses the in-memory one of the tests. ``BENCH_SIZES=1,50`` runs only those sizes;
+``BENCH_TRACE=1`` prints, per configuration, the time each step of a hand-off took
+(``bench/latency_trace.py``: wrappers installed in this process only).
 
 Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~8 min).
 """
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.engine.config import Config  # noqa: E402
+from pipeline.engine.journal import MEMORY, Journal  # noqa: E402
 from pipeline.engine.runtime import Pipeline  # noqa: E402
 from pipeline.plugin.manager import load_registries  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
@@ -111,7 +114,9 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
             target_logs.append(dst_log)
             source_logs.append(src_log)
         cfg = Config.model_validate({"version": 1, "tiles": tiles, "routes": routes})
-        pipeline = Pipeline(cfg, load_registries(), tmux)
+        # the journal on disk, as `baton run` keeps it (BENCH_JOURNAL=memory: the in-memory one of tests)
+        journal = Journal(MEMORY if os.environ.get("BENCH_JOURNAL") == "memory" else work / "journal.db")
+        pipeline = Pipeline(cfg, load_registries(), tmux, journal=journal)
         followed = Followed()
         logger = logging.getLogger("batonpass")
         logger.addHandler(followed)
