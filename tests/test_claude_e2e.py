@@ -334,8 +334,9 @@ async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees
         sent = await anyio.to_thread.run_sync(lambda t=text: baton("send", pane, "-L", tmux_server.socket, t))
         assert sent.returncode == 0, sent.stdout + sent.stderr
         marker = text.split(":")[0]
-        await until(
-            lambda m=marker: any(m in c for c in user_contents(home.transcripts()[0])), 30, f"{name} on disk"
+        await until(  # the first prompt may be typed before the transcript exists: a look finds none yet
+            lambda m=marker: any(m in c for t in home.transcripts()[:1] for c in user_contents(t)), 30,
+            f"{name} on disk"
         )
         [content] = [c for c in user_contents(home.transcripts()[0]) if marker in c]
         wrapped[name] = "<pasted_content" in content
