@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATON", "Result", "baton", "json_lines", "start_baton"]
+__all__ = ["BATON", "Result", "baton", "baton_read_by_head", "json_lines", "start_baton"]
 
 _SCRIPT = Path(sys.executable).with_name("baton")
 #: the installed console script when there is one (what a person runs), else the module
@@ -67,3 +68,21 @@ def start_baton(*args: str, stderr: Path, cwd: str | Path | None = None,
     with stderr.open("wb") as err:
         return subprocess.Popen([*BATON, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, env=_env(env))
+
+
+def baton_read_by_head(*args: str, lines: int, timeout: float = 30,
+                       preexec_fn: Callable[[], None] | None = None) -> tuple[int, list[bytes], bytes]:
+    """``baton ARGS | head -LINES``: ``lines`` lines read, then standard output closed as head does after
+    them. Returns the exit status, the lines read and standard error; killed if it has not exited within
+    ``timeout``."""
+    proc = subprocess.Popen([*BATON, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=_env(None), preexec_fn=preexec_fn)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        read = [proc.stdout.readline() for _ in range(lines)]
+        proc.stdout.close()
+        return proc.wait(timeout=timeout), read, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

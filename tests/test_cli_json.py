@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.events import Completion, Prompt
-from tests.cli_run import BATON, _env, baton, json_lines
+from tests.cli_run import BATON, _env, baton, baton_read_by_head, json_lines
 from tests.conftest import FIXTURES, TmuxServer, quiet_for, wait_for
 from tests.test_faults import start_agent, transcript_answers, write_config
 
@@ -316,19 +316,13 @@ def test_follow_sleeps_while_the_journal_is_quiet_and_wakes_when_it_changes(jour
 def test_follow_ends_when_its_reader_closes_the_pipe_not_at_the_next_change(journal: Journal) -> None:
     """``baton history -f -n 1 | head -2``: head exits after two lines, and so does the follower, although
     it has nothing more to print (no write fails) until the journal changes."""
-    proc = subprocess.Popen([*BATON, "history", "--follow", "-n", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None),
-                            preexec_fn=_ctrl_c_as_in_a_terminal)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().split()[0] == b"WHEN"
-        assert b"review" in proc.stdout.readline()  # the backlog: all it prints
-        proc.stdout.close()  # as head does; the journal does not change from here on
-        assert proc.wait(timeout=15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.stderr is not None and proc.stderr.read() == b""
+    # the journal does not change while it runs
+    status, (header, backlog), err = baton_read_by_head("history", "--follow", "-n", "1", lines=2, timeout=15,
+                                                        preexec_fn=_ctrl_c_as_in_a_terminal)
+    assert header.split()[0] == b"WHEN"
+    assert b"review" in backlog  # the backlog: all it prints
+    assert status == 0
+    assert err == b""
 
 
 @pytest.mark.tmux

@@ -21,7 +21,7 @@ from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.tmux import Tmux, remove_socket_file
-from tests.cli_run import BATON, _env, baton, json_lines, start_baton
+from tests.cli_run import BATON, _env, baton, baton_read_by_head, json_lines, start_baton
 from tests.conftest import REPO, TmuxServer, wait_for
 from tests.test_cli_first_day import shell_ready, write_routes
 from tests.test_cli_json import add_handoff
@@ -326,17 +326,8 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(signum: 
 def test_the_demo_piped_into_head_ends_when_head_has_its_lines() -> None:
     """``baton demo | head -3``: a closed standard output was an adapter failing (a log line), restarted
     every second, until the demo's own 90 s time-out; now the demo ends there, and cleans up."""
-    demo = subprocess.Popen([*BATON, "demo", "--handoffs", "30", "--work-s", "0.2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None))
-    try:
-        assert demo.stdout is not None
-        socket = re.search(rb"tmux -L (\S+) attach", demo.stdout.readline()).group(1)  # type: ignore[union-attr]
-        demo.stdout.readline()
-        demo.stdout.close()  # as head does after its lines
-        assert demo.wait(timeout=30) == 0
-    finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
-    assert demo.stderr is not None and demo.stderr.read() == b""
+    status, (first, _), err = baton_read_by_head("demo", "--handoffs", "30", "--work-s", "0.2", lines=2)
+    socket = re.search(rb"tmux -L (\S+) attach", first).group(1)  # type: ignore[union-attr]
+    assert status == 0
+    assert err == b""
     assert subprocess.run(["tmux", "-L", socket.decode(), "has-session"], capture_output=True).returncode != 0

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import anyio
 
-from pipeline.system.tmux_control import ControlClient, ControlUnavailable
+from pipeline.system.tmux_control import ControlClient, ControlUnavailable, Reply
 
 __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError", "remove_socket_file"]
 
@@ -183,7 +183,7 @@ class Tmux:
         except ControlUnavailable:
             return None
         if check and not reply.ok:
-            raise _error("\n".join(reply.lines).strip(), args)
+            raise _refused(reply, args)
         return reply.text if reply.ok else ""
 
     def run_sync(self, *args: str, check: bool = True) -> str:
@@ -244,7 +244,7 @@ class Tmux:
                 pass
             else:
                 if not info.ok:
-                    raise _error("\n".join(info.lines).strip(), looked)
+                    raise _refused(info, looked)
                 return self._pane_of(target, info.text), screen.text if screen.ok else None
         return await self.pane(target), None
 
@@ -280,10 +280,10 @@ class Tmux:
                     return
             else:
                 if not loaded.ok:
-                    raise _error("\n".join(loaded.lines).strip(), ("set-buffer",))
+                    raise _refused(loaded, ("set-buffer",))
                 if not pasted.ok:
                     await self.run("delete-buffer", "-b", name, check=False)
-                    raise _error("\n".join(pasted.lines).strip(), paste)
+                    raise _refused(pasted, paste)
                 return
         await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
         try:
@@ -387,6 +387,11 @@ def _refuse_blank_target(args: tuple[str, ...]) -> None:
 
 def _env_args(env: dict[str, str] | None) -> list[str]:
     return [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
+
+
+def _refused(reply: Reply, args: tuple[str, ...]) -> TmuxError:
+    """The error a failed control-mode reply stands for: what a ``tmux`` process would have printed."""
+    return _error("\n".join(reply.lines).strip(), args)
 
 
 def _error(stderr: str, args: tuple[str, ...]) -> TmuxError:
