@@ -18,7 +18,9 @@ and max per configuration, and the ratios N pairs / 1 pair and control / subproc
 
 The pipeline keeps its hand-off journal on disk (SQLite in the run's temp folder), as ``baton run`` does;
 ``BENCH_JOURNAL=memory`` uses the in-memory one of the tests. ``BENCH_SIZES=1,50`` runs only those sizes;
-``BENCH_TRACE=1`` prints, per configuration, the time each step of a hand-off took
+``BENCH_RATE=1.43`` makes all sources together answer that many turns a second whatever their number (one
+pair's own rate: then 50 pairs differ from one by their number of tiles alone); ``BENCH_TRACE=1`` prints, per
+configuration, the time each step of a hand-off took
 (``bench/latency_trace.py``: wrappers installed in this process only).
 
 Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~8 min).
@@ -91,6 +93,8 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
     """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
     turns = math.ceil(handoffs / pairs)
     every = max(EVERY_S, pairs / MAX_RATE)
+    if os.environ.get("BENCH_RATE"):  # all sources together, whatever their number
+        every = pairs / float(os.environ["BENCH_RATE"])
     work = tmp / f"{agent}-{mode}-{pairs}"
     config = work / agent
     config.mkdir(parents=True)

@@ -185,6 +185,37 @@ def test_after_clear_the_newer_transcript_of_the_folder_is_taken_unless_another_
     assert res.transcript == named and res.rule == "session-file"
 
 
+def test_the_chain_reads_proc_only_for_the_sessions_that_name_a_transcript_it_could_take(
+    start_claude, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every tile's chain runs again when its transcript appears (its first prompt, a /clear). With 50
+    sessions in the config folder it read /proc for each of them, on the event loop, to know which
+    transcripts other live sessions own; it now asks only about the transcripts it could take."""
+    claude = start_claude()
+    sid = str(uuid.uuid4())
+    claude.session_file(sid)
+    named = claude.transcript(sid)
+    os.utime(named, (time.time() - 1, time.time() - 1))
+    for i in range(50):  # other sessions of the config folder, in other projects (their pids long gone)
+        other = claude.config / "sessions" / f"{4_000_000 + i}.json"
+        other.write_text(json.dumps({"pid": 4_000_000 + i, "sessionId": str(uuid.uuid4()),
+                                     "cwd": f"/elsewhere/{i}", "procStart": "1"}))
+    reads: list[int] = []
+    read_proc = proc.read_proc
+    monkeypatch.setattr(proc, "read_proc", lambda pid: reads.append(pid) or read_proc(pid))
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == named and res.rule == "session-file"
+    assert all(pid < 4_000_000 for pid in reads), f"{len(reads)} reads of /proc, {reads[-3:]}..."
+    # a newer /clear transcript in the folder: only the session naming it is looked at
+    newer = claude.transcript(str(uuid.uuid4()), cleared=True)
+    (claude.config / "sessions" / "4000007.json").write_text(json.dumps(
+        {"pid": 4_000_007, "sessionId": newer.stem, "cwd": str(claude.cwd), "procStart": "1"}))
+    reads.clear()
+    res = resolve_pid(claude.shell.pid)
+    assert res.transcript == newer and res.rule == "newer-transcript"  # its owner is gone: ours
+    assert [pid for pid in reads if pid >= 4_000_000] == [4_000_007]
+
+
 def test_a_long_cwd_uses_the_hash_form_and_is_found_directly(start_claude, tmp_path: Path) -> None:
     deep = tmp_path / ("a-very-long-folder-name-" * 5) / ("and-another-one_" * 6) / "project"
     claude = start_claude(cwd=deep)

@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
+from plugins.codex.turns import RolloutState
 from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
 from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
 from tests.stage_kit import with_catch_up
@@ -44,17 +46,18 @@ SCREENS = CODEX / "screens"
 class Scene:
     """A tmux pane with a codex stand-in showing a recorded screen, its CODEX_HOME, and an adapter."""
 
-    def __init__(self, server: TmuxServer, tmp: Path, screen: str | Path = "screen_done.txt") -> None:
+    def __init__(self, server: TmuxServer, tmp: Path, screen: str | Path = "screen_done.txt", *,
+                 project: str = "api", name: str = "reviewer") -> None:
         self.server, self.tmp = server, tmp
         self.home = CodexHome(tmp / "codex-home")
-        self.project = tmp / "api"
+        self.project = tmp / project
         self.project.mkdir(exist_ok=True)
         self.bin = tmp / "bin"
         self.bin.mkdir(exist_ok=True)
         if not (self.bin / "codex").exists():
             (self.bin / "codex").symlink_to("/bin/bash")
         self.pane = self.start(screen)
-        self.ctx = TileContext(name="reviewer", tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
+        self.ctx = TileContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
         self.adapter = CodexAdapter(self.ctx)
 
     def start(self, screen: str | Path) -> str:
@@ -71,8 +74,6 @@ class Scene:
         return pane
 
     def turns(self, fixture: Path = TUI_ROLLOUT) -> list[dict]:
-        import time
-
         return recorded_turns(fixture, self.tid, self.project, time.time())
 
 
@@ -82,9 +83,12 @@ def scene(tmux_server: TmuxServer, tmp_path: Path) -> Scene:
 
 
 @asynccontextmanager
-async def following(adapter: CodexAdapter) -> AsyncIterator[list[Completion]]:
-    """``adapter.follow`` running with a shared watcher, as in the daemon; yields what it emits."""
-    watcher = FileWatcher()
+async def following(adapter: CodexAdapter,
+                    watcher: FileWatcher | None = None) -> AsyncIterator[list[Completion]]:
+    """``adapter.follow`` running with a shared watcher, as in the daemon; yields what it emits.
+    ``watcher``: one already running, shared with other tiles' followers."""
+    own = watcher is None
+    watcher = watcher or FileWatcher()
     adapter.ctx.watcher = watcher
     emitted: list[Completion] = []
 
@@ -92,7 +96,8 @@ async def following(adapter: CodexAdapter) -> AsyncIterator[list[Completion]]:
         emitted.append(completion)
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(watcher.run)
+        if own:
+            tg.start_soon(watcher.run)
         tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
         yield emitted
         tg.cancel_scope.cancel()
@@ -109,6 +114,68 @@ def upto(records: list[dict], kind: str, nth: int = 1) -> int:
             if seen == nth:
                 return i + 1
     raise AssertionError(f"no {kind} #{nth}")
+
+
+async def test_a_write_to_a_neighbours_rollout_wakes_only_its_own_follower(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Two Codex panes of one CODEX_HOME watch one sessions folder. Once each follows its rollout, a turn
+    written to one does not wake the other's follower (at 50 tiles a write cost 100 followers a question
+    each, on the way to every hand-off); a prompt typed into a pane makes its follower hear the others'
+    writes until its own rollout shows the prompt (it may have started a new rollout), then not again."""
+    left = Scene(tmux_server, tmp_path)
+    right = Scene(tmux_server, tmp_path, project="web", name="writer")
+    woken = {"left": 0, "right": 0}  # wake-ups by a file hint (the follower's 5 s process look aside)
+    asked: dict[str, list[str]] = {"left": [], "right": []}  # what the watcher asked each follower about
+    for name, scene in (("left", left), ("right", right)):
+        refresh, concerns = scene.adapter._refresh, scene.adapter._concerns
+
+        async def counted(hints: set[Path] | None = None, *, _name: str = name, _refresh=refresh,
+                          **kw: bool) -> object:
+            woken[_name] += bool(hints)
+            return await _refresh(hints, **kw)
+
+        def asked_about(path: Path, _name: str = name, _concerns=concerns) -> bool:
+            asked[_name].append(path.name)
+            return _concerns(path)
+
+        scene.adapter._refresh = counted  # type: ignore[method-assign]
+        scene.adapter._concerns = asked_about  # type: ignore[method-assign]
+    lrec, rrec = left.turns(), right.turns()
+    first = upto(lrec, "task_complete")
+    watcher = FileWatcher()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        async with (following(left.adapter, watcher) as lemitted,
+                    following(right.adapter, watcher) as remitted):
+            append(right.rollout, rrec[:first])
+            append(left.rollout, lrec[:first])
+            await until(lambda: len(lemitted) == len(remitted) == 1, what="each pane's first turn")
+            subs = {name: s.adapter._sub for name, s in (("left", left), ("right", right))}
+            await until(lambda: not subs["left"].others and not subs["right"].others,
+                        what="both followers to stop listening to the other's rollout")
+            assert (subs["left"].claimed, subs["right"].claimed) == (str(left.rollout), str(right.rollout))
+            before = dict(woken)
+            asked["right"].clear()
+            for record in lrec[first:]:  # the left pane's other turns, line by line
+                append(left.rollout, [record])
+                await anyio.sleep(0.005)
+            await until(lambda: len(lemitted) == 4, what="the left pane's other turns")
+            await aquiet_for(0.2, "a late hint")
+            assert woken["right"] == before["right"] and woken["left"] > before["left"] + 3
+            assert asked["right"] == []  # not even asked
+            # a prompt typed into the right pane: it listens until its rollout has the prompt
+            second = upto(rrec, "task_complete", 2)
+            state = RolloutState()
+            for record in rrec[:second]:
+                state.feed(record)
+            right.adapter.prompt_submitted(state.prompts()[-1], time.time())
+            assert subs["right"].others
+            append(left.rollout, lrec[:1])  # a write next door is heard now (and found not to matter)
+            await until(lambda: woken["right"] == before["right"] + 1, what="the right follower to hear it")
+            append(right.rollout, rrec[first:second])
+            await until(lambda: len(remitted) == 2, what="the right pane's second turn")
+            assert not subs["right"].others and len(lemitted) == 4
+        tg.cancel_scope.cancel()
 
 
 async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:

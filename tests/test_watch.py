@@ -108,3 +108,43 @@ def test_a_change_reaches_exactly_the_subscriptions_it_concerns(tmp_path: Path) 
     for sub in subs:
         sub.close()
     assert not watcher._at and not watcher._above
+
+
+def test_a_claimed_file_reaches_its_claimer_and_the_others_only_while_they_listen(tmp_path: Path) -> None:
+    """Codex panes of one CODEX_HOME all watch one sessions folder. A follower that claims its rollout and
+    stops listening to the others (``others = False``) is woken by its own file and by nothing else, and is
+    not even asked about the rest (its ``only`` is not called): a write by one of 50 tiles costs one
+    subscriber. It hears everything again when it listens again; a claim it cannot be sure to recognise
+    (not under its folder as written, e.g. a resolved symlink) leaves it listening."""
+    watcher = FileWatcher()
+    sessions = tmp_path / "codex" / "sessions"
+    asked: list[tuple[int, str]] = []
+    subs = []
+    for i in range(50):
+        subs.append(watcher.subscribe(sessions, only=lambda p, i=i: asked.append((i, p.name)) or True))
+    rollouts = [sessions / "2026" / "12" / "04" / f"rollout-{i}.jsonl" for i in range(50)]
+    for sub, rollout in zip(subs, rollouts, strict=True):
+        sub.claim(rollout)
+        sub.others = False
+
+    def dispatch(path: Path) -> list[int]:
+        for sub in subs:
+            sub.changed = set()
+        asked.clear()
+        watcher._dispatch([(None, str(path))])
+        return [i for i, sub in enumerate(subs) if path in sub.changed]
+
+    assert dispatch(rollouts[7]) == [7] and asked == [(7, "rollout-7.jsonl")]
+    assert dispatch(sessions / "2026" / "12" / "04" / "rollout-new.jsonl") == [] and asked == []
+    subs[3].others = True  # say, a prompt was typed there and may start a new rollout
+    assert dispatch(rollouts[7]) == [3, 7]
+    assert sorted(asked) == [(3, "rollout-7.jsonl"), (7, "rollout-7.jsonl")]
+    assert dispatch(sessions / "2026" / "12" / "05") == [3]
+    subs[3].others = False
+    subs[5].claim(tmp_path / "real-home" / "sessions" / "rollout-5.jsonl")  # not under its folder as written
+    assert dispatch(rollouts[7]) == [5, 7]
+    subs[5].claim(None)  # nothing claimed (no rollout yet): it listens to everything, ``others`` or not
+    assert dispatch(sessions / "2026" / "12" / "04" / "rollout-new.jsonl") == [5]
+    for sub in subs:
+        sub.close()
+    assert not watcher._at and not watcher._above and not watcher._claims

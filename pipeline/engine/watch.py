@@ -47,6 +47,11 @@ class Subscription:
         self._receive: MemoryObjectReceiveStream[None]
         self._send, self._receive = anyio.create_memory_object_stream[None](1)
         self.changed: set[Path] = set()
+        #: the file this subscriber follows in a folder shared with others (:meth:`claim`)
+        self.claimed: str | None = None
+        self._others = True
+        #: in the watcher's lookup by path (else it hears only of what it claimed)
+        self._filed = False
 
     def _notify(self, path: Path | None) -> None:
         if path is not None:
@@ -57,6 +62,28 @@ class Subscription:
             self._send.send_nowait(None)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # a wake-up is already pending
+
+    def claim(self, path: Path | None) -> None:
+        """Changes at ``path`` are this subscriber's: they wake it even while :attr:`others` is False.
+        None: no file claimed. A path that is not under the subscription's own paths as written (a
+        symlink resolved, say) is claimed but does not let :attr:`others` take effect: its changes might
+        arrive under another name."""
+        self.watcher._claim(self, None if path is None else os.path.abspath(path))
+
+    @property
+    def others(self) -> bool:
+        """Whether changes at paths this subscriber did not claim are asked about (``only``); True by
+        default. A follower of one file in a folder shared by many tiles sets it False while the other
+        files cannot matter to it: a write by one of 50 tiles then costs one subscriber, not 50."""
+        return self._others
+
+    @others.setter
+    def others(self, value: bool) -> None:
+        self._others = value
+        self.watcher._refile(self)
+
+    def _hears_only_claimed(self) -> bool:
+        return not self._others and self.claimed is not None and self.matches(self.claimed)
 
     def wake(self) -> None:
         """A hint from elsewhere (say, the process that writes the files exited): the waiter looks again."""
@@ -99,8 +126,11 @@ class FileWatcher:
         # which subscriptions a changed path concerns, looked up along the path instead of asked one by one
         # (a batch of changes costs its paths' depth, not the number of tiles): by a path subscribed to (the
         # change is at it or under it), and by each folder above a path subscribed to (the change is there)
-        self._at: dict[str, list[Subscription]] = {}
-        self._above: dict[str, list[Subscription]] = {}
+        # (dicts used as ordered sets: a subscription leaves and rejoins them as its ``others`` changes)
+        self._at: dict[str, dict[Subscription, None]] = {}
+        self._above: dict[str, dict[Subscription, None]] = {}
+        #: a claimed file -> who claimed it (:meth:`Subscription.claim`)
+        self._claims: dict[str, dict[Subscription, None]] = {}
         self._roots: frozenset[Path] = frozenset()
         self._changed = anyio.Event()
 
@@ -119,22 +149,51 @@ class FileWatcher:
         sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more),
                            only=only)
         self._subs.append(sub)
-        for key, index in self._keys(sub):
-            index.setdefault(key, []).append(sub)
+        self._refile(sub)
         self._roots_changed()
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         if sub in self._subs:
             self._subs.remove(sub)
-            for key, index in self._keys(sub):
-                subs = index[key]
-                subs.remove(sub)
-                if not subs:
-                    del index[key]
+            self._claim(sub, None)
+            sub._others = True
+            self._file(sub, False)
             self._roots_changed()
 
-    def _keys(self, sub: Subscription) -> Iterator[tuple[str, dict[str, list[Subscription]]]]:
+    def _refile(self, sub: Subscription) -> None:
+        """In the lookup by path unless it hears only of the file it claimed."""
+        if sub in self._subs:
+            self._file(sub, not sub._hears_only_claimed())
+
+    def _file(self, sub: Subscription, filed: bool) -> None:
+        """Put ``sub`` in the lookup by path, or take it out (it then hears only of what it claimed)."""
+        if filed == sub._filed:
+            return
+        sub._filed = filed
+        for key, index in self._keys(sub):
+            if filed:
+                index.setdefault(key, {})[sub] = None
+            else:
+                subs = index.get(key, {})
+                subs.pop(sub, None)
+                if not subs:
+                    index.pop(key, None)
+
+    def _claim(self, sub: Subscription, path: str | None) -> None:
+        if path == sub.claimed:
+            return
+        if sub.claimed is not None:
+            claimers = self._claims[sub.claimed]
+            claimers.pop(sub, None)
+            if not claimers:
+                del self._claims[sub.claimed]
+        sub.claimed = path
+        if path is not None:
+            self._claims.setdefault(path, {})[sub] = None
+        self._refile(sub)
+
+    def _keys(self, sub: Subscription) -> Iterator[tuple[str, dict[str, dict[Subscription, None]]]]:
         """Where ``sub`` is filed in the lookup: at each of its paths, and above each of them."""
         for here in sub._strs:
             yield here, self._at
@@ -225,9 +284,12 @@ class FileWatcher:
 
     def _dispatch(self, changes: Iterable[tuple[object, str]]) -> None:
         """Each changed path to the subscriptions it concerns (what :meth:`Subscription.matches` says, found
-        along the path: at it, at a folder above it, or above a path subscribed to)."""
+        along the path: at it, at a folder above it, or above a path subscribed to), and to whoever claimed
+        it (:meth:`Subscription.claim`)."""
         hits: dict[Subscription, set[str]] = {}
         for raw in {raw for _, raw in changes}:
+            for sub in self._claims.get(raw, ()):
+                hits.setdefault(sub, set()).add(raw)
             for sub in self._above.get(raw, ()):
                 hits.setdefault(sub, set()).add(raw)
             path, folder = raw, os.path.dirname(raw)

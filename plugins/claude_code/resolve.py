@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from plugins.claude_code.files import (
     live_sessions,
     project_folder_name,
     read_session_file,
+    session_files,
     session_matches,
     transcript_inside,
 )
@@ -202,7 +204,8 @@ def _find_transcript(res: Resolution, started: float) -> None:
     claimed = _claimed_elsewhere(res)
     if sid is not None:
         named = folder / f"{sid}.jsonl"
-        newer = _newest_unclaimed(folder, claimed | {sid}, after=max(started, _mtime(named)), head=CLEAR_MARK)
+        newer = _newest_unclaimed(folder, lambda other: other == sid or claimed(other),
+                                  after=max(started, _mtime(named)), head=CLEAR_MARK)
         if newer is not None:
             res.transcript, res.rule = newer, "newer-transcript"
             res.add(
@@ -242,15 +245,33 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def _claimed_elsewhere(res: Resolution) -> set[str]:
-    """Session ids of the other live Claude Code processes of this config folder."""
+def _claimed_elsewhere(res: Resolution) -> Callable[[str], bool]:
+    """Whether another live Claude Code process of this config folder has a given session id. Asked only
+    of the transcripts that could be chosen: the session files are listed once (parsed again only when
+    they changed) and /proc is read only for the ones naming such a transcript, not for every session of
+    the folder (50 tiles: 100 process reads on the event loop each time a transcript appears)."""
     assert res.config is not None and res.process is not None
-    own = f"{res.process.pid}.json"
-    return {other.session_id for name, other in live_sessions(res.config) if name != own}
+    config, own = res.config, f"{res.process.pid}.json"
+    by_id: dict[str, list[SessionFile]] | None = None
+
+    def claimed(session_id: str) -> bool:
+        nonlocal by_id
+        if by_id is None:
+            by_id = {}
+            for name, other in session_files(config):
+                if name != own:
+                    by_id.setdefault(other.session_id, []).append(other)
+        for other in by_id.get(session_id, ()):
+            live = proc.read_proc(other.pid)
+            if live is not None and session_matches(other, live) is None:
+                return True
+        return False
+
+    return claimed
 
 
 def _newest_unclaimed(
-    folder: Path, claimed: set[str], *, after: float, head: bytes | None = None
+    folder: Path, claimed: Callable[[str], bool], *, after: float, head: bytes | None = None
 ) -> Path | None:
     """The most recently written ``<UUID>.jsonl`` of ``folder`` written after ``after``, that no other live
     session claims and (with ``head``) whose first lines contain ``head``."""
@@ -261,13 +282,13 @@ def _newest_unclaimed(
         return None
     for entry in entries:
         stem = entry.name.removesuffix(".jsonl")
-        if stem == entry.name or not UUID.match(stem) or stem.lower() in claimed:
+        if stem == entry.name or not UUID.match(stem):
             continue
         try:
             mtime = entry.stat().st_mtime
         except OSError:
             continue
-        if mtime > after:
+        if mtime > after and not claimed(stem.lower()):
             candidates.append((mtime, Path(entry.path)))
     for _, path in sorted(candidates, reverse=True):
         if head is None or _head_has(path, head):

@@ -67,12 +67,18 @@ class RolloutFollowing(TerminalAdapter):
         self._orphans: list[Turn] = []
         self._tail: JsonlTail | None = None
         self._state: RolloutState | None = None
+        #: other panes' rollouts (a resolution did not pick them): their writes wake nobody here
         self._foreign: set[Path] = set()
+        #: the prompt found in the followed rollout (its time, and the state it was found in): asked on every
+        #: write by any pane, so the answer is kept instead of searched for again
+        self._confirmed: tuple[float, RolloutState] | None = None
         self._process_checked = 0.0
         #: a new rollout is followed: the engine is told (ctx.resolved) and asks finished_turns
         self._switched = False
         #: when the rollout last grew (monotonic): older Codex's last turn ends when it stays quiet
         self._fed_at = 0.0
+        #: the follower's subscription to the sessions folder (the engine's watcher), while it follows
+        self._sub: Any = None
 
     # ---- keeping up with the pane's rollout ------------------------------------------------------------
 
@@ -102,6 +108,7 @@ class RolloutFollowing(TerminalAdapter):
                 if process is None or self._process is None or process.key != self._process.key:
                     self._switch(None)
                     self._process = process
+                    self._foreign.clear()  # a new codex may resume a thread another pane wrote
             if process is None:
                 return None
             new_files = {
@@ -118,6 +125,7 @@ class RolloutFollowing(TerminalAdapter):
                     self._fed_at = time.monotonic()
                 for record in records:
                     self._state.feed(record, now)
+            self._tell_watcher()
             return process
 
     async def _resolve(self, process: CodexProcess) -> None:
@@ -154,23 +162,49 @@ class RolloutFollowing(TerminalAdapter):
 
     def _concerns(self, path: Path) -> bool:
         """Whether a change at ``path`` (in the sessions folder every Codex pane of a CODEX_HOME writes to)
-        can matter to this follower: its own rollout, anything while it has none, any file that is not a
-        rollout; another pane's rollout only while a prompt typed here is not yet in this one (then it may
-        be where the prompt went, see :meth:`_refresh`). The rest wakes nobody: a write by one of 50 panes
-        costs one follower, not 50 (the process check and an older Codex's idle rule run on the timeout)."""
-        if self._tail is None or self._state is None or path == self._tail.path:
-            return True
-        if self._idle_wait() is not None:
+        can matter to this follower: its own rollout, any file that is not a rollout, a rollout no
+        resolution here has put aside while it has none (a new one may be its first), another pane's
+        rollout only while a prompt typed here is not yet in its own (then it may be where the prompt went,
+        see :meth:`_refresh`). The rest wakes nobody: a write by one of 50 panes costs one follower, not 50
+        (the process check and an older Codex's idle rule run on the timeout). Asked of every follower for
+        every write, so the cheap questions come first."""
+        tail = self._tail
+        if tail is not None and path == tail.path:
             return True
         if not ROLLOUT_NAME.match(path.name):
             return True
+        if tail is None or self._state is None:
+            return path not in self._foreign
+        if self._idle_wait() is not None:
+            return True
         return path not in self._foreign and self._prompt_unconfirmed()
+
+    def _tell_watcher(self) -> None:
+        """Claim the rollout followed, and hear of the others' writes only while they may matter here
+        (what :meth:`_concerns` would say of another pane's rollout; it is asked then)."""
+        if self._sub is not None:
+            self._sub.claim(self.rollout)
+            self._sub.others = (self._tail is None or self._state is None or self._idle_wait() is not None
+                                or self._prompt_unconfirmed())
+
+    def prompt_submitted(self, text: str, at: float) -> None:
+        """A prompt typed here may start a new rollout: hear of the others' writes until it is seen (the
+        engine says so before the Enter that submits it)."""
+        super().prompt_submitted(text, at)
+        self._tell_watcher()
 
     def _prompt_unconfirmed(self) -> bool:
         """Whether the prompt batonpass last typed here (since the last resolution) is not in the rollout
         followed: then a new rollout may be where it went."""
-        return (self.last_prompt is not None and self.prompt_sent_at > self._resolved_wall
-                and self._state is not None and not self._state.received(self.last_prompt))
+        state, sent_at = self._state, self.prompt_sent_at
+        if self.last_prompt is None or sent_at <= self._resolved_wall or state is None:
+            return False
+        if self._confirmed is not None and self._confirmed[0] == sent_at and self._confirmed[1] is state:
+            return False
+        if state.received(self.last_prompt):
+            self._confirmed = (sent_at, state)
+            return False
+        return True
 
     def _idle_wait(self) -> float | None:
         """How long until an older Codex's answered open turn may be settled; None when there is none."""
@@ -238,7 +272,7 @@ class RolloutFollowing(TerminalAdapter):
                 if watcher is not None and sessions is not None and (sub is None or sub.path != sessions):
                     if sub is not None:
                         sub.close()
-                    sub = watcher.subscribe(sessions, only=self._concerns)
+                    sub = self._sub = watcher.subscribe(sessions, only=self._concerns)
                     continue  # read again: lines written before the subscription began
                 timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
                 timeout = min(timeout, self._idle_wait() or timeout)
@@ -249,6 +283,7 @@ class RolloutFollowing(TerminalAdapter):
                 else:
                     await anyio.sleep(0.5)  # no shared watcher (outside the daemon)
         finally:
+            self._sub = None
             if sub is not None:
                 sub.close()
 
