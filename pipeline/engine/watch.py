@@ -122,7 +122,7 @@ class Subscription:
 class FileWatcher:
     def __init__(self, *, step_ms: int = 10, debounce_ms: int = 200) -> None:
         self.step_ms, self.debounce_ms = step_ms, debounce_ms
-        self._subs: list[Subscription] = []
+        self._subs: dict[Subscription, None] = {}  # an ordered set
         # which subscriptions a changed path concerns, looked up along the path instead of asked one by one
         # (a batch of changes costs its paths' depth, not the number of tiles): by a path subscribed to (the
         # change is at it or under it), and by each folder above a path subscribed to (the change is there)
@@ -148,14 +148,14 @@ class FileWatcher:
         restart of the watcher wakes it whatever ``only`` says."""
         sub = Subscription(self, Path(os.path.abspath(path)), *(Path(os.path.abspath(p)) for p in more),
                            only=only)
-        self._subs.append(sub)
+        self._subs[sub] = None
         self._refile(sub)
         self._roots_changed()
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         if sub in self._subs:
-            self._subs.remove(sub)
+            del self._subs[sub]
             self._claim(sub, None)
             sub._others = True
             self._file(sub, False)

@@ -110,6 +110,7 @@ class RolloutFollowing(TerminalAdapter):
                     self._process = process
                     self._foreign.clear()  # a new codex may resume a thread another pane wrote
             if process is None:
+                self._tell_watcher()
                 return None
             new_files = {
                 p for p in hints or () if ROLLOUT_NAME.match(p.name) and p != self.rollout
