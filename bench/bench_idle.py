@@ -1,5 +1,6 @@
 """Idle cost of ``baton run``: 50 Claude Code tiles (the stand-in of ``bench/claude_standin.py``), 25 routes,
-nothing happening, for ``BENCH_IDLE_S`` (60) seconds.
+nothing happening, for ``BENCH_IDLE_S`` (60) seconds. ``BENCH_AGENT=codex``: 50 Codex tiles instead (the
+stand-in of ``bench/codex_standin.py``, one CODEX_HOME, each following its rollout).
 
 Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
 tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end.
@@ -20,7 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STANDIN = ROOT / "bench" / "claude_standin.py"
+AGENT = os.environ.get("BENCH_AGENT", "claude")
+STANDIN, HOME_VARIABLE = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
+                          "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME")}[AGENT]
 TILES = int(os.environ.get("BENCH_TILES", "50"))
 WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
 MODES = {"control + inotify": {}, "subprocess + watchfiles": {"BATON_TMUX_CONTROL": "0",
@@ -55,7 +58,7 @@ def rss_mb(pid: int) -> float:
 
 def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, float]:
     work = tmp / mode.replace(" ", "")
-    config = work / "claude"
+    config = work / AGENT
     config.mkdir(parents=True)
     socket = f"baton-idle-{os.getpid()}-{len(os.listdir(tmp))}"
     tmux = ["tmux", "-f", "/dev/null", "-L", socket]
@@ -64,12 +67,12 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
         for i in range(TILES):
             cwd = work / f"proj{i // 2}"
             cwd.mkdir(exist_ok=True)
-            cmd = shlex.join(["env", f"CLAUDE_CONFIG_DIR={config}", sys.executable, str(STANDIN), "--name",
+            cmd = shlex.join(["env", f"{HOME_VARIABLE}={config}", sys.executable, str(STANDIN), "--name",
                               f"c{i}", "--log", str(work / f"c{i}.jsonl")])
             pane = subprocess.run([*tmux, "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"c{i}", "-x",
                                    "100", "-y", "30", "-c", str(cwd), cmd],
                                   capture_output=True, text=True, check=True).stdout.strip()
-            lines.append(f"  c{i}: {{pane: '{pane}', agent: claude}}")
+            lines.append(f"  c{i}: {{pane: '{pane}', agent: {AGENT}}}")
         lines.append("routes:")
         lines += [f"  - {{from: c{i}, to: c{i + 1}}}" for i in range(0, TILES, 2)]
         routes = work / "routes.yaml"
@@ -102,7 +105,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for mode, env in MODES.items():
             cpu, rss = results[mode] = measure(mode, env, Path(tmp))
-            print(f"{mode:>24}: {TILES} tiles idle {WINDOW_S:.0f} s: CPU {cpu:.2f} % of a core, "
+            print(f"{mode:>24}: {TILES} {AGENT} tiles idle {WINDOW_S:.0f} s: CPU {cpu:.2f} % of a core, "
                   f"RSS {rss:.0f} MB", flush=True)
     (c_cpu, c_rss), (s_cpu, s_rss) = results.values()
     print(f"control + inotify / baseline: CPU x{c_cpu / s_cpu if s_cpu else float('nan'):.2f}, "

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -34,6 +34,9 @@ from plugins.codex.resolve import (
 )
 from plugins.codex.turns import RolloutState, Turn
 from plugins.terminal.adapter import TerminalAdapter
+
+if TYPE_CHECKING:
+    from pipeline.plugin.tools import Subscription
 
 __all__ = ["RolloutFollowing"]
 
@@ -78,7 +81,7 @@ class RolloutFollowing(TerminalAdapter):
         #: when the rollout last grew (monotonic): older Codex's last turn ends when it stays quiet
         self._fed_at = 0.0
         #: the follower's subscription to the sessions folder (the engine's watcher), while it follows
-        self._sub: Any = None
+        self._sub: Subscription | None = None
 
     # ---- keeping up with the pane's rollout ------------------------------------------------------------
 
