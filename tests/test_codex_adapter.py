@@ -28,6 +28,7 @@ from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
+from plugins.codex import follow as follow_module
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
 from plugins.codex.turns import RolloutState
@@ -176,6 +177,26 @@ async def test_a_write_to_a_neighbours_rollout_wakes_only_its_own_follower(
             await until(lambda: len(remitted) == 2, what="the right pane's second turn")
             assert not subs["right"].others and len(lemitted) == 4
         tg.cancel_scope.cancel()
+
+
+async def test_an_idle_follower_learns_its_codex_exited_without_looking_every_few_seconds(
+        scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pane's codex is watched for its exit (a pidfd), not looked for again every 5 s (50 idle tiles:
+    10 tmux round trips and process-tree walks a second, 1 % of a core): with that look put off for an
+    hour, the exit is still seen."""
+    monkeypatch.setattr(follow_module, "RESOLVED_RECHECK_S", 3600.0)
+    adapter = scene.adapter
+    records = scene.turns()
+    async with following(adapter) as emitted:
+        append(scene.rollout, records[:upto(records, "task_complete")])
+        await until(lambda: len(emitted) == 1, what="the first turn")
+        first = find_codex_process(scene.server.pane_pid(scene.pane))
+        assert adapter._exit_watched == first.key
+        for pid in [*proc.children(first.pid), first.pid]:  # a bare shell remains in the pane
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        await until(lambda: adapter._process is None and adapter.rollout is None, what="the exit to be seen")
+        assert adapter._exit_watched is None
 
 
 async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:

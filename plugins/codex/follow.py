@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
-from pipeline.plugin.tools import strip_ansi
+from pipeline.plugin.tools import proc, strip_ansi
 from pipeline.plugin.turns import TurnEnd
 from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, thread_id_of
 from plugins.codex.resolve import (
@@ -44,7 +45,8 @@ log = logging.getLogger("batonpass")
 
 #: while no rollout is known, look again this often even without a file hint (a new process, say)
 UNRESOLVED_RECHECK_S = 2.0
-#: with a rollout, check that the pane still runs the same codex this often
+#: with a rollout, check that the pane still runs the same codex this often (where its exit cannot be
+#: waited for: no pidfds)
 RESOLVED_RECHECK_S = 5.0
 #: resolution is not cheap (sqlite, folder listings): at most this often when asked in a tight loop
 RESOLVE_MIN_INTERVAL_S = 0.25
@@ -82,6 +84,9 @@ class RolloutFollowing(TerminalAdapter):
         self._fed_at = 0.0
         #: the follower's subscription to the sessions folder (the engine's watcher), while it follows
         self._sub: Subscription | None = None
+        #: the codex (pid, start ticks) whose exit wakes the follower (a pidfd), and that watch's scope
+        self._exit_watched: tuple[int, int] | None = None
+        self._exit_scope: anyio.CancelScope | None = None
 
     # ---- keeping up with the pane's rollout ------------------------------------------------------------
 
@@ -103,7 +108,8 @@ class RolloutFollowing(TerminalAdapter):
         async with self._lock:
             now = time.monotonic()
             process = self._process
-            recheck_due = recheck and now - self._process_checked > RESOLVED_RECHECK_S
+            recheck_due = (recheck and now - self._process_checked > RESOLVED_RECHECK_S
+                           and (process is None or process.key != self._exit_watched))
             if process is None or recheck_due or not process.alive():
                 info = await self.ctx.pane()  # only then: a tmux round trip is the dearest part of a look
                 self._process_checked = now
@@ -248,7 +254,40 @@ class RolloutFollowing(TerminalAdapter):
         return Completion(tile=self.ctx.name, turn_id=turn.turn_id, outcome=turn.outcome or "completed",
                           signal=signal, at=turn.finished_at or time.time(), detail=detail)
 
+    def _watch_exit(self, tg: TaskGroup, process: CodexProcess | None) -> None:
+        """Have the follower woken the moment the pane's codex exits (a pidfd waited on through the event
+        loop): then nothing needs to look at the pane's processes every few seconds — at 50 idle tiles
+        that look was 10 tmux round trips and process-tree walks a second."""
+        key = process.key if process is not None else None
+        if key == self._exit_watched:
+            return
+        if self._exit_scope is not None:
+            self._exit_scope.cancel()
+        self._exit_watched = self._exit_scope = None
+        if key is None or not hasattr(os, "pidfd_open"):
+            return
+        scope = self._exit_scope = anyio.CancelScope()
+        self._exit_watched = key
+
+        async def wake_on_exit() -> None:
+            with scope:
+                try:
+                    await proc.wait_exit(*key)
+                except OSError:  # no pidfd after all: the periodic look again
+                    self._exit_watched = None
+                if self._sub is not None:
+                    self._sub.wake()
+
+        tg.start_soon(wake_on_exit)
+
     async def follow(self, emit: Emit) -> None:
+        async with anyio.create_task_group() as tg:
+            try:
+                await self._follow(emit, tg)
+            finally:
+                self._watch_exit(tg, None)
+
+    async def _follow(self, emit: Emit, tg: TaskGroup) -> None:
         watcher = self.ctx.watcher
         sub = None
         hints: set[Path] = set()
@@ -258,6 +297,7 @@ class RolloutFollowing(TerminalAdapter):
                     process = await self._refresh(hints)
                 except (PaneGone, ServerGone):
                     process = None
+                self._watch_exit(tg, process)
                 hints = set()
                 waiting = False
                 if process is not None:
@@ -278,10 +318,15 @@ class RolloutFollowing(TerminalAdapter):
                         sub.close()
                     sub = self._sub = watcher.subscribe(sessions, only=self._concerns)
                     continue  # read again: lines written before the subscription began
-                timeout = UNRESOLVED_RECHECK_S if self._tail is None else RESOLVED_RECHECK_S
-                timeout = min(timeout, self._idle_wait() or timeout)
-                if waiting or (self._state is not None and self._state.busy):
-                    timeout = min(timeout, LOOK_S)
+                timeout: float | None = (
+                    UNRESOLVED_RECHECK_S if self._tail is None
+                    else None if process is not None and process.key == self._exit_watched
+                    else RESOLVED_RECHECK_S
+                )
+                busy = waiting or (self._state is not None and self._state.busy)
+                for shorter in (self._idle_wait(), LOOK_S if busy else None):
+                    if shorter is not None:
+                        timeout = shorter if timeout is None else min(timeout, shorter)
                 if sub is not None:
                     hints = await sub.wait(timeout)
                 else:
