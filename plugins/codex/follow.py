@@ -176,8 +176,8 @@ class RolloutFollowing(TerminalAdapter):
         resolution here has put aside while it has none (a new one may be its first), another pane's
         rollout only while a prompt typed here is not yet in its own (then it may be where the prompt went,
         see :meth:`_refresh`). The rest wakes nobody: a write by one of 50 panes costs one follower, not 50
-        (the process check and an older Codex's idle rule run on the timeout). Asked of every follower for
-        every write, so the cheap questions come first."""
+        (the codex's exit wakes it by itself; an older Codex's idle rule runs on the timeout). Asked only
+        while the follower listens to the others' files (:meth:`_tell_watcher`), cheap questions first."""
         tail = self._tail
         if tail is not None and path == tail.path:
             return True
