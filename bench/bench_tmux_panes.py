@@ -14,7 +14,6 @@ Run: ``.venv/bin/python bench/bench_tmux_panes.py`` (needs tmux; its own sockets
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -24,14 +23,12 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_latency import pct  # noqa: E402 - this script's own folder, first on sys.path
+
 from pipeline.system.tmux import Tmux  # noqa: E402
 
 SIZES = (1, 10, 50, 100)
 ROUNDS = 300
-
-
-def p(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 async def timed(call: Callable[[], Awaitable[object]]) -> list[float]:
@@ -63,9 +60,9 @@ async def main() -> None:
     base: dict[str, float] = {}
     for panes in SIZES:
         for what, values in (await one_server(panes)).items():
-            p50 = p(values, 50)
+            p50 = pct(values, 50)
             base.setdefault(what, p50)
-            print(f"{panes:>3} panes, {what:>7}: p50 {p50:.3f} ms  p99 {p(values, 99):.3f} ms  "
+            print(f"{panes:>3} panes, {what:>7}: p50 {p50:.3f} ms  p99 {pct(values, 99):.3f} ms  "
                   f"x{p50 / base[what]:.2f} of 1 pane", flush=True)
 
 
