@@ -4,7 +4,8 @@ Like ``codex --no-daemon`` it holds its own rollout open (so the pane's rollout 
 the first rule of :mod:`plugins.codex.resolve`):
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<start>-<uuidv7>.jsonl``,
 ``session_meta`` first (written at start, as for a resumed thread, so every tile is followed before the first
-turn), then per turn ``task_started`` and the ``UserMessage`` item, and at its end, in one write, the
+turn; with ``CODEX_STANDIN_FRESH=1`` only at the first prompt, as a new TUI thread), then per turn
+``task_started`` and the ``UserMessage`` item, and at its end, in one write, the
 ``AgentMessage`` item and ``task_complete`` with ``last_agent_message``. The screen shows Codex's input line
 (``›`` with the dim placeholder) and ``• Working (… esc to interrupt)`` while a turn runs.
 
@@ -23,6 +24,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -42,6 +44,13 @@ class Rollout:
     """The rollout of one stand-in process, held open for the life of the process."""
 
     def __init__(self) -> None:
+        self.file: Any = None
+        self.turn = ""
+        self.ordinal = 0
+        if not os.environ.get("CODEX_STANDIN_FRESH"):
+            self.open()
+
+    def open(self) -> None:
         home = Path(os.environ["CODEX_HOME"])
         now = time.time()
         self.thread = uuid7(now)
@@ -50,8 +59,6 @@ class Rollout:
         folder.mkdir(parents=True, exist_ok=True)
         name = f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{self.thread}.jsonl"
         self.file = open(folder / name, "ab")  # noqa: SIM115 - held open for the life of the process
-        self.turn = ""
-        self.ordinal = 0
         self.write({"type": "session_meta", "payload": {"id": self.thread, "timestamp": iso(now),
                                                          "cwd": os.getcwd(), "originator": "codex-tui",
                                                          "source": "cli"}})
@@ -66,6 +73,8 @@ class Rollout:
         self.file.flush()
 
     def prompt(self, text: str) -> None:
+        if self.file is None:
+            self.open()
         self.turn = f"turn-{secrets.token_hex(6)}"
         self.write({"type": "event_msg", "payload": {"type": "task_started", "turn_id": self.turn}},
                    {"type": "event_msg", "payload": {"type": "item_completed", "turn_id": self.turn, "item": {

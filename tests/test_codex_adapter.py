@@ -199,6 +199,35 @@ async def test_an_idle_follower_learns_its_codex_exited_without_looking_every_fe
         assert adapter._exit_watched is None
 
 
+async def test_a_fresh_follower_waits_for_its_rollout_without_resolving_again_and_again(
+        scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A codex with no prompt yet has no rollout; only a new file in the sessions folder can give it one, so
+    the follower waits for that instead of running the resolution chain every 2 s (50 fresh tiles: 3 % of a
+    core). A prompt typed through batonpass makes it look again on a timer until the rollout has it."""
+    for name in ("UNRESOLVED_RECHECK_S", "RESOLVE_MIN_INTERVAL_S"):
+        monkeypatch.setattr(follow_module, name, 0.05)
+    resolutions: list[float] = []
+    real = follow_module.resolve_rollout
+
+    def counted(*args: object, **kwargs: object) -> object:
+        resolutions.append(time.monotonic())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(follow_module, "resolve_rollout", counted)
+    adapter = scene.adapter
+    records = scene.turns()
+    async with following(adapter) as emitted:
+        await until(lambda: adapter._exit_watched is not None and resolutions, what="the first resolution")
+        await aquiet_for(0.6, "a rollout found before there is one")
+        assert adapter.rollout is None and len(resolutions) <= 2  # 12 on a 0.05 s timer
+        # batonpass types a prompt: until a rollout has it, the follower looks again on the timer
+        adapter.prompt_submitted("review the diff", time.time())
+        before = len(resolutions)
+        await until(lambda: len(resolutions) >= before + 3, what="the follower to look again")
+        append(scene.rollout, records[:upto(records, "task_complete")])
+        await until(lambda: len(emitted) == 1 and adapter.rollout == scene.rollout, what="the first turn")
+
+
 async def test_turns_are_followed_as_they_are_written(scene: Scene) -> None:
     records = scene.turns()
     adapter = scene.adapter

@@ -43,7 +43,8 @@ __all__ = ["RolloutFollowing"]
 
 log = logging.getLogger("batonpass")
 
-#: while no rollout is known, look again this often even without a file hint (a new process, say)
+#: while no rollout is known and a file event may not say when one is (no codex in the pane yet, no pidfd
+#: for its exit, a prompt typed here not found yet, threads too close to tell apart), look again this often
 UNRESOLVED_RECHECK_S = 2.0
 #: with a rollout, check that the pane still runs the same codex this often (where its exit cannot be
 #: waited for: no pidfds)
@@ -69,6 +70,10 @@ class RolloutFollowing(TerminalAdapter):
         self._process: CodexProcess | None = None
         self._resolved_at = 0.0
         self._resolved_wall = 0.0
+        #: the last resolution's rule ("ambiguous": threads too close in time to tell apart)
+        self._resolved_rule = ""
+        #: a file event asked for a resolution the throttle put off
+        self._resolve_put_off = False
         self._orphans: list[Turn] = []
         self._tail: JsonlTail | None = None
         self._state: RolloutState | None = None
@@ -118,6 +123,7 @@ class RolloutFollowing(TerminalAdapter):
                     self._switch(None)
                     self._process = process
                     self._foreign.clear()  # a new codex may resume a thread another pane wrote
+            self._resolve_put_off = False
             if process is None:
                 self._tell_watcher()
                 return None
@@ -126,9 +132,11 @@ class RolloutFollowing(TerminalAdapter):
             } - self._foreign
             unconfirmed = self._prompt_unconfirmed()
             due = force or now - self._resolved_at > RESOLVE_MIN_INTERVAL_S
-            if due and (self._tail is None or (new_files and unconfirmed)):
-                await self._resolve(process)
-                self._foreign |= {p for p in new_files if p != self.rollout}
+            if self._tail is None or (new_files and unconfirmed):
+                if due:
+                    await self._resolve(process)
+                    self._foreign |= {p for p in new_files if p != self.rollout}
+                self._resolve_put_off = not due
             if self._tail is not None and self._state is not None:
                 records, now = self._tail.read(), time.time()
                 if records:
@@ -143,6 +151,7 @@ class RolloutFollowing(TerminalAdapter):
         resolution = await anyio.to_thread.run_sync(
             lambda: resolve_rollout(info.pid, self.last_prompt, self.prompt_sent_at, process=process))
         self._resolved_at, self._resolved_wall = time.monotonic(), time.time()
+        self._resolved_rule = resolution.rule
         if resolution.rollout is not None and resolution.rollout != self.rollout:
             log.info("%s: codex rollout %s (rule: %s)", self.ctx.name, resolution.rollout, resolution.rule)
             self._switch(resolution.rollout)
@@ -199,9 +208,30 @@ class RolloutFollowing(TerminalAdapter):
 
     def prompt_submitted(self, text: str, at: float) -> None:
         """A prompt typed here may start a new rollout: hear of the others' writes until it is seen (the
-        engine says so before the Enter that submits it)."""
+        engine says so before the Enter that submits it). With no rollout yet, the follower wakes to look
+        again every few seconds until one has it (:meth:`_sleep_limit`)."""
         super().prompt_submitted(text, at)
         self._tell_watcher()
+        if self._tail is None and self._sub is not None:
+            self._sub.wake()
+
+    def _sleep_limit(self, process: CodexProcess | None) -> float | None:
+        """How long the follower may wait for a file event before it looks again (None: as long as it
+        takes). A codex whose exit is watched and whose rollout is known needs no look; one with no
+        rollout yet neither while only a new rollout can change that — its first prompt creates the file
+        (at 50 fresh tiles, a resolution every 2 s each was 3 % of a core). It looks every few seconds while
+        the events may not tell: no codex in the pane, no pidfd, a prompt typed here and not found yet, or
+        threads that started too close together to tell apart (writes to rollouts put aside wake nobody)."""
+        if self._resolve_put_off:
+            return RESOLVE_MIN_INTERVAL_S
+        watched = process is not None and process.key == self._exit_watched
+        if self._tail is not None:
+            return None if watched else RESOLVED_RECHECK_S
+        typed_here = process is not None and self.last_prompt is not None \
+            and self.prompt_sent_at >= process.started_at
+        if not watched or typed_here or self._resolved_rule == "ambiguous":
+            return UNRESOLVED_RECHECK_S
+        return None
 
     def _prompt_unconfirmed(self) -> bool:
         """Whether the prompt batonpass last typed here (since the last resolution) is not in the rollout
@@ -318,11 +348,7 @@ class RolloutFollowing(TerminalAdapter):
                         sub.close()
                     sub = self._sub = watcher.subscribe(sessions, only=self._concerns)
                     continue  # read again: lines written before the subscription began
-                timeout: float | None = (
-                    UNRESOLVED_RECHECK_S if self._tail is None
-                    else None if process is not None and process.key == self._exit_watched
-                    else RESOLVED_RECHECK_S
-                )
+                timeout = self._sleep_limit(process)
                 busy = waiting or (self._state is not None and self._state.busy)
                 for shorter in (self._idle_wait(), LOOK_S if busy else None):
                     if shorter is not None:
