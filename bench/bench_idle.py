@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = os.environ.get("BENCH_AGENT", "claude")
 STANDIN, HOME_VARIABLE = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
-                          "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME")}[AGENT]
+                          "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME"),
+                          "terminal": (None, "HOME")}[AGENT]
 FRESH = ["CODEX_STANDIN_FRESH=1"] if os.environ.get("BENCH_FRESH") else []
 TILES = int(os.environ.get("BENCH_TILES", "50"))
 WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
@@ -70,7 +71,7 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
             cwd = work / f"proj{i // 2}"
             cwd.mkdir(exist_ok=True)
             cmd = shlex.join(["env", f"{HOME_VARIABLE}={config}", *FRESH, sys.executable, str(STANDIN),
-                              "--name", f"c{i}", "--log", str(work / f"c{i}.jsonl")])
+                              "--name", f"c{i}", "--log", str(work / f"c{i}.jsonl")]) if STANDIN else "cat"
             pane = subprocess.run([*tmux, "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"c{i}", "-x",
                                    "100", "-y", "30", "-c", str(cwd), cmd],
                                   capture_output=True, text=True, check=True).stdout.strip()
