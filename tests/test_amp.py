@@ -87,3 +87,34 @@ async def test_amp_as_a_target_waits_while_busy(tmux_server: TmuxServer) -> None
     assert await amp.target_state() == "busy"
     wait_for(lambda: "Amp answer 1" in tmux_server.capture(pane), what="the answer")
     assert await amp.target_state() == "ready"
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_a_screen_read_follower_takes_its_pane_and_screen_in_one_round_trip(
+        tmux_server: TmuxServer) -> None:
+    """A follower that reads the screen looks 5 times a second per tile: the pane and its screen come in
+    one control-mode write, not two (50 idle screen-read tiles: one tmux round trip 250 times a second)."""
+    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
+                                env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
+    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    control = tmux_server.tmux._control_client()
+    writes: list[list[str]] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:  # every command goes through it, one write each
+        writes.append([c[0] for c in commands])
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+
+    async def emit(completion: object) -> None:
+        pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adapter.follow, emit)
+        await until(lambda: len(writes) >= 8, what="several looks")
+        tg.cancel_scope.cancel()
+    looks = writes[-6:]  # the first look resolves the pane
+    assert looks == [["display-message", "capture-pane"]] * 6, writes

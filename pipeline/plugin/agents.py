@@ -212,6 +212,20 @@ class TileContext:
                 return screen
         return await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
 
+    async def pane_and_screen(self) -> tuple[PaneInfo, str]:
+        """The pane and its screen as of one moment, in one tmux round trip once the pane is resolved: a
+        follower that reads the screen asks for both several times a second, for every tile."""
+        if self._pane_id is not None:
+            try:
+                info, screen = await self.tmux.pane_and_capture(self._pane_id)
+            except (PaneGone, ServerGone):
+                self._pane_id = None
+                raise
+            if info.server_pid == self._server_pid and screen is not None:
+                return info, screen
+        info = await self.pane()
+        return info, await self.tmux.capture(info.pane_id)
+
     async def capture_from(self, line: int) -> str:
         """Everything from absolute line ``line`` (see :attr:`PaneInfo.cursor_line`) to the cursor."""
         info = await self.pane()

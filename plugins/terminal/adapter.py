@@ -137,8 +137,7 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         while True:
             await anyio.sleep(self.tick_s)
             try:
-                info = await self.ctx.pane()
-                screen = await self.ctx.tmux.capture(info.pane_id)
+                info, screen = await self.ctx.pane_and_screen()
             except (PaneGone, ServerGone):
                 await anyio.sleep(1.0)
                 continue
