@@ -44,6 +44,39 @@ async def test_concurrent_commands_each_get_their_own_reply(tmux_server: TmuxSer
         await tmux.send_keys("%999", "Enter")
 
 
+async def test_calls_that_come_together_share_one_write_and_each_gets_its_reply(
+        tmux_server: TmuxServer) -> None:
+    """Tasks woken together (screen-read tiles on one beat) send their commands in one write; each still
+    gets its own replies; a caller cancelled meanwhile takes nothing from the others."""
+    panes = [tmux_server.new_pane(width=80 + i, height=20) for i in range(12)]
+    control = control_of(tmux_server.tmux)
+    await control.run("display-message", "-p", "connected")
+    writes: list[bytes] = []
+    write = control._write
+
+    async def counted(data: bytes) -> None:
+        writes.append(data)
+        await write(data)
+
+    control._write = counted  # type: ignore[method-assign]
+    got: dict[str, list[str]] = {}
+
+    async def look(pane: str) -> None:
+        replies = await control.run_all(("display-message", "-p", "-t", pane, "#{pane_id} #{pane_width}"),
+                                        ("capture-pane", "-p", "-t", pane))
+        got[pane] = replies[0].lines
+
+    async with anyio.create_task_group() as tg:
+        for pane in panes:
+            tg.start_soon(look, pane)
+        with anyio.CancelScope() as cancelled:  # queued with the others, then given up
+            cancelled.cancel()
+            await control.run("display-message", "-p", "given up")
+    assert got == {pane: [f"{pane} {80 + i}"] for i, pane in enumerate(panes)}
+    assert len(writes) <= 2, f"{len(writes)} writes for {len(panes)} calls"
+    assert (await control.run("display-message", "-p", "after")).lines == ["after"]
+
+
 async def test_text_reaches_a_buffer_byte_for_byte(tmux_server: TmuxServer) -> None:
     tmux_server.new_pane()
     text = 'quote " dollar $HOME back \\ tab\t esc \x1b[31m semi ; hash #{pane_id} tilde ~ ünï 日本\nline 2\n'

@@ -11,8 +11,9 @@ How it behaves, and why:
 - Each command line written gets exactly one ``%begin``/``%end`` (or ``%error``) block from tmux, in order,
   with flags 1; blocks with flags 0 (the attach itself, hooks) are not replies. A block ends only at the
   ``%end``/``%error`` carrying its ``%begin``'s time, number and flags. Replies are matched to commands by
-  their order of writing, so a caller cancelled before it read its reply leaves nothing behind: the next
-  reader skips it.
+  their order of writing. Calls that come while a round trip is on its way (or from tasks woken
+  together) go out in the next write together; whoever writes reads the replies in order up to its own, so
+  a round trip is never cancelled halfway (a caller cancelled meanwhile gets its cancellation after it).
 - Pane text is not trusted: a captured line may imitate ``%end``. Commands that print are followed, in the
   same write, by a nonce (``display-message -p``); a reply counts only when the stream reaches that nonce
   cleanly. Anything out of place (text between blocks, an ``%end`` with no block, the nonce missing) drops
@@ -32,7 +33,7 @@ import secrets
 import subprocess
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.lowlevel
@@ -81,6 +82,18 @@ _QUOTED = {**{c: f"\\{c:03o}" for c in [*range(0x20), 0x7F]}, ord("\n"): "\\n",
            **{ord(c): "\\" + c for c in '\\"$'}}
 
 
+@dataclass(eq=False)
+class _Request:
+    """The commands of one :meth:`ControlClient.run_all` call: their lines, the nonce after each printing
+    one, where they start on the connection once written, and their replies or the error that ended them."""
+
+    lines: list[str] = field(default_factory=list)
+    nonces: list[str | None] = field(default_factory=list)
+    seq: int = -1
+    replies: list[Reply] | None = None
+    error: ControlUnavailable | None = None
+
+
 class _Desync(Exception):
     """The stream does not look like tmux's replies any more."""
 
@@ -97,6 +110,9 @@ class ControlClient:
         self._written = 0  # command lines written on this connection
         self._replied = 0  # replies (flags-1 blocks) read on it
         self._replies: dict[int, Reply] = {}
+        #: calls waiting for the next write, and those written whose replies are not read yet (in order)
+        self._queue: list[_Request] = []
+        self._inflight: list[_Request] = []
         self._retry_at = 0.0
         self._backoff = 0.5
         self._finalizer: weakref.finalize | None = None
@@ -124,6 +140,7 @@ class ControlClient:
         os.set_blocking(proc.stdin.fileno(), False)
         os.set_blocking(proc.stdout.fileno(), False)
         self._proc, self._buf, self._written, self._replied, self._replies = proc, b"", 0, 0, {}
+        self._queue, self._inflight = [], []
         self._token, self._lock = anyio.lowlevel.current_token(), anyio.Lock()
         self._finalizer = weakref.finalize(self, _stop, proc)
 
@@ -153,40 +170,73 @@ class ControlClient:
 
     async def run_all(self, *commands: tuple[str, ...]) -> list[Reply]:
         """Run several tmux commands in one write (one round trip, in order), each with its own reply: a
-        failing one does not stop those after it. Raises :class:`ControlUnavailable` like :meth:`run`."""
+        failing one does not stop those after it. Calls made while another round trip is on its way, or
+        by tasks woken together, share the next write (50 screen-read tiles looking at once: one write,
+        not 50). Raises :class:`ControlUnavailable` like :meth:`run`."""
         if self._proc is not None and self._token != anyio.lowlevel.current_token():
             self.close()  # connected under another event loop: its lock and waits are not this loop's
         if self._proc is None:
             self._connect()
-        assert self._lock is not None
-        async with self._lock:
-            proc = self._proc
-            if proc is None:
-                raise ControlUnavailable("the connection was lost")
-            lines, nonces = [], []
-            for args in commands:
-                nonce = secrets.token_hex(8) if args and args[0] in PRINTING else None
-                lines.append(" ".join(quote(a) for a in args) + "\n")
-                if nonce is not None:
-                    lines.append(f"display-message -p {nonce}\n")
-                nonces.append(nonce)
-            ever, sent = self._replied > 0, False
-            try:
-                seq = self._written
-                self._written += len(lines)
-                replies = []
-                with anyio.fail_after(REPLY_TIMEOUT_S):
+        lock = self._lock
+        assert lock is not None
+        request = _Request()
+        for args in commands:
+            nonce = secrets.token_hex(8) if args and args[0] in PRINTING else None
+            request.lines.append(" ".join(quote(a) for a in args) + "\n")
+            if nonce is not None:
+                request.lines.append(f"display-message -p {nonce}\n")
+            request.nonces.append(nonce)
+        self._queue.append(request)
+        try:
+            async with lock:
+                if request.replies is None and request.error is None:
+                    await anyio.lowlevel.cancel_shielded_checkpoint()  # the tasks woken with this one queue
+                    await self._round_trip(request)
+        finally:
+            if request.seq < 0 and request in self._queue:
+                self._queue.remove(request)  # cancelled before it was written
+        if request.error is not None:
+            raise request.error
+        assert request.replies is not None
+        return request.replies
+
+    async def _round_trip(self, request: _Request) -> None:
+        """Write every request queued (``request`` among them, unless a round trip cancelled on its way
+        wrote it), then read replies in order until ``request``'s are in: those before it are served too."""
+        if self._proc is None or (request.seq < 0 and request not in self._queue):
+            request.error = ControlUnavailable("the connection was lost")
+            return
+        ever, sent = self._replied > 0, False
+        try:
+            # not cancelled halfway: the replies read serve other callers too, and a block read in part
+            # would leave the stream out of step (a stuck tmux still ends it: the timeout)
+            with anyio.CancelScope(shield=True), anyio.fail_after(REPLY_TIMEOUT_S):
+                if self._queue:
+                    batch, self._queue = self._queue, []
+                    for queued in batch:
+                        queued.seq, self._written = self._written, self._written + len(queued.lines)
+                    self._inflight += batch
                     sent = True
-                    await self._write("".join(lines).encode("utf-8", "surrogateescape"))
-                    for nonce in nonces:
+                    await self._write("".join(line for queued in batch for line in queued.lines)
+                                      .encode("utf-8", "surrogateescape"))
+                sent = True
+                while request.replies is None:
+                    first = self._inflight[0]
+                    replies, seq = [], first.seq
+                    for nonce in first.nonces:
                         replies.append(await self._reply(seq))
                         if nonce is not None and (await self._reply(seq + 1)).lines != [nonce]:
                             raise _Desync("the nonce after the reply is missing")
                         seq += 2 if nonce is not None else 1
-            except (OSError, EOFError, _Desync, TimeoutError) as exc:
-                self._lost(ever)
-                raise ControlUnavailable(f"{type(exc).__name__}: {exc}", sent=sent) from None
-            return replies
+                    first.replies = replies
+                    self._inflight.pop(0)
+        except (OSError, EOFError, _Desync, TimeoutError) as exc:
+            self._lost(ever)
+            failed = ControlUnavailable(f"{type(exc).__name__}: {exc}", sent=sent)
+            for written in self._inflight:
+                written.error = failed
+            self._inflight = []
+            request.error = failed
 
     async def _write(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
