@@ -3,6 +3,7 @@ named ``amp`` (a real raw-mode program whose /proc comm is ``amp``) shows amp's 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
@@ -12,7 +13,7 @@ from pipeline.engine.config import Config, Tile
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import TileContext
-from pipeline.plugin.events import Delivery
+from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
 from plugins.terminal.adapter import AmpAdapter
 from tests.conftest import (
@@ -118,3 +119,49 @@ async def test_a_screen_read_follower_takes_its_pane_and_screen_in_one_round_tri
         tg.cancel_scope.cancel()
     looks = writes[-6:]  # the first look resolves the pane
     assert looks == [["display-message", "capture-pane"]] * 6, writes
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt_is_typed(
+        tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While no turn runs and the screen stays the same, a screen-read follower looks once per
+    ``idle_tick_s``, not 5 times a second; a prompt batonpass submits makes it look at once, and a screen
+    that moves brings back the quick beat — and the turn is still handed off."""
+    monkeypatch.setattr(AmpAdapter, "idle_after_s", 0.5)
+    monkeypatch.setattr(AmpAdapter, "idle_tick_s", 0.6)
+    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
+                                env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
+    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    control = tmux_server.tmux._control_client()
+    looks: list[float] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        if [c[0] for c in commands] == ["display-message", "capture-pane"]:
+            looks.append(time.monotonic())
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+    emitted: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        emitted.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adapter.follow, emit)
+        await anyio.sleep(1.0)  # quick beat, then idle
+        looks.clear()
+        await anyio.sleep(1.8)
+        assert 2 <= len(looks) <= 4, looks  # 9 at 0.2 s
+        looks.clear()
+        await until(lambda: looks, what="an idle look")  # the next is due in 0.6 s: the prompt comes first
+        asked = time.monotonic()
+        adapter.prompt_submitted("a prompt", time.time())
+        await until(lambda: len(looks) > 1, what="a look after the prompt")
+        assert looks[1] - asked < 0.3
+        tmux_server.type(pane, "fix the flaky test")  # the turn: the screen moves
+        await until(lambda: emitted, what="the turn's end")
+        tg.cancel_scope.cancel()
+    assert emitted[0].signal == "screen"

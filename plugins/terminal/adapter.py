@@ -97,6 +97,10 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
     placeholders: ClassVar[tuple[str, ...]] = ()
     quiet_s: ClassVar[float] = 1.2
     tick_s: ClassVar[float] = 0.2
+    #: while no turn runs and the screen stayed the same this long, it is looked at only every
+    #: ``idle_tick_s`` (a turn that starts and ends between two looks is still seen: the screen moved)
+    idle_after_s: ClassVar[float] = 5.0
+    idle_tick_s: ClassVar[float] = 1.0
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -108,11 +112,28 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         self.prompt_sent_at = 0.0
         #: why the follower reads what it reads, as last logged (said once per change)
         self._said = ""
+        #: set to have the screen follower look now instead of at its next beat
+        self._nudge: anyio.Event | None = None
 
     def prompt_submitted(self, text: str, at: float) -> None:
         """The screen shows the prompt above the answer (cut from the turn's text), and a submit starts a
-        turn even before the screen changes."""
+        turn even before the screen changes: the screen follower looks at once."""
         self.last_prompt, self.prompt_sent_at = text, at
+        if self._nudge is not None:
+            self._nudge.set()
+
+    async def _next_look(self, idle: bool) -> None:
+        """Wait for the next look: on the same beat as every other screen-read tile (their looks go to tmux
+        in one write), a slower one while the screen is idle, or at once when a prompt was submitted."""
+        tick = self.idle_tick_s if idle else self.tick_s
+        if self._nudge is not None and self._nudge.is_set():  # submitted during the last look
+            self._nudge = anyio.Event()
+            return
+        nudge = self._nudge = self._nudge or anyio.Event()
+        with anyio.move_on_after(tick - time.monotonic() % tick):
+            await nudge.wait()
+        if nudge.is_set():
+            self._nudge = anyio.Event()
 
     # ---- completion ------------------------------------------------------------------------------
 
@@ -135,7 +156,7 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         last_screen, last_change, turn_began = "", time.monotonic(), 0.0
         last_end = time.time()
         while True:
-            await anyio.sleep(self.tick_s)
+            await self._next_look(not self._in_turn and time.monotonic() - last_change > self.idle_after_s)
             try:
                 info, screen = await self.ctx.pane_and_screen()
             except (PaneGone, ServerGone):
