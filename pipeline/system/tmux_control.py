@@ -149,11 +149,16 @@ class ControlClient:
         self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
 
     def close(self) -> None:
-        """End the connection (the next command connects again)."""
+        """End the connection (the next command connects again); the calls still waiting on it fail."""
         if self._finalizer is not None:
             self._finalizer()
         self._proc = self._finalizer = None
         self._lock = None
+        for request in self._inflight:
+            request.error = request.error or ControlUnavailable("the connection was closed", sent=True)
+        for request in self._queue:
+            request.error = request.error or ControlUnavailable("the connection was closed")
+        self._queue, self._inflight = [], []
 
     def _lost(self, ever_replied: bool) -> None:
         self.close()
@@ -203,8 +208,8 @@ class ControlClient:
     async def _round_trip(self, request: _Request) -> None:
         """Write every request queued (``request`` among them, unless a round trip cancelled on its way
         wrote it), then read replies in order until ``request``'s are in: those before it are served too."""
-        if self._proc is None or (request.seq < 0 and request not in self._queue):
-            request.error = ControlUnavailable("the connection was lost")
+        if self._proc is None or (request not in self._queue and request not in self._inflight):
+            request.error = ControlUnavailable("the connection was lost")  # before this call was written
             return
         ever, sent = self._replied > 0, False
         try:
@@ -231,12 +236,11 @@ class ControlClient:
                     first.replies = replies
                     self._inflight.pop(0)
         except (OSError, EOFError, _Desync, TimeoutError) as exc:
-            self._lost(ever)
             failed = ControlUnavailable(f"{type(exc).__name__}: {exc}", sent=sent)
             for written in self._inflight:
                 written.error = failed
-            self._inflight = []
             request.error = failed
+            self._lost(ever)  # the calls queued after this write fail as the connection closes
 
     async def _write(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
