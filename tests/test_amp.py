@@ -1,5 +1,6 @@
 """amp, found by its process name and read from its screen. amp cannot run offline here, so a stand-in
-named ``amp`` (a real raw-mode program whose /proc comm is ``amp``) shows amp's busy marker and prompt."""
+named ``amp`` (a real raw-mode program whose /proc comm is ``amp``) shows amp's busy marker and prompt.
+Also what any screen-read tile costs tmux: its looks, and the presence check of ``baton run``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from pipeline.commands.presence import presence
 from pipeline.engine.config import Config, Tile
 from pipeline.engine.runtime import Pipeline
-from pipeline.engine.tiles import identify_agent
+from pipeline.engine.tiles import build_tiles, identify_agent
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
@@ -165,3 +167,27 @@ async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt
         await until(lambda: emitted, what="the turn's end")
         tg.cancel_scope.cancel()
     assert emitted[0].signal == "screen"
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_the_presence_check_of_a_screen_read_tile_takes_no_capture(tmux_server: TmuxServer) -> None:
+    """``baton run`` asks every second whether each tile is there; a ``terminal`` tile (no process to look
+    for) is there while its pane is, so the check reads no screen. A pane that is gone is still said so."""
+    pane = tmux_server.new_pane("cat")
+    config = Config.model_validate({"version": 1, "tiles": {"t": {"pane": pane, "agent": "terminal"},
+                                                            "g": {"pane": "%999", "agent": "terminal"}}})
+    tiles = await build_tiles(config, REGISTRIES.agents, tmux_server.tmux)
+    control = tmux_server.tmux._control_client()
+    sent: list[str] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        sent.extend(c[0] for c in commands)
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+    for _ in range(3):
+        states = {p.tile: p.state for p in await presence(tiles)}
+        assert states == {"t": "present", "g": "gone"}
+    assert sent and "capture-pane" not in sent, sent

@@ -51,7 +51,7 @@ async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
 
     Cheap enough to ask every second with many tiles: the panes already resolved are looked up in one
     ``list-panes``, and a tile whose agent process was seen running last time is present while that process
-    lives; only the others ask their adapter (which may capture the screen)."""
+    lives; only the others ask their adapter (:meth:`AgentAdapter.presence_state`)."""
     out = []
     listed: dict[str, PaneInfo] | None = None
     for name, runtime in tiles.items():
@@ -69,7 +69,7 @@ async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
             elif _agent_still_runs(runtime, info):
                 state = "present"
             else:
-                state = await runtime.adapter.target_state()
+                state = await runtime.adapter.presence_state()
         except PaneGone:
             state = "gone"
         except ServerGone:

@@ -219,6 +219,16 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
             return "busy"
         return "draft" if self.draft(screen) else "ready"
 
+    async def presence_state(self) -> TargetState:
+        """An agent known by its screen alone (no process name) is there while its pane is: no capture (at
+        50 ``terminal`` tiles, the presence check's captures were 100 tmux round trips a second)."""
+        if self.process_names:
+            return await self.target_state()
+        try:
+            return "gone" if (await self.ctx.pane()).dead else "ready"
+        except (PaneGone, ServerGone):
+            return "gone"
+
     def draft(self, screen: str) -> str:
         """The text in the agent's input line, if the user left some there."""
         if self.input_line is None:
