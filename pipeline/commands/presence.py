@@ -69,7 +69,7 @@ async def presence(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
             elif _agent_still_runs(runtime, info):
                 state = "present"
             else:
-                state = await runtime.adapter.presence_state()
+                state = await runtime.adapter.presence_state(info)
         except PaneGone:
             state = "gone"
         except ServerGone:

@@ -300,11 +300,11 @@ class AgentAdapter:
         pane shows no such agent — never type there); ``gone`` (no pane)."""
         raise NotImplementedError
 
-    async def presence_state(self) -> TargetState:
+    async def presence_state(self, info: PaneInfo) -> TargetState:
         """For ``baton run``'s presence log, asked every second of every tile whose agent process is not
-        known to run: ``absent`` or ``gone`` when the pane does not run the agent, any other state when it
-        does. :meth:`target_state` by default; an adapter whose readiness reads the screen says it from
-        cheaper facts."""
+        known to run (``info``: its pane, just looked up and alive): ``absent`` or ``gone`` when the pane
+        does not run the agent, any other state when it does. :meth:`target_state` by default; an adapter
+        whose readiness reads the screen says it from cheaper facts."""
         return await self.target_state()
 
     async def snapshot(self) -> TurnMark:
