@@ -200,8 +200,8 @@ class ControlClient:
         finally:
             if request.seq < 0 and request in self._queue:
                 self._queue.remove(request)  # cancelled before it was written
-        if request.error is not None:
-            raise request.error
+        if request.error is not None:  # one error may end several calls: each raises its own
+            raise ControlUnavailable(str(request.error), sent=request.error.sent) from None
         assert request.replies is not None
         return request.replies
 
