@@ -1,7 +1,8 @@
 """Idle cost of ``baton run``: 50 Claude Code tiles (the stand-in of ``bench/claude_standin.py``), 25 routes,
 nothing happening, for ``BENCH_IDLE_S`` (60) seconds. ``BENCH_AGENT=codex``: 50 Codex tiles instead (the
 stand-in of ``bench/codex_standin.py``, one CODEX_HOME, each following its rollout); with ``BENCH_FRESH=1``
-Codex tiles that have had no prompt yet (no rollout: a new TUI's thread).
+Codex tiles that have had no prompt yet (no rollout: a new TUI's thread). ``BENCH_AGENT=terminal``: 50
+screen-read tiles (``agent: terminal``) whose panes run ``cat``.
 
 Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
 tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end.
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = os.environ.get("BENCH_AGENT", "claude")
 STANDIN, HOME_VARIABLE = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
                           "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME"),
-                          "terminal": (None, "HOME")}[AGENT]
+                          "terminal": (None, "")}[AGENT]
 FRESH = ["CODEX_STANDIN_FRESH=1"] if os.environ.get("BENCH_FRESH") else []
 TILES = int(os.environ.get("BENCH_TILES", "50"))
 WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
