@@ -5,6 +5,7 @@ Also what any screen-read tile costs tmux: its looks, and the presence check of 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -33,6 +34,28 @@ from tests.fakes.standin_tui import standin_command
 REGISTRIES = load_registries()
 BUSY = "⠋ Thinking… (Esc to cancel)"
 ANSWER = "Amp answer {n}:\n- {message}: done\n- next: run the tests"
+
+
+def amp_tile(tmux_server: TmuxServer) -> tuple[str, AmpAdapter]:
+    """A new pane running the amp stand-in, and an adapter for it (not following yet)."""
+    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
+                                env={"PYTHONPATH": str(REPO)})
+    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
+    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    return pane, adapter
+
+
+def each_write(tmux_server: TmuxServer, seen: Callable[[list[str]], object]) -> None:
+    """From now on, ``seen`` gets the command names of each control-mode write (every command goes
+    through ``run_all``, one write each call)."""
+    control = tmux_server.tmux._control_client()
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        seen([c[0] for c in commands])
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
 
 
 def test_amp_is_busy_on_its_marker_and_idle_only_at_its_prompt() -> None:
@@ -98,19 +121,9 @@ async def test_a_screen_read_follower_takes_its_pane_and_screen_in_one_round_tri
         tmux_server: TmuxServer) -> None:
     """A follower that reads the screen looks 5 times a second per tile: the pane and its screen come in
     one control-mode write, not two (50 idle screen-read tiles: one tmux round trip 250 times a second)."""
-    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
-                                env={"PYTHONPATH": str(REPO)})
-    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
-    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
-    control = tmux_server.tmux._control_client()
+    _, adapter = amp_tile(tmux_server)
     writes: list[list[str]] = []
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:  # every command goes through it, one write each
-        writes.append([c[0] for c in commands])
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
+    each_write(tmux_server, writes.append)
 
     async def emit(completion: object) -> None:
         pass
@@ -132,20 +145,14 @@ async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt
     that moves brings back the quick beat — and the turn is still handed off."""
     monkeypatch.setattr(AmpAdapter, "idle_after_s", 0.5)
     monkeypatch.setattr(AmpAdapter, "idle_tick_s", 0.6)
-    pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
-                                env={"PYTHONPATH": str(REPO)})
-    wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
-    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
-    control = tmux_server.tmux._control_client()
+    pane, adapter = amp_tile(tmux_server)
     looks: list[float] = []
-    run_all = control.run_all
 
-    async def counted(*commands: tuple[str, ...]) -> list:
-        if [c[0] for c in commands] == ["display-message", "capture-pane"]:
+    def look(names: list[str]) -> None:
+        if names == ["display-message", "capture-pane"]:
             looks.append(time.monotonic())
-        return await run_all(*commands)
 
-    control.run_all = counted  # type: ignore[method-assign]
+    each_write(tmux_server, look)
     emitted: list[Completion] = []
 
     async def emit(completion: Completion) -> None:
@@ -178,15 +185,8 @@ async def test_the_presence_check_of_a_screen_read_tile_takes_no_capture(tmux_se
     config = Config.model_validate({"version": 1, "tiles": {"t": {"pane": pane, "agent": "terminal"},
                                                             "g": {"pane": "%999", "agent": "terminal"}}})
     tiles = await build_tiles(config, REGISTRIES.agents, tmux_server.tmux)
-    control = tmux_server.tmux._control_client()
     sent: list[str] = []
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:
-        sent.extend(c[0] for c in commands)
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
+    each_write(tmux_server, sent.extend)
     for _ in range(3):
         states = {p.tile: p.state for p in await presence(tiles)}
         assert states == {"t": "present", "g": "gone"}
