@@ -5,7 +5,8 @@ Codex tiles that have had no prompt yet (no rollout: a new TUI's thread). ``BENC
 screen-read tiles (``agent: terminal``) whose panes run ``cat``.
 
 Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
-tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end.
+tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end;
+also the tmux server's own CPU over the window (its work for the daemon's commands and its panes' output).
 The baseline, run the same way in the same process: tmux as one process per command and the watchfiles
 watcher (``BATON_TMUX_CONTROL=0 BATON_WATCHER=watchfiles``).
 
@@ -53,6 +54,15 @@ def ticks(pid: int) -> int:
     return total
 
 
+def own_ticks(pid: int) -> int:
+    """CPU ticks of ``pid`` alone (the tmux server: its panes' programs are its children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -60,7 +70,7 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, float]:
+def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, float, float]:
     work = tmp / mode.replace(" ", "")
     config = work / AGENT
     config.mkdir(parents=True)
@@ -87,10 +97,13 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(8.0)  # started, every tile resolved and followed
-            start, t0 = ticks(daemon.pid), time.monotonic()
+            server = int(subprocess.run([*tmux, "display-message", "-p", "#{pid}"], capture_output=True,
+                                        text=True, check=True).stdout)
+            start, server_start, t0 = ticks(daemon.pid), own_ticks(server), time.monotonic()
             time.sleep(WINDOW_S)
-            used = (ticks(daemon.pid) - start) / os.sysconf("SC_CLK_TCK")
-            cpu = used / (time.monotonic() - t0) * 100
+            elapsed, hz = time.monotonic() - t0, os.sysconf("SC_CLK_TCK")
+            cpu = (ticks(daemon.pid) - start) / hz / elapsed * 100
+            server_cpu = (own_ticks(server) - server_start) / hz / elapsed * 100
             rss = rss_mb(daemon.pid)
         finally:
             daemon.terminate()
@@ -99,7 +112,7 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait()
-        return cpu, rss
+        return cpu, rss, server_cpu
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
@@ -108,9 +121,10 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode, env in MODES.items():
-            cpu, rss = results[mode] = measure(mode, env, Path(tmp))
+            cpu, rss, server_cpu = measure(mode, env, Path(tmp))
+            results[mode] = cpu, rss
             print(f"{mode:>24}: {TILES} {AGENT} tiles idle {WINDOW_S:.0f} s: CPU {cpu:.2f} % of a core, "
-                  f"RSS {rss:.0f} MB", flush=True)
+                  f"RSS {rss:.0f} MB (the tmux server meanwhile: {server_cpu:.2f} %)", flush=True)
     (c_cpu, c_rss), (s_cpu, s_rss) = results.values()
     print(f"control + inotify / baseline: CPU x{c_cpu / s_cpu if s_cpu else float('nan'):.2f}, "
           f"RSS x{c_rss / s_rss:.2f}")

@@ -141,16 +141,20 @@ async def test_a_screen_read_follower_takes_its_pane_and_screen_in_one_round_tri
 async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt_is_typed(
         tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """While no turn runs and the screen stays the same, a screen-read follower looks once per
-    ``idle_tick_s``, not 5 times a second; a prompt batonpass submits makes it look at once, and a screen
-    that moves brings back the quick beat — and the turn is still handed off."""
+    ``idle_tick_s``, not 5 times a second, and captures the screen only when tmux says its window printed
+    since the last look (or ``idle_capture_s`` passed); a prompt batonpass submits makes it capture at once,
+    and a screen that moves brings back the quick beat — and the turn is still handed off."""
     monkeypatch.setattr(AmpAdapter, "idle_after_s", 0.5)
     monkeypatch.setattr(AmpAdapter, "idle_tick_s", 0.6)
     pane, adapter = amp_tile(tmux_server)
     looks: list[float] = []
+    lists: list[float] = []
 
     def look(names: list[str]) -> None:
         if names == ["display-message", "capture-pane"]:
             looks.append(time.monotonic())
+        elif names == ["list-panes"]:
+            lists.append(time.monotonic())
 
     each_write(tmux_server, look)
     emitted: list[Completion] = []
@@ -160,20 +164,53 @@ async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.follow, emit)
-        await anyio.sleep(1.0)  # quick beat, then idle
+        await anyio.sleep(2.0)  # quick beat, then idle (a look in the second of the last output: once more)
         looks.clear()
+        lists.clear()
         await anyio.sleep(1.8)
-        assert 2 <= len(looks) <= 4, looks  # 9 at 0.2 s
-        looks.clear()
-        await until(lambda: looks, what="an idle look")  # the next is due in 0.6 s: the prompt comes first
+        assert 2 <= len(lists) <= 4, lists  # 9 looks at 0.2 s
+        assert looks == []  # nothing printed: no capture
+        await until(lambda: lists, what="an idle look")  # the next is due in 0.6 s: the prompt comes first
         asked = time.monotonic()
         adapter.prompt_submitted("a prompt", time.time())
-        await until(lambda: len(looks) > 1, what="a look after the prompt")
-        assert looks[1] - asked < 0.3
+        await until(lambda: looks, what="a capture after the prompt")
+        assert looks[0] - asked < 0.3
         tmux_server.type(pane, "fix the flaky test")  # the turn: the screen moves
         await until(lambda: emitted, what="the turn's end")
         tg.cancel_scope.cancel()
     assert emitted[0].signal == "screen"
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_an_idle_screen_that_prints_is_captured_at_the_next_beat_and_a_quiet_one_now_and_then(
+        tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output with no turn (a clock, a notice) moves an idle screen: tmux's window activity says so and
+    the next idle look captures it. A screen that stays quiet is captured every ``idle_capture_s`` anyway:
+    tmux counts activity in wall-clock seconds, and the clock can be set back."""
+    monkeypatch.setattr(AmpAdapter, "idle_after_s", 0.3)
+    monkeypatch.setattr(AmpAdapter, "idle_tick_s", 0.3)
+    monkeypatch.setattr(AmpAdapter, "idle_capture_s", 1.0)
+    pane, adapter = amp_tile(tmux_server)
+    looks: list[float] = []
+    each_write(tmux_server, lambda names: looks.append(time.monotonic()) if "capture-pane" in names else None)
+
+    async def emit(completion: Completion) -> None:
+        pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adapter.follow, emit)
+        await anyio.sleep(1.5)
+        looks.clear()
+        await anyio.sleep(2.4)
+        assert 1 <= len(looks) <= 4, looks  # every 1.0 s, not every 0.3 s
+        monkeypatch.setattr(AmpAdapter, "idle_capture_s", 60.0)
+        await anyio.sleep(1.5)
+        looks.clear()
+        tty = tmux_server.run("display-message", "-p", "-t", pane, "#{pane_tty}").strip()
+        Path(tty).write_text("a notice")  # no turn: a background job prints into the pane
+        await until(lambda: looks, what="the capture of what was printed")
+        tg.cancel_scope.cancel()
 
 
 @pytest.mark.tmux

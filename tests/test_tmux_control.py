@@ -149,3 +149,39 @@ async def test_a_killed_server_is_reached_again_and_not_kept_alive(tmux_server: 
     with anyio.fail_after(10):  # meanwhile each command runs as a process (failed connections back off)
         while (await tmux.pane(pane)).pane_id != pane or not client.connected:
             await anyio.sleep(0.1)
+
+
+async def test_screen_followers_on_one_beat_share_one_activity_list_that_moves_with_output(
+        tmux_server: TmuxServer) -> None:
+    """Idle screen followers ask tmux which windows printed (instead of capturing every screen): callers
+    that come together share one ``list-panes``, and a pane's second moves when something prints there."""
+    quiet, printing = tmux_server.new_pane(), tmux_server.new_pane()
+    tmux = tmux_server.tmux
+    control = control_of(tmux)
+    await control.run("display-message", "-p", "connected")
+    sent: list[str] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        sent.extend(c[0] for c in commands)
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+    seen: list[dict[str, int]] = []
+
+    async def ask() -> None:
+        same_server = Tmux(socket_name=tmux.socket_name, config_file=tmux.config_file)
+        seen.append(await same_server.window_activity(fresh_s=0.5))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(ask)
+    assert sent == ["list-panes"]  # one asked; the nine others naming the server took its list
+    assert len(seen) == 10 and all(s == seen[0] for s in seen) and {quiet, printing} <= set(seen[0])
+    await anyio.sleep(1.1)  # into a later second
+    tty = tmux_server.run("display-message", "-p", "-t", printing, "#{pane_tty}").strip()
+    Path(tty).write_text("printed\n")
+    await anyio.sleep(0.1)
+    later = await tmux.window_activity(fresh_s=0.0)
+    assert later[printing] > seen[0][printing]
+    assert later[quiet] == seen[0][quiet]  # another window (each test pane is a session of its own)

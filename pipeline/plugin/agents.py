@@ -22,7 +22,7 @@ from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.transforms import NoOptions
 from pipeline.plugin.turns import ResolveStep, TurnEnd, TurnMark
 from pipeline.system import proc
-from pipeline.system.tmux import PaneGone, ServerGone
+from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -225,6 +225,20 @@ class TileContext:
                 return info, screen
         info = await self.pane()
         return info, await self.tmux.capture(info.pane_id)
+
+    async def printed_since(self, when: float) -> bool:
+        """Whether the pane may have printed anything since ``when`` (epoch seconds). False only when tmux
+        says its window printed nothing in that second or later (tmux keeps whole seconds): a screen
+        follower that looked at ``when`` need not capture the screen again. One short ``list-panes`` a
+        beat answers every tile of the server; True whenever that cannot tell (no resolved pane, no
+        such pane listed, tmux unreachable), so the caller looks."""
+        if self._pane_id is None:
+            return True
+        try:
+            second = (await self.tmux.window_activity(fresh_s=0.5)).get(self._pane_id)
+        except TmuxError:
+            return True
+        return second is None or second >= int(when)
 
     async def capture_from(self, line: int) -> str:
         """Everything from absolute line ``line`` (see :attr:`PaneInfo.cursor_line`) to the cursor."""

@@ -43,6 +43,17 @@ _SUBPROCESS_ONLY = frozenset({"kill-server", "new-session", "new-window", "split
 _MAX_CONTROL_TEXT = 256 * 1024
 #: the control-mode connection of each server, shared by every :class:`Tmux` naming it
 _controls: weakref.WeakValueDictionary[tuple[str, ...], ControlClient] = weakref.WeakValueDictionary()
+#: the last window-activity list of each server, shared by every :class:`Tmux` naming it
+_activity_lists: weakref.WeakValueDictionary[tuple[str, ...], _ActivityList] = weakref.WeakValueDictionary()
+
+
+@dataclass(eq=False)
+class _ActivityList:
+    """One server's ``list-panes`` of window activity: the last one, when it came, and the one being asked."""
+
+    seconds: dict[str, int]
+    at: float = float("-inf")
+    asking: anyio.Event | None = None
 
 
 class TmuxError(RuntimeError):
@@ -133,6 +144,7 @@ class Tmux:
         #: whether commands may go over control mode (default: yes unless ``BATON_TMUX_CONTROL=0``)
         self.control = os.environ.get("BATON_TMUX_CONTROL", "1") != "0" if control is None else control
         self._control: ControlClient | None = None
+        self._activity: _ActivityList | None = None
 
     def _control_client(self) -> ControlClient:
         if self._control is None:
@@ -247,6 +259,33 @@ class Tmux:
                     raise _refused(info, looked)
                 return self._pane_of(target, info.text), screen.text if screen.ok else None
         return await self.pane(target), None
+
+    async def window_activity(self, *, fresh_s: float) -> dict[str, int]:
+        """Pane id → the second (epoch) its window last printed anything, for every pane of the server
+        (tmux's ``window_activity``: set by any output, whatever ``monitor-activity`` says). One
+        ``list-panes`` serves every caller within ``fresh_s`` of it: the screen followers, looking on one
+        beat, learn which screens may have moved from one short reply instead of capturing each screen."""
+        if self._activity is None:
+            key = tuple(self.base)
+            self._activity = _activity_lists.get(key)
+            if self._activity is None:
+                self._activity = _activity_lists[key] = _ActivityList({})
+        board = self._activity
+        while time.monotonic() - board.at >= fresh_s:
+            if board.asking is not None:  # another caller's list; should it fail, the loop asks again
+                await board.asking.wait()
+                continue
+            board.asking = asking = anyio.Event()
+            try:
+                out = await self.run("list-panes", "-a", "-F", "#{pane_id} #{window_activity}")
+                board.seconds = {pane: int(second) for pane, _, second in
+                                 (line.partition(" ") for line in out.splitlines()) if second.isdigit()}
+                board.at = time.monotonic()
+                return board.seconds
+            finally:
+                board.asking = None
+                asking.set()
+        return board.seconds
 
     async def list_panes(self) -> list[PaneInfo]:
         out = await self.run("list-panes", "-a", "-F", _FORMAT)

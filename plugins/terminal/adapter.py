@@ -101,6 +101,9 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
     #: ``idle_tick_s`` (a turn that starts and ends between two looks is still seen: the screen moved)
     idle_after_s: ClassVar[float] = 5.0
     idle_tick_s: ClassVar[float] = 1.0
+    #: an idle screen is captured only when tmux says its window printed since the last look — and at
+    #: least this often, whatever tmux says (its record is the wall clock's, which can be set back)
+    idle_capture_s: ClassVar[float] = 30.0
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -122,18 +125,21 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         if self._nudge is not None:
             self._nudge.set()
 
-    async def _next_look(self, idle: bool) -> None:
+    async def _next_look(self, idle: bool) -> bool:
         """Wait for the next look: on the same beat as every other screen-read tile (their looks go to tmux
-        in one write), a slower one while the screen is idle, or at once when a prompt was submitted."""
+        in one write), a slower one while the screen is idle, or at once when a prompt was submitted (then
+        True: the look must capture the screen)."""
         tick = self.idle_tick_s if idle else self.tick_s
         if self._nudge is not None and self._nudge.is_set():  # submitted during the last look
             self._nudge = anyio.Event()
-            return
+            return True
         nudge = self._nudge = self._nudge or anyio.Event()
         with anyio.move_on_after(tick - time.monotonic() % tick):
             await nudge.wait()
         if nudge.is_set():
             self._nudge = anyio.Event()
+            return True
+        return False
 
     # ---- completion ------------------------------------------------------------------------------
 
@@ -154,15 +160,21 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
 
     async def follow(self, emit: Emit) -> None:
         last_screen, last_change, turn_began = "", time.monotonic(), 0.0
-        last_end = time.time()
+        last_end = looked_at = time.time()
+        last_capture = float("-inf")
         while True:
-            await self._next_look(not self._in_turn and time.monotonic() - last_change > self.idle_after_s)
+            idle = not self._in_turn and time.monotonic() - last_change > self.idle_after_s
+            nudged = await self._next_look(idle)
+            if (idle and not nudged and time.monotonic() - last_capture < self.idle_capture_s
+                    and not await self.ctx.printed_since(looked_at)):
+                continue  # nothing printed since the last look: the same screen
+            looked_at = time.time()
             try:
                 info, screen = await self.ctx.pane_and_screen()
             except (PaneGone, ServerGone):
                 await anyio.sleep(1.0)
                 continue
-            now = time.monotonic()
+            now = last_capture = time.monotonic()
             if self._mark is None:
                 self._mark = info.cursor_line
             if screen != last_screen:
