@@ -2,7 +2,8 @@
 nothing happening, for ``BENCH_IDLE_S`` (60) seconds. ``BENCH_AGENT=codex``: 50 Codex tiles instead (the
 stand-in of ``bench/codex_standin.py``, one CODEX_HOME, each following its rollout); with ``BENCH_FRESH=1``
 Codex tiles that have had no prompt yet (no rollout: a new TUI's thread). ``BENCH_AGENT=terminal``: 50
-screen-read tiles (``agent: terminal``) whose panes run ``cat``.
+screen-read tiles (``agent: terminal``) whose panes run ``cat``; ``BENCH_AGENT=shell``: 50 ``shell`` tiles
+(bash at its prompt).
 
 Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
 tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end;
@@ -27,7 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = os.environ.get("BENCH_AGENT", "claude")
 STANDIN, HOME_VARIABLE = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
                           "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME"),
-                          "terminal": (None, "")}[AGENT]
+                          "terminal": (None, ""), "shell": (None, "")}[AGENT]
+#: what a screen-read tile's pane runs (no agent files to follow)
+PANE_COMMAND = "env PS1='$ ' bash --norc --noprofile" if AGENT == "shell" else "cat"
 FRESH = ["CODEX_STANDIN_FRESH=1"] if os.environ.get("BENCH_FRESH") else []
 TILES = int(os.environ.get("BENCH_TILES", "50"))
 WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
@@ -81,8 +84,9 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
         for i in range(TILES):
             cwd = work / f"proj{i // 2}"
             cwd.mkdir(exist_ok=True)
-            cmd = shlex.join(["env", f"{HOME_VARIABLE}={config}", *FRESH, sys.executable, str(STANDIN),
-                              "--name", f"c{i}", "--log", str(work / f"c{i}.jsonl")]) if STANDIN else "cat"
+            cmd = PANE_COMMAND if STANDIN is None else shlex.join(
+                ["env", f"{HOME_VARIABLE}={config}", *FRESH, sys.executable, str(STANDIN), "--name", f"c{i}",
+                 "--log", str(work / f"c{i}.jsonl")])
             pane = subprocess.run([*tmux, "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"c{i}", "-x",
                                    "100", "-y", "30", "-c", str(cwd), cmd],
                                   capture_output=True, text=True, check=True).stdout.strip()

@@ -18,7 +18,7 @@ from pipeline.engine.tiles import build_tiles, identify_agent
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
-from plugins.terminal.adapter import AmpAdapter
+from plugins.terminal.adapter import AmpAdapter, ShellAdapter
 from tests.conftest import (
     REPO,
     TmuxServer,
@@ -228,3 +228,35 @@ async def test_the_presence_check_of_a_screen_read_tile_takes_no_capture(tmux_se
         states = {p.tile: p.state for p in await presence(tiles)}
         assert states == {"t": "present", "g": "gone"}
     assert sent and "capture-pane" not in sent, sent
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_a_shell_left_at_its_prompt_is_looked_at_on_the_idle_beat_and_its_next_command_is_a_turn(
+        tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shell tile checks its shell 20 times a second and its cursor every 0.4 s; left at its prompt it
+    asks only whether its window printed, on the idle beat. A command typed there is echoed, so it is
+    seen — and handed on as a turn."""
+    monkeypatch.setattr(ShellAdapter, "idle_after_s", 0.5)
+    monkeypatch.setattr(ShellAdapter, "idle_tick_s", 0.3)
+    pane = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(pane), what="the shell prompt")
+    adapter = ShellAdapter(TileContext(name="sh", tile=Tile(pane=pane, agent="shell"), tmux=tmux_server.tmux))
+    sent: list[str] = []
+    each_write(tmux_server, sent.extend)
+    emitted: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        emitted.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(adapter.follow, emit)
+        await anyio.sleep(1.5)  # its prompt learnt, then idle
+        sent.clear()
+        await anyio.sleep(1.5)
+        assert sent and set(sent) == {"list-panes"}, sent  # no pane lookup every 0.4 s, no capture
+        tmux_server.type(pane, "echo after-a-while")
+        await until(lambda: emitted, what="the command's turn")
+        tg.cancel_scope.cancel()
+    assert emitted[0].detail == "echo after-a-while"
+    assert (await adapter.response(emitted[0])).text == "after-a-while"

@@ -291,14 +291,27 @@ class ShellAdapter(TerminalAdapter):
 
     async def follow(self, emit: Emit) -> None:
         """Every tick reads only /proc (the shell's foreground process group); tmux is asked for the
-        cursor only when a job just ended, or every ``recheck_s`` for a command too quick to be seen."""
+        cursor only when a job just ended, or every ``recheck_s`` for a command too quick to be seen.
+        A shell left at its prompt for ``idle_after_s`` is looked at on the idle beat instead, and only
+        when tmux says its window printed since the last look (or ``idle_capture_s`` passed); a job it
+        then finds running, or a moved prompt, brings back the quick beat."""
         was_busy, last_check, prompt_text, info = False, 0.0, None, None
+        last_change = last_look = time.monotonic()
+        looked_at = time.time()
         while True:
-            await anyio.sleep(self.tick_s)
-            now = time.monotonic()
+            if time.monotonic() - last_change > self.idle_after_s and info is not None:
+                nudged = await self._next_look(True)
+                if (not nudged and time.monotonic() - last_look < self.idle_capture_s
+                        and not await self.ctx.printed_since(looked_at)):
+                    continue  # a job starts from a typed or pasted command line, which is echoed
+            else:
+                await anyio.sleep(self.tick_s)
+            now = last_look = time.monotonic()
+            looked_at = time.time()
             busy = proc.foreground_busy(info.pid) if info is not None else None
             if busy:
                 was_busy = self._in_turn = True
+                last_change = now
                 continue
             if info is not None and busy is not None and not was_busy and now - last_check < self.recheck_s:
                 continue
@@ -320,6 +333,7 @@ class ShellAdapter(TerminalAdapter):
             if info.cursor_line == self._mark:
                 was_busy = self._in_turn = False
                 continue
+            last_change = now
             current = await self._prompt_text(info)
             if not was_busy and not (prompt_text and current.startswith(prompt_text)):
                 continue  # the line moved without a new prompt: a long draft wrapping, not a turn
