@@ -306,8 +306,7 @@ class ShellAdapter(TerminalAdapter):
                     continue  # a job starts from a typed or pasted command line, which is echoed
             else:
                 await anyio.sleep(self.tick_s)
-            now = last_look = time.monotonic()
-            looked_at = time.time()
+            now = time.monotonic()
             busy = proc.foreground_busy(info.pid) if info is not None else None
             if busy:
                 was_busy = self._in_turn = True
@@ -315,7 +314,8 @@ class ShellAdapter(TerminalAdapter):
                 continue
             if info is not None and busy is not None and not was_busy and now - last_check < self.recheck_s:
                 continue
-            last_check = now
+            last_check = last_look = now
+            looked_at = time.time()  # what printed after this, a look on the idle beat must see
             try:
                 info = await self.ctx.pane()
             except (PaneGone, ServerGone):
