@@ -3,7 +3,7 @@ nothing happening, for ``BENCH_IDLE_S`` (60) seconds. ``BENCH_AGENT=codex``: 50 
 stand-in of ``bench/codex_standin.py``, one CODEX_HOME, each following its rollout); with ``BENCH_FRESH=1``
 Codex tiles that have had no prompt yet (no rollout: a new TUI's thread). ``BENCH_AGENT=terminal``: 50
 screen-read tiles (``agent: terminal``) whose panes run ``cat``; ``BENCH_AGENT=shell``: 50 ``shell`` tiles
-(bash at its prompt).
+(bash at its prompt); ``BENCH_AGENT=opencode``: 50 OpenCode tiles (the tests' stand-in, one store).
 
 Measured from /proc: the CPU time (user + system) of the ``baton run`` process and of its children (the
 tmux control-mode client) over the window, as a percentage of one core, and the daemon's RSS at the end;
@@ -28,9 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = os.environ.get("BENCH_AGENT", "claude")
 STANDIN, HOME_VARIABLE = {"claude": (ROOT / "bench" / "claude_standin.py", "CLAUDE_CONFIG_DIR"),
                           "codex": (ROOT / "bench" / "codex_standin.py", "CODEX_HOME"),
-                          "terminal": (None, ""), "shell": (None, "")}[AGENT]
-#: what a screen-read tile's pane runs (no agent files to follow)
-PANE_COMMAND = "env PS1='$ ' bash --norc --noprofile" if AGENT == "shell" else "cat"
+                          "terminal": (None, ""), "shell": (None, ""), "opencode": (None, "")}[AGENT]
+#: what a pane runs when no agent stand-in of bench/ does (``opencode``: the tests' stand-in, named opencode)
+PANE_COMMAND = {"shell": "env PS1='$ ' bash --norc --noprofile",
+                "opencode": shlex.join([sys.executable, "-m", "tests.fakes.standin_tui", "--comm", "opencode",
+                                        "--prompt", "┃  ", "--busy", "esc interrupt"])}.get(AGENT, "cat")
 FRESH = ["CODEX_STANDIN_FRESH=1"] if os.environ.get("BENCH_FRESH") else []
 TILES = int(os.environ.get("BENCH_TILES", "50"))
 WINDOW_S = float(os.environ.get("BENCH_IDLE_S", "60"))
@@ -66,6 +68,19 @@ def own_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def opencode_sessions(db: Path, folders: list[Path]) -> None:
+    """An OpenCode store with a session and one finished turn per project folder, made after the stand-ins
+    started, as OpenCode makes them."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes.opencode_store import StoreWriter
+
+    time.sleep(1.5)
+    writer = StoreWriter(db)
+    for folder in folders:
+        writer.turn(writer.session(folder), "a prompt", "an answer", cwd=str(folder))
+    writer.close()
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -82,17 +97,21 @@ def measure(mode: str, extra_env: dict[str, str], tmp: Path) -> tuple[float, flo
     lines = ["version: 1", "tiles:"]
     try:
         for i in range(TILES):
-            cwd = work / f"proj{i // 2}"
+            cwd = work / (f"oc{i}" if AGENT == "opencode" else f"proj{i // 2}")  # OpenCode: a folder each
             cwd.mkdir(exist_ok=True)
             cmd = PANE_COMMAND if STANDIN is None else shlex.join(
                 ["env", f"{HOME_VARIABLE}={config}", *FRESH, sys.executable, str(STANDIN), "--name", f"c{i}",
                  "--log", str(work / f"c{i}.jsonl")])
+            if AGENT == "opencode":  # one store for all, as OpenCode keeps it (XDG_DATA_HOME/opencode)
+                cmd = shlex.join(["env", f"XDG_DATA_HOME={config}", f"PYTHONPATH={ROOT}"]) + " " + cmd
             pane = subprocess.run([*tmux, "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", f"c{i}", "-x",
                                    "100", "-y", "30", "-c", str(cwd), cmd],
                                   capture_output=True, text=True, check=True).stdout.strip()
             lines.append(f"  c{i}: {{pane: '{pane}', agent: {AGENT}}}")
         lines.append("routes:")
         lines += [f"  - {{from: c{i}, to: c{i + 1}}}" for i in range(0, TILES, 2)]
+        if AGENT == "opencode":
+            opencode_sessions(config / "opencode" / "opencode.db", [work / f"oc{i}" for i in range(TILES)])
         routes = work / "routes.yaml"
         routes.write_text("\n".join(lines) + "\n")
         env = {**os.environ, "XDG_STATE_HOME": str(work / "state"), **extra_env}

@@ -146,6 +146,45 @@ async def test_each_turn_completes_once_from_the_store(tmux_server: TmuxServer, 
 
 @pytest.mark.tmux
 @pytest.mark.anyio
+async def test_an_idle_follower_reads_the_store_only_when_it_changes_and_sees_its_opencode_exit(
+        tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle, with one session that can be this pane's, a follower is woken by the store's writes and its
+    OpenCode's exit (a pidfd) alone: no store read every ``recheck_s`` (50 idle tiles: 10 scans and screen
+    captures a second). With two candidate sessions the screen may tell which is this pane's, and the
+    timer comes back."""
+    monkeypatch.setattr(OpenCodeAdapter, "recheck_s", 0.1)
+    scene = Scene(tmux_server, tmp_path)
+    pane = scene.start(shell=True)
+    session = scene.writer.session(scene.project)
+    scene.writer.turn(session, "first", "an answer")
+    adapter = scene.adapter(pane)
+    scans: list[float] = []
+    scan = adapter._scan
+
+    async def counted(*args: object) -> bool:
+        scans.append(time.monotonic())
+        return await scan(*args)  # type: ignore[arg-type]
+
+    adapter._scan = counted  # type: ignore[method-assign]
+    async with following(scene, adapter) as got:
+        await until(lambda: got["oc"], what="the catch-up turn")
+        await until(lambda: scans, what="the first scan")
+        await anyio.sleep(0.5)  # the watcher's own start wakes its subscribers once or twice
+        settled = len(scans)
+        await aquiet_for(0.8, "the store read again with nothing written")
+        assert len(scans) == settled and not adapter._screen_decides  # 8 more on the 0.1 s timer
+        scene.writer.turn(session, "second", "another answer")
+        await until(lambda: len(got["oc"]) == 2, what="the second turn, from the store's write")
+        scene.writer.session(scene.project)  # a second candidate: the screen may tell, on the timer
+        await until(lambda: adapter._screen_decides, what="a second candidate session")
+        before = len(scans)
+        await until(lambda: len(scans) >= before + 3, what="reads on the timer")
+        tmux_server.run("send-keys", "-t", pane, "C-c")  # the agent exits: a bare shell is left
+        await until(lambda: adapter._said.startswith("no OpenCode process"), what="the exit to be seen")
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
 async def test_busy_from_the_store_and_start_confirmed_by_the_new_user_message(
         tmux_server: TmuxServer, tmp_path: Path) -> None:
     scene = Scene(tmux_server, tmp_path)

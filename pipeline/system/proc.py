@@ -6,10 +6,11 @@ machine, so the cost stays with the pane, not with the machine's load.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "started_at",
     "subtree",
     "wait_exit",
+    "woken_on_exit",
 ]
 
 #: what a pane with no agent runs: a bare shell
@@ -179,6 +181,35 @@ def started_at(proc: Proc) -> float:
     since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
     boot = (before + time.time()) / 2 - since_boot
     return boot + proc.start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.asynccontextmanager
+async def woken_on_exit(pid: int, start_ticks: int, wake: Callable[[], None], *,
+                        poll_s: float) -> AsyncIterator[None]:
+    """While open, ``wake()`` is called once the process (``pid`` started at ``start_ticks``) has exited:
+    seen on a pidfd through the event loop, or where there are none, looked for every ``poll_s``. A
+    follower that waits for its agent's file events needs no liveness timer of its own then."""
+    import anyio
+
+    async def watch() -> None:
+        try:
+            await wait_exit(pid, start_ticks)
+        except OSError:
+            while (live := read_proc(pid)) is not None and live.start_ticks == start_ticks:
+                await anyio.sleep(poll_s)
+        wake()
+
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        try:
+            yield
+        except Exception as exc:  # raised as itself, not in the task group's ExceptionGroup
+            failure = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 async def wait_exit(pid: int, start_ticks: int) -> None:

@@ -10,7 +10,6 @@ turn after them — are the deadlines of :meth:`FileFollowing._on_status`.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -168,12 +167,9 @@ class FileFollowing(TerminalAdapter):
         #: transcripts of this folder that other live sessions write (pid, start ticks): not ours to re-check
         others: dict[Path, tuple[int, int]] = {}
         with self.ctx.watcher.subscribe(session_path, folder) as sub:
-            async with _woken_on_exit(pid, start_ticks, sub) as exit_watched:
+            async with proc.woken_on_exit(pid, start_ticks, sub.wake, poll_s=self.liveness_s):
                 while True:
-                    timeout = (
-                        (None if exit_watched else self.liveness_s) if idle_deadline is None
-                        else max(idle_deadline - time.monotonic(), 0.0)
-                    )
+                    timeout = None if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
                     if res.session is None:  # no session file: only the screen tells a prompt
                         timeout = min(timeout if timeout is not None else self.screen_look_s,
                                       self.screen_look_s)
@@ -306,28 +302,3 @@ def _still_owned(owner: tuple[int, int] | None) -> bool:
         return False
     live = proc.read_proc(owner[0])
     return live is not None and live.start_ticks == owner[1]
-
-
-class _woken_on_exit:  # noqa: N801 - an async context manager, named like a function
-    """While open, ``sub`` gets a hint when the process exits (a pidfd waited on by a background task), so
-    the follower needs no liveness polling. Enters as whether that watch is in place (where pidfds are
-    unavailable it is not, and the follower looks every ``liveness_s``)."""
-
-    def __init__(self, pid: int, start_ticks: int, sub: Subscription) -> None:
-        self.pid, self.start_ticks, self.sub = pid, start_ticks, sub
-        self._tg = anyio.create_task_group()
-
-    async def __aenter__(self) -> bool:
-        await self._tg.__aenter__()
-        if not hasattr(os, "pidfd_open"):
-            return False
-        self._tg.start_soon(self._watch)
-        return True
-
-    async def _watch(self) -> None:
-        await proc.wait_exit(self.pid, self.start_ticks)
-        self.sub.wake()
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(*exc)

@@ -45,8 +45,9 @@ log = logging.getLogger("batonpass")
 class StoreFollowing(TerminalAdapter):
     """The part of the OpenCode adapter that finds the pane's session and follows its turns in the store."""
 
-    #: the backstop between watcher hints: a process that exits, or a screen that newly tells which session
-    #: is this pane's, makes no file event. Completions themselves come from the watcher's hints.
+    #: the backstop between watcher hints while they may not tell everything: a screen that newly tells
+    #: which of several sessions is this pane's makes no file event, nor does a store read that failed.
+    #: Completions themselves come from the watcher's hints; the process's exit from a pidfd.
     recheck_s: ClassVar[float] = 5.0
     #: while a turn is open, how often the screen is read for a permission prompt (it is not in the store)
     look_s: ClassVar[float] = 0.5
@@ -60,6 +61,8 @@ class StoreFollowing(TerminalAdapter):
         self._ends: OrderedDict[str, TurnEnd] = OrderedDict()
         self._session: str | None = None
         self._since_ms: int | None = None
+        #: whether the last match needed the screen (several candidate sessions, or peers in the folder)
+        self._screen_decides = True
 
     # ---- the chain -------------------------------------------------------------------------------
 
@@ -86,10 +89,12 @@ class StoreFollowing(TerminalAdapter):
 
     async def _match(self, p: OpenCodeProcess, store: OpenCodeStore) -> Match:
         """This pane's session, by the rules of :mod:`plugins.opencode.resolve`."""
+        self._screen_decides = True
         if not p.directories:
             return Match(None, "none", f"cannot read the working folder of OpenCode pid {p.pid}")
         sessions = await self._db(partial(store.sessions, p.directories, since_ms=p.since_ms))
         peers = self._peers(p)
+        self._screen_decides = len(sessions) > 1 or bool(peers)
         screen = ""
         if len(sessions) > 1 or peers:
             try:
@@ -150,28 +155,38 @@ class StoreFollowing(TerminalAdapter):
         log.info("%s: following OpenCode pid %d through %s", self.ctx.name, p.pid, db)
         try:
             with self.ctx.watcher.subscribe(db) as s1, self.ctx.watcher.subscribe(f"{db}-wal") as s2:
-                await self.ctx.resolved()  # what ended before this look: the engine asks finished_turns
-                while True:
-                    live = proc.read_proc(p.pid)
-                    if live is None or live.start_ticks != p.start_ticks:
-                        log.info("%s: OpenCode pid %d exited", self.ctx.name, p.pid)
-                        return
-                    open_turn = False
-                    try:
-                        open_turn = await self._scan(emit, p, store)
-                    except StoreMissing:
-                        pass  # OpenCode creates it at start; the watcher says when
-                    except UnknownSchema:
-                        raise
-                    except StoreError as exc:
-                        log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
-                    # a permission prompt writes nothing: while a turn is open, the screen is looked at often
-                    waiting = await self.look_for_person()
-                    await _wait_any(s1, s2, self.look_s if open_turn or waiting else self.recheck_s)
+                async with proc.woken_on_exit(p.pid, p.start_ticks, s1.wake, poll_s=self.recheck_s):
+                    await self.ctx.resolved()  # what ended before this look: the engine asks finished_turns
+                    await self._scan_on_hints(emit, p, store, s1, s2)
         finally:
             PEERS.get(str(db), {}).pop(self.ctx.name, None)
             self.ctx.waiting(None)
 
+    async def _scan_on_hints(self, emit: Emit, p: OpenCodeProcess, store: OpenCodeStore,
+                             s1: Any, s2: Any) -> None:
+        """Scan the store at each hint of its files (``s1``, ``s2``) until the process is gone."""
+        while True:
+            live = proc.read_proc(p.pid)
+            if live is None or live.start_ticks != p.start_ticks:
+                log.info("%s: OpenCode pid %d exited", self.ctx.name, p.pid)
+                return
+            open_turn, failed = False, False
+            try:
+                open_turn = await self._scan(emit, p, store)
+            except StoreMissing:
+                pass  # OpenCode creates it at start; the watcher says when
+            except UnknownSchema:
+                raise
+            except StoreError as exc:
+                log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
+                failed = True
+            # a permission prompt writes nothing: while a turn is open, the screen is looked at often
+            waiting = await self.look_for_person() if open_turn or self.ctx.waiting_for else None
+            if open_turn or waiting:
+                timeout: float | None = self.look_s
+            else:  # idle: woken by the store's writes and the exit alone, unless they may not tell
+                timeout = self.recheck_s if self._screen_decides or failed else None
+            await _wait_any(s1, s2, timeout)
 
     async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
         """The turns of the pane's session that ended at or after ``since``, from the store."""
@@ -241,7 +256,7 @@ class StoreFollowing(TerminalAdapter):
                     return
 
 
-async def _wait_any(a: Any, b: Any, timeout: float) -> None:
+async def _wait_any(a: Any, b: Any, timeout: float | None) -> None:
     """Wait for a hint on either subscription, or ``timeout``."""
     async with anyio.create_task_group() as tg:
 
