@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -197,6 +198,22 @@ async def test_an_idle_follower_learns_its_codex_exited_without_looking_every_fe
                 os.kill(pid, signal.SIGKILL)
         await until(lambda: adapter._process is None and adapter.rollout is None, what="the exit to be seen")
         assert adapter._exit_watched is None
+
+
+async def test_a_process_is_gone_once_it_exits_not_once_its_parent_reaps_it() -> None:
+    """A pidfd wakes its waiter when the process exits; /proc lists it (a zombie) until its parent reaps
+    it. A follower woken then must find it gone: one that took the zombie for its agent (the pane's shell
+    slow to reap under load) waited on for an exit that had come already."""
+    child = subprocess.Popen(["sleep", "0.3"])
+    try:
+        live = proc.read_proc(child.pid)
+        assert live is not None
+        with anyio.fail_after(10):
+            await proc.wait_exit(child.pid, live.start_ticks)
+        assert Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # not reaped
+        assert proc.read_proc(child.pid) is None
+    finally:
+        child.wait()
 
 
 async def test_a_fresh_follower_waits_for_its_rollout_without_resolving_again_and_again(

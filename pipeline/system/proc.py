@@ -51,7 +51,9 @@ class Proc:
 
 
 def read_proc(pid: int) -> Proc | None:
-    """The process ``pid``, or None if it is gone (or not ours to read)."""
+    """The process ``pid``, or None if it is gone (or not ours to read). A zombie is gone: it has exited
+    and only waits for its parent to reap it (a pidfd wakes its waiter at that moment, when /proc still
+    lists it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("utf-8", "replace")
@@ -61,6 +63,8 @@ def read_proc(pid: int) -> Proc | None:
     lpar, rpar = stat.find("("), stat.rfind(")")
     comm = stat[lpar + 1 : rpar]
     fields = stat[rpar + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
