@@ -1,7 +1,8 @@
 """The engine's low-level helpers that plugins use, re-exported so that a plugin imports from
 ``pipeline.plugin`` only (the modules behind these may move; this list is what plugins may rely on).
 
-- ``proc``: one reader of ``/proc`` (a pane's process tree, a process's start time, environ, cwd, cmdline);
+- ``proc``: one reader of ``/proc`` (a pane's process tree, a process's start time, environ, cwd, cmdline),
+  and ``proc.woken_on_exit``: a follower's subscription woken when its agent exits (a pidfd, no timer);
 - ``strip_ansi`` / ``sanitize``: a screen's text without escapes; text made safe to type into a pane;
 - ``AppendedLines``, ``json_object``: reading what an agent appends to a JSON-lines file, and one record;
 - ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints
