@@ -170,22 +170,23 @@ class StoreFollowing(TerminalAdapter):
             if live is None or live.start_ticks != p.start_ticks:
                 log.info("%s: OpenCode pid %d exited", self.ctx.name, p.pid)
                 return
-            open_turn, failed = False, False
+            open_turn, read = False, False
             try:
-                open_turn = await self._scan(emit, p, store)
+                open_turn, read = await self._scan(emit, p, store), True
             except StoreMissing:
                 pass  # OpenCode creates it at start; the watcher says when
             except UnknownSchema:
                 raise
             except StoreError as exc:
                 log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
-                failed = True
-            # a permission prompt writes nothing: while a turn is open, the screen is looked at often
-            waiting = await self.look_for_person() if open_turn or self.ctx.waiting_for else None
+            # a permission prompt writes nothing: while a turn is open (or the store cannot say whether one
+            # is), the screen is looked at often
+            asks = open_turn or not read or self.ctx.waiting_for
+            waiting = await self.look_for_person() if asks else None
             if open_turn or waiting:
                 timeout: float | None = self.look_s
             else:  # idle: woken by the store's writes and the exit alone, unless they may not tell
-                timeout = self.recheck_s if self._screen_decides or failed else None
+                timeout = self.recheck_s if self._screen_decides or not read else None
             await _wait_any(s1, s2, timeout)
 
     async def finished_turns(self, since: float) -> list[Turns.TurnEnd] | None:
