@@ -96,7 +96,7 @@ class StoreFollowing(TerminalAdapter):
         peers = self._peers(p)
         self._screen_decides = len(sessions) > 1 or bool(peers)
         screen = ""
-        if len(sessions) > 1 or peers:
+        if self._screen_decides:
             try:
                 screen = strip_ansi(await self.ctx.capture())
             except TmuxError:

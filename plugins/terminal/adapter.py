@@ -141,6 +141,13 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
             return True
         return False
 
+    async def _unchanged_since(self, looked_at: float, last_look: float) -> bool:
+        """Whether an idle look may be skipped: tmux says the pane printed nothing since the last look
+        (``looked_at``, epoch seconds) and ``idle_capture_s`` has not passed since it (``last_look``,
+        monotonic)."""
+        return (time.monotonic() - last_look < self.idle_capture_s
+                and not await self.ctx.printed_since(looked_at))
+
     # ---- completion ------------------------------------------------------------------------------
 
     async def _look_once_pane_is_there(self, look: Callable[[], Awaitable[T]]) -> T:
@@ -165,8 +172,7 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         while True:
             idle = not self._in_turn and time.monotonic() - last_change > self.idle_after_s
             nudged = await self._next_look(idle)
-            if (idle and not nudged and time.monotonic() - last_capture < self.idle_capture_s
-                    and not await self.ctx.printed_since(looked_at)):
+            if idle and not nudged and await self._unchanged_since(looked_at, last_capture):
                 continue  # nothing printed since the last look: the same screen
             looked_at = time.time()
             try:
@@ -301,8 +307,7 @@ class ShellAdapter(TerminalAdapter):
         while True:
             if time.monotonic() - last_change > self.idle_after_s and info is not None:
                 nudged = await self._next_look(True)
-                if (not nudged and time.monotonic() - last_look < self.idle_capture_s
-                        and not await self.ctx.printed_since(looked_at)):
+                if not nudged and await self._unchanged_since(looked_at, last_look):
                     continue  # a job starts from a typed or pasted command line, which is echoed
             else:
                 await anyio.sleep(self.tick_s)
