@@ -164,7 +164,7 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
         return latencies
     finally:
         if os.environ.get("BENCH_PIPELINE_NICE"):
-            os.setpriority(os.PRIO_PROCESS, 0, 0)  # root may raise it back; others keep it for the run
+            os.setpriority(os.PRIO_PROCESS, 0, 0)  # the next configuration's tmux server starts from here
         await tmux.kill_server()
 
 
