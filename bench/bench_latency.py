@@ -21,10 +21,12 @@ The pipeline keeps its hand-off journal on disk (SQLite in the run's temp folder
 ``BENCH_RATE=1.43`` makes all sources together answer that many turns a second whatever their number (one
 pair's own rate: then 50 pairs differ from one by their number of tiles alone); ``BENCH_TRACE=1`` prints, per
 configuration, the time each step of a hand-off took
-(``bench/latency_trace.py``: wrappers installed in this process only). ``BENCH_LOAD=2`` runs that many busy
-loops beside the whole run (other work taking the cores); ``BENCH_PIPELINE_NICE=-10`` gives the pipeline's
-thread that nice value (lowering it needs privilege), and with it the control-mode ``tmux`` client it starts,
-to see whether a figure is the pipeline waiting for a core.
+(``bench/latency_trace.py``: wrappers installed in this process only). Each configuration's line also gives
+the CPU time this process (the pipeline) and the tmux server spent per hand-off while the turns ran.
+``BENCH_LOAD=2`` runs that many busy loops beside the whole run (other work taking the cores);
+``BENCH_PIPELINE_NICE=-10`` gives the pipeline's thread that nice value (lowering it needs privilege),
+and the control-mode ``tmux`` client it starts with it, to see whether a figure is the
+pipeline waiting for a core.
 
 Run: ``.venv/bin/python bench/bench_latency.py`` (needs tmux; its own sockets and temp dirs; ~8 min).
 """
@@ -45,6 +47,7 @@ import time
 from pathlib import Path
 
 import anyio
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -141,12 +144,14 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
             logger.removeHandler(followed)
             logger.setLevel(level)
             await anyio.sleep(0.5)
+            cpu = CpuUse(tmux)
             for pane in sources:
                 await tmux.send_keys(pane, "Enter")  # an empty line starts the source's own turns
             deadline = time.monotonic() + turns * every * 1.6 + 30
             arrived = lambda: sum(_count(log, "paste") for log in target_logs)  # noqa: E731
             while time.monotonic() < deadline and arrived() < pairs * turns:
-                await anyio.sleep(0.25)
+                await anyio.sleep(2)  # reading 100 logs takes the pipeline's thread ~3 ms: seldom
+            CPU[(agent, mode, pairs)] = cpu.per(max(arrived(), 1))
             tg.cancel_scope.cancel()
         answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}
         latencies, pastes = [], {}
@@ -166,6 +171,28 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
         if os.environ.get("BENCH_PIPELINE_NICE"):
             os.setpriority(os.PRIO_PROCESS, 0, 0)  # the next configuration's tmux server starts from here
         await tmux.kill_server()
+
+
+#: CPU ms per hand-off while the turns ran, per configuration: this process (the pipeline) and the tmux
+#: server (the control-mode client hands its pipes to the server: it relays nothing, and uses no CPU)
+CPU: dict[tuple[str, str, int], tuple[float, float]] = {}
+
+
+class CpuUse:
+    """CPU time used from now on by this process and by the tmux server."""
+
+    def __init__(self, tmux: Tmux) -> None:
+        self.server = psutil.Process(int(tmux.run_sync("display-message", "-p", "#{pid}").strip()))
+        self.start = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        times = self.server.cpu_times()
+        return time.process_time(), times.user + times.system
+
+    def per(self, handoffs: int) -> tuple[float, float]:
+        """ms of CPU per hand-off since the start: (pipeline, tmux server)."""
+        (p0, s0), (p1, s1) = self.start, self._now()
+        return (p1 - p0) * 1000 / handoffs, (s1 - s0) * 1000 / handoffs
 
 
 def _records(log: Path) -> list[dict[str, object]]:
@@ -192,7 +219,9 @@ async def run_all(agents: list[str], modes: list[str], sizes: list[int], handoff
                     if lat:
                         print(f"{agent:>6}, {mode:>10}, {pairs:>2} pair{'s' if pairs > 1 else ' '} "
                               f"({len(lat)} hand-offs): p50 {pct(lat, 50):6.1f} ms  "
-                              f"p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms", flush=True)
+                              f"p99 {pct(lat, 99):6.1f} ms  max {max(lat):6.1f} ms  CPU/hand-off ms: "
+                              "pipeline %.2f, tmux server %.2f" % CPU.get((agent, mode, pairs), (0, 0)),
+                              flush=True)
                     if TRACE:
                         latency_trace.report()
 
