@@ -262,5 +262,6 @@ async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip
         assert await look() == "draft"
         assert len(writes) == 1
     writes.clear()
-    assert await target_state(adapter) == "draft"  # outside a hand-off: asked as before, one thing at a time
-    assert all(len(w) == 1 for w in writes) and ("capture-pane",) in [(w[0][0],) for w in writes]
+    assert await target_state(adapter) == "draft"  # outside a hand-off: nothing shared between the asks,
+    sent = [[c[0] for c in w] for w in writes]  # but a capture brings its pane's lookup in its round trip
+    assert ["display-message", "capture-pane"] in sent and ["capture-pane"] not in sent

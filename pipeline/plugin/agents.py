@@ -199,32 +199,43 @@ class TileContext:
 
     async def capture(self, *, escapes: bool = False, start: int | str | None = None,
                       end: int | str | None = None) -> str:
-        """The pane's text (see :meth:`pipeline.system.tmux.Tmux.capture`). Within
-        :func:`pane_lookups_shared`, the screen taken with the pane's lookup when it is of this kind; the
-        kind asked is remembered, so that the tile's next look takes it in the same round trip."""
-        info = await self.pane()
+        """The pane's text (see :meth:`pipeline.system.tmux.Tmux.capture`), with the lookup that checks the
+        pane is still the tile's in the same round trip. Within :func:`pane_lookups_shared`, the screen
+        taken with the pane's lookup when it is of this kind; the kind asked is remembered, so that the
+        tile's next look takes it in the same round trip."""
+        kind: CaptureKind = (escapes, start, end)
         looks = _looked_up.get()
         if looks is not None and looks.readiness:
-            kind: CaptureKind = (escapes, start, end)
             self._screen_kind = kind
             screen = looks.screens.pop((id(self), kind), None)
             if screen is not None:
                 return screen
-        return await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
+        return (await self._pane_and_capture(kind, looks))[1]
 
     async def pane_and_screen(self) -> tuple[PaneInfo, str]:
         """The pane and its screen as of one moment, in one tmux round trip once the pane is resolved: a
         follower that reads the screen asks for both several times a second, for every tile."""
-        if self._pane_id is not None:
+        return await self._pane_and_capture((False, None, None), _looked_up.get())
+
+    async def _pane_and_capture(self, kind: CaptureKind, looks: _Looks | None) -> tuple[PaneInfo, str]:
+        """One round trip where the pane is resolved and not looked up yet in this block (a follower's
+        look at the screen was two: the lookup, then the capture); otherwise the lookup, then the capture."""
+        escapes, start, end = kind
+        if self._pane_id is not None and (looks is None or id(self) not in looks.panes):
             try:
-                info, screen = await self.tmux.pane_and_capture(self._pane_id)
+                info, screen = await self.tmux.pane_and_capture(self._pane_id, escapes=escapes, start=start,
+                                                                end=end)
             except (PaneGone, ServerGone):
                 self._pane_id = None
                 raise
-            if info.server_pid == self._server_pid and screen is not None:
+            if info.server_pid == self._server_pid:
+                if looks is not None:
+                    looks.panes[id(self)] = info
+                if screen is None:  # no control mode, or the capture failed: tmux's own message then
+                    screen = await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
                 return info, screen
         info = await self.pane()
-        return info, await self.tmux.capture(info.pane_id)
+        return info, await self.tmux.capture(info.pane_id, escapes=escapes, start=start, end=end)
 
     async def printed_since(self, when: float) -> bool:
         """Whether the pane may have printed anything since ``when`` (epoch seconds). False only when tmux

@@ -216,7 +216,7 @@ class CodexAdapter(RolloutFollowing):
         return TurnMark(
             source=str(self.rollout) if self.rollout is not None else None,
             count=self._state.turn_starts if self._state else 0,
-            screen=await self.ctx.capture(),
+            screen=await self.ctx.capture() if self._tail is None else None,  # only without a rollout
         )
 
     async def turn_started(self, before: TurnMark) -> bool:
@@ -236,7 +236,7 @@ class CodexAdapter(RolloutFollowing):
                 return True
         if self._tail is None and time.time() - before.at > 2.0:
             screen = await self.ctx.capture()
-            return self.is_busy(screen) or screen != before.screen
+            return self.is_busy(screen) or (before.screen is not None and screen != before.screen)
         return False
 
     _resolve_view: tuple[JsonlTail, RolloutState] | None = None
