@@ -228,6 +228,31 @@ def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Pa
     assert json.loads(log.read_text().splitlines()[0])["turn"] == 1
 
 
+async def test_the_first_readiness_check_of_a_resolved_pane_brings_the_screen_its_adapter_reads(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """The first hand-off to a tile asks for the pane and the screen in one write too: the adapter says
+    which screen its readiness check reads (``readiness_screen``); before, that first check learnt it by
+    asking, a second round trip on the way to the paste."""
+    pane = start_demo(tmux_server, tmp_path / "agent.jsonl")
+    ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+    adapter = REGISTRIES.agents.get("demo")(ctx)
+    await ctx.pane()  # resolved, as a follower does it long before the first hand-off
+    control = tmux_server.tmux._control_client()
+    writes: list[list[str]] = []
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        writes.append([c[0] for c in commands])
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+    with pane_lookups_shared(), readiness_check():
+        assert await target_state(adapter) == "ready"
+    assert writes == [["display-message", "capture-pane"]]
+    assert REGISTRIES.agents.get("codex").readiness_screen == (True, None, None)  # Codex reads the colours
+
+
 async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip(
     tmux_server: TmuxServer, tmp_path: Path
 ) -> None:

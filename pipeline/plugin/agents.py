@@ -121,6 +121,11 @@ class TileContext:
     #: the capture the tile's last readiness check asked for (taken with its next lookup)
     _screen_kind: CaptureKind | None = None
 
+    def expect_readiness_screen(self, kind: CaptureKind | None) -> None:
+        """What the tile's adapter says its readiness check will capture, until a check asks for itself."""
+        if self._screen_kind is None:
+            self._screen_kind = kind
+
     async def resolved(self) -> None:
         """Adapters await this when they start following a new session of their agent (a new process,
         ``/clear``, a new rollout): the engine asks :meth:`AgentAdapter.finished_turns` again."""
@@ -277,9 +282,13 @@ class AgentAdapter:
     #: the options :meth:`extract_file` takes (``baton extract --option NAME=VALUE``), a pydantic model like a
     #: transform's ``Options``: ``baton extract`` validates them with it, so a wrong one is named, not raised
     ExtractOptions: ClassVar[type[BaseModel]] = NoOptions
+    #: the screen :meth:`target_state` reads, as :meth:`TileContext.capture`'s (escapes, start, end): the
+    #: first hand-off's pane lookup brings it in its round trip (later ones learn it from what was asked)
+    readiness_screen: ClassVar[CaptureKind | None] = (False, None, None)
 
     def __init__(self, ctx: TileContext) -> None:
         self.ctx = ctx
+        ctx.expect_readiness_screen(self.readiness_screen)
 
     async def follow(self, emit: Emit) -> None:
         """Run until cancelled, awaiting ``emit(Completion)`` each time the tile finishes a turn.

@@ -54,6 +54,7 @@ PROVISIONAL_STALE_S = 60.0
 
 class CodexAdapter(RolloutFollowing):
     name = "codex"
+    readiness_screen = (True, None, None)  # the colours tell the placeholder from a draft
     summary = "OpenAI Codex CLI: completions and answers from its rollout files"
     process_names = frozenset({"codex"})
     submit_delay_s = 0.2
