@@ -22,7 +22,8 @@ The pipeline keeps its hand-off journal on disk (SQLite in the run's temp folder
 pair's own rate: then 50 pairs differ from one by their number of tiles alone); ``BENCH_TRACE=1`` prints, per
 configuration, the time each step of a hand-off took
 (``bench/latency_trace.py``: wrappers installed in this process only). Each configuration's line also gives
-the CPU time this process (the pipeline) and the tmux server spent per hand-off while the turns ran.
+the CPU time this process (the pipeline) and the tmux server spent per hand-off while the turns ran, and
+for several pairs the p50 of each pair's first hand-off apart from the others'.
 ``BENCH_LOAD=2`` runs that many busy loops beside the whole run (other work taking the cores);
 ``BENCH_PIPELINE_NICE=-10`` gives the pipeline's thread that nice value (lowering it needs privilege),
 and the control-mode ``tmux`` client it starts with it, to see whether a figure is the
@@ -154,12 +155,17 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
             CPU[(agent, mode, pairs)] = cpu.per(max(arrived(), 1))
             tg.cancel_scope.cancel()
         answers = {r["text"]: r["t"] for log in source_logs for r in _records(log) if r["event"] == "answer"}
-        latencies, pastes = [], {}
+        latencies, pastes, firsts, others = [], {}, [], []
         for log in target_logs:
             for r in _records(log):
                 if r["event"] == "paste" and r["text"].strip() in answers:
                     latencies.append((r["t"] - answers[r["text"].strip()]) * 1000)
                     pastes[r["text"].strip()] = r["t"]
+                    # each pair's first hand-off (its target's first readiness look) apart from the others
+                    (firsts if r["text"].strip().startswith("answer 1 of ") else others).append(latencies[-1])
+        if pairs > 1 and firsts and others:
+            print(f"  {pairs} pairs: p50 of each pair's first hand-off {statistics.median(firsts):.1f} ms, "
+                  f"of the others {statistics.median(others):.1f} ms", flush=True)
         if TRACE:
             folders = {text: f"proj{text.rsplit(' s', 1)[1]}/" for text in answers}
             latency_trace.join(answers, folders, pastes)
