@@ -158,11 +158,12 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
         latencies, pastes, firsts, others = [], {}, [], []
         for log in target_logs:
             for r in _records(log):
-                if r["event"] == "paste" and r["text"].strip() in answers:
-                    latencies.append((r["t"] - answers[r["text"].strip()]) * 1000)
-                    pastes[r["text"].strip()] = r["t"]
+                text = str(r["text"]).strip()
+                if r["event"] == "paste" and text in answers:
+                    latencies.append((r["t"] - answers[text]) * 1000)
+                    pastes[text] = r["t"]
                     # each pair's first hand-off (its target's first readiness look) apart from the others
-                    (firsts if r["text"].strip().startswith("answer 1 of ") else others).append(latencies[-1])
+                    (firsts if text.startswith("answer 1 of ") else others).append(latencies[-1])
         if pairs > 1 and firsts and others:
             print(f"  {pairs} pairs: p50 of each pair's first hand-off {statistics.median(firsts):.1f} ms, "
                   f"of the others {statistics.median(others):.1f} ms", flush=True)

@@ -118,7 +118,8 @@ class TileContext:
     waiting_for: str | None = None
     _pane_id: str | None = None
     _server_pid: int | None = None
-    #: the capture the tile's last readiness check asked for (taken with its next lookup)
+    #: the capture the tile's last readiness check asked for, or before any the one its adapter declared
+    #: (taken with the next lookup)
     _screen_kind: CaptureKind | None = None
 
     def expect_readiness_screen(self, kind: CaptureKind | None) -> None:
