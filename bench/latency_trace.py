@@ -38,6 +38,8 @@ _batches: list[tuple[float, list[str]]] = []
 #: target tile -> the text being delivered to it (for the readiness checks and the paste)
 _delivering: dict[str, str] = {}
 _pane_text: dict[str, str] = {}
+#: the answers that were their target's first hand-off in this configuration
+_firsts: set[str] = set()
 
 
 def install() -> None:
@@ -84,6 +86,8 @@ def install() -> None:
     async def deliver(self: Any, prompt: Any) -> Any:
         text = prompt.text.strip()
         marks[text]["deliver"] = time.time()
+        if prompt.target not in _delivering:
+            _firsts.add(text)
         _delivering[prompt.target] = text
         pane = self.tiles[prompt.target].ctx.tile.pane
         _pane_text[pane] = text
@@ -132,22 +136,32 @@ def join(answers: dict[str, float], folders: dict[str, str], pastes: dict[str, f
 
 
 def report() -> None:
+    """Per step, p50/p99 of the time since the previous step; with several pairs also the p50 of each
+    target's first hand-off apart from the others' (where a first hand-off's time goes)."""
     gaps: dict[str, list[float]] = defaultdict(list)
-    for m in marks.values():
+    apart: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for text, m in marks.items():
         if "answer" not in m or "target" not in m:
             continue
         prev = None
         for step in STEPS:
             if step in m:
                 if prev is not None:
-                    gaps[f"{prev} -> {step}"].append((m[step] - m[prev]) * 1000)
+                    gap = (m[step] - m[prev]) * 1000
+                    gaps[f"{prev} -> {step}"].append(gap)
+                    apart[f"{prev} -> {step}"][text not in _firsts].append(gap)
                 prev = step
     for name, values in gaps.items():
         values.sort()
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
         print(f"    {name:>24}: p50 {statistics.median(values):7.2f} ms  p99 {p99:7.2f} ms  "
               f"max {values[-1]:7.2f} ms  (n={len(values)})", flush=True)
+    for name, (firsts, others) in apart.items():
+        if firsts and others and len(_firsts) > 1:
+            print(f"    {name:>24}: p50 of first hand-offs {statistics.median(firsts):7.2f} ms, "
+                  f"of the others {statistics.median(others):7.2f} ms", flush=True)
     marks.clear()
+    _firsts.clear()
     _accepted.clear()
     _batches.clear()
     _delivering.clear()
