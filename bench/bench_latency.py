@@ -71,6 +71,9 @@ EVERY_S = 0.7
 #: all sources together answer at most this many turns a second: what grows is the number of tiles, not the
 #: load (50 pairs at one answer each 0.7 s would be 70 hand-offs a second, a throughput test)
 MAX_RATE = 10.0
+#: BENCH_RATE, BENCH_PIPELINE_NICE (see above): read once
+RATE = float(os.environ["BENCH_RATE"]) if os.environ.get("BENCH_RATE") else None
+PIPELINE_NICE = int(os.environ["BENCH_PIPELINE_NICE"]) if os.environ.get("BENCH_PIPELINE_NICE") else None
 
 
 class Followed(logging.Handler):
@@ -101,8 +104,8 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
     """Latencies (ms) of ``pairs`` independent source → target hand-offs, >= ``handoffs`` in all."""
     turns = math.ceil(handoffs / pairs)
     every = max(EVERY_S, pairs / MAX_RATE)
-    if os.environ.get("BENCH_RATE"):  # all sources together, whatever their number
-        every = pairs / float(os.environ["BENCH_RATE"])
+    if RATE is not None:  # all sources together, whatever their number
+        every = pairs / RATE
     work = tmp / f"{agent}-{mode}-{pairs}"
     config = work / agent
     config.mkdir(parents=True)
@@ -135,8 +138,8 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
         level = logger.level
         if logger.getEffectiveLevel() > logging.INFO:
             logger.setLevel(logging.INFO)
-        if os.environ.get("BENCH_PIPELINE_NICE"):  # this thread only (Linux): the sessions' processes keep 0
-            os.setpriority(os.PRIO_PROCESS, 0, int(os.environ["BENCH_PIPELINE_NICE"]))
+        if PIPELINE_NICE is not None:  # this thread only (Linux): the sessions' processes keep 0
+            os.setpriority(os.PRIO_PROCESS, 0, PIPELINE_NICE)
         async with anyio.create_task_group() as tg:
             await tg.start(pipeline.run)
             with anyio.fail_after(60):  # every tile followed (its files resolved) before the first turn
@@ -175,7 +178,7 @@ async def measure(pairs: int, handoffs: int, mode: str, tmp: Path, agent: str = 
                   file=sys.stderr)
         return latencies
     finally:
-        if os.environ.get("BENCH_PIPELINE_NICE"):
+        if PIPELINE_NICE is not None:
             os.setpriority(os.PRIO_PROCESS, 0, 0)  # the next configuration's tmux server starts from here
         await tmux.kill_server()
 

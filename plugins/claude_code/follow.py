@@ -13,7 +13,7 @@ import logging
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import anyio
 
@@ -26,30 +26,9 @@ from plugins.claude_code.resolve import Resolution, resolve_process
 from plugins.claude_code.turns import TurnEnd
 from plugins.terminal.adapter import TerminalAdapter
 
-if TYPE_CHECKING:
-    from pipeline.plugin.tools import Subscription
-
-__all__ = ["FileFollowing", "wait_any", "waiting_reason"]
+__all__ = ["FileFollowing", "waiting_reason"]
 
 log = logging.getLogger("batonpass")
-
-
-async def wait_any(subs: list[Subscription], timeout: float) -> set[Path]:
-    """Wait for a hint on any of ``subs`` (or ``timeout``); the paths changed on all of them."""
-    changed: set[Path] = set()
-    async with anyio.create_task_group() as tg:
-
-        async def one(sub: Subscription) -> None:
-            changed.update(await sub.wait(timeout))
-            tg.cancel_scope.cancel()
-
-        for sub in subs:
-            tg.start_soon(one, sub)
-    for sub in subs:
-        changed |= sub.changed
-        sub.changed = set()
-    return changed
-
 
 
 def waiting_reason(session: SessionFile) -> str | None:
