@@ -132,6 +132,19 @@ class TmuxServer:
         remove_socket_file(self.tmux.socket_file)
 
 
+def each_write(tmux_server: TmuxServer, seen: Callable[[list[str]], object]) -> None:
+    """From now on, ``seen`` gets the command names of each control-mode write (every command goes
+    through ``run_all``, one write each call)."""
+    control = tmux_server.tmux._control_client()
+    run_all = control.run_all
+
+    async def counted(*commands: tuple[str, ...]) -> list:
+        seen([c[0] for c in commands])
+        return await run_all(*commands)
+
+    control.run_all = counted  # type: ignore[method-assign]
+
+
 @pytest.fixture(autouse=True)
 def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own XDG_STATE_HOME (journal, hook spool, demo agents' transcripts)."""

@@ -5,7 +5,6 @@ Also what any screen-read tile costs tmux: its looks, and the presence check of 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -24,6 +23,7 @@ from tests.conftest import (
     TmuxServer,
     aquiet_for,
     demo_agent_command,
+    each_write,
     first_look,
     messages,
     until,
@@ -43,19 +43,6 @@ def amp_tile(tmux_server: TmuxServer) -> tuple[str, AmpAdapter]:
     wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
     adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
     return pane, adapter
-
-
-def each_write(tmux_server: TmuxServer, seen: Callable[[list[str]], object]) -> None:
-    """From now on, ``seen`` gets the command names of each control-mode write (every command goes
-    through ``run_all``, one write each call)."""
-    control = tmux_server.tmux._control_client()
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:
-        seen([c[0] for c in commands])
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
 
 
 def test_amp_is_busy_on_its_marker_and_idle_only_at_its_prompt() -> None:

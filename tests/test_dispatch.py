@@ -20,6 +20,7 @@ from tests.conftest import (
     TmuxServer,
     aquiet_for,
     demo_agent_command,
+    each_write,
     first_look,
     messages,
     read_log,
@@ -238,15 +239,8 @@ async def test_the_first_readiness_check_of_a_resolved_pane_brings_the_screen_it
     ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     adapter = REGISTRIES.agents.get("demo")(ctx)
     await ctx.pane()  # resolved, as a follower does it long before the first hand-off
-    control = tmux_server.tmux._control_client()
     writes: list[list[str]] = []
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:
-        writes.append([c[0] for c in commands])
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
+    each_write(tmux_server, writes.append)
     with pane_lookups_shared(), readiness_check():
         assert await target_state(adapter) == "ready"
     assert writes == [["display-message", "capture-pane"]]
@@ -262,15 +256,8 @@ async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip
     pane = start_demo(tmux_server, tmp_path / "agent.jsonl")
     ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     adapter = REGISTRIES.agents.get("demo")(ctx)
-    control = tmux_server.tmux._control_client()
-    writes: list[tuple[tuple[str, ...], ...]] = []
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:
-        writes.append(commands)
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
+    writes: list[list[str]] = []
+    each_write(tmux_server, writes.append)
 
     async def look() -> str:
         look_again()
@@ -281,12 +268,12 @@ async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip
     with pane_lookups_shared():
         assert await look() == "ready"  # the first look resolves the pane, then learns what it captures
         assert await look() == "ready"
-        assert [[c[0] for c in w] for w in writes] == [["display-message", "capture-pane"]]
+        assert writes == [["display-message", "capture-pane"]]
         tmux_server.run("send-keys", "-t", pane, "-l", "half a thought")
         await until(lambda: "half a thought" in tmux_server.capture(pane), what="the typed draft")
         assert await look() == "draft"
         assert len(writes) == 1
     writes.clear()
     assert await target_state(adapter) == "draft"  # outside a hand-off: nothing shared between the asks,
-    sent = [[c[0] for c in w] for w in writes]  # but a capture brings its pane's lookup in its round trip
-    assert ["display-message", "capture-pane"] in sent and ["capture-pane"] not in sent
+    # but a capture brings its pane's lookup in its round trip
+    assert ["display-message", "capture-pane"] in writes and ["capture-pane"] not in writes

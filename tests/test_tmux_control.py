@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux
 from pipeline.system.tmux_control import ControlClient, quote
-from tests.conftest import TmuxServer, wait_for
+from tests.conftest import TmuxServer, each_write, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 
@@ -160,13 +160,7 @@ async def test_screen_followers_on_one_beat_share_one_activity_list_that_moves_w
     control = control_of(tmux)
     await control.run("display-message", "-p", "connected")
     sent: list[str] = []
-    run_all = control.run_all
-
-    async def counted(*commands: tuple[str, ...]) -> list:
-        sent.extend(c[0] for c in commands)
-        return await run_all(*commands)
-
-    control.run_all = counted  # type: ignore[method-assign]
+    each_write(tmux_server, sent.extend)
     seen: list[dict[str, int]] = []
 
     async def ask() -> None:
