@@ -245,3 +245,43 @@ def test_baton_extract_json_and_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert "holds no finished turn" in capsys.readouterr().err
     assert cli.main(["extract", "--agent", "claude", str(DB), "--session", RUN_SESSION]) == 1
     assert "--session is not an option for claude" in capsys.readouterr().err
+
+
+def test_a_look_at_a_session_is_one_snapshot_while_turns_end_meanwhile(tmp_path: Path) -> None:
+    """What the follower asks at each hint — the turns that ended, and whether one is still open — comes
+    from one read: a turn ending between two reads looked neither finished nor open, and the follower
+    then waited for the store's next write (the fault matrix lost the last turn that way). A writer ends
+    turns back to back while the session is looked at; an idle session's newest turn is always among the
+    ends. (Two separate reads were inconsistent in about a third of such looks here.)"""
+    path = tmp_path / "opencode.db"
+    started, stop, box = threading.Event(), threading.Event(), {}
+
+    def write_turns() -> None:
+        writer = StoreWriter(path)  # its own connection, in its own thread, as OpenCode is its own process
+        box["session"] = session = writer.session(tmp_path)
+        started.set()
+        i = 0
+        while not stop.is_set():
+            user = writer.user(session, f"task {i}")
+            writer.finish(session, writer.step(session, user), texts=(f"answer {i}",))
+            i += 1
+        writer.close()
+
+    thread = threading.Thread(target=write_turns)
+    thread.start()
+    try:
+        assert started.wait(10)
+        store = OpenCodeStore(path)
+        idle_looks = 0
+        for _ in range(2000):
+            look = store.look(box["session"])
+            if look.newest_user is None or look.open_turn:
+                continue
+            idle_looks += 1
+            assert look.newest_user in {end.user_id for end in look.ends}, look
+            if idle_looks >= 300:
+                break
+        assert idle_looks > 0
+    finally:
+        stop.set()
+        thread.join()

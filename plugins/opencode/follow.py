@@ -234,16 +234,16 @@ class StoreFollowing(TerminalAdapter):
         match = await self._match(p, store)
         if match.session is None:
             return False
-        for end in await self._db(
-            partial(store.finished_turns, match.session.id, since_ms=self._since_ms or 0)
-        ):
+        # one snapshot for both: the hint that woke this scan is spent, so a turn ending between two reads
+        # (not finished in the first, not open in the second) would wait for the store's next write
+        look = await self._db(partial(store.look, match.session.id, since_ms=self._since_ms or 0))
+        for end in look.ends:
             if end.turn_id in self._ends:
                 continue
             self._remember(end)
             await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome,
                                   signal="store", at=end.completed_ms / 1000, detail=end.detail))
-        open_turn, _ = await self._db(store.state, match.session.id)
-        return bool(open_turn)
+        return look.open_turn
 
     async def _follow_screen_while(self, emit: Emit, p: OpenCodeProcess) -> None:
         """The terminal adapter's follower, for as long as this process lives."""

@@ -38,6 +38,7 @@ from plugins.opencode.usage import session_usage
 
 __all__ = [
     "OpenCodeStore",
+    "SessionLook",
     "StoreBusy",
     "StoreError",
     "StoreMissing",
@@ -97,6 +98,18 @@ def store_path(env: Mapping[str, str] | None = None) -> Path | None:
 
 
 # ---- the store -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLook:
+    """What one read of a session shows (:meth:`OpenCodeStore.look`)."""
+
+    #: the turns that ended since the time asked, oldest first
+    ends: list[TurnEnd]
+    #: whether the newest user message still waits for its turn to end
+    open_turn: bool
+    #: the newest user message's id
+    newest_user: str | None
 
 
 @dataclass
@@ -272,21 +285,29 @@ class OpenCodeStore:
 
     def finished_turns(self, session_id: str, *, since_ms: int = 0) -> list[TurnEnd]:
         """Turns of the session that ended at or after ``since_ms``, oldest first, in one snapshot."""
-
-        def query(conn: sqlite3.Connection) -> list[TurnEnd]:
-            ends = [m for m in turn_ends(_messages(conn, session_id, RECENT_MESSAGES))
-                    if (m.completed_ms or 0) >= since_ms]
-            return [end for m in ends if (end := _turn_end(conn, m)) is not None]
-
-        return self.read(query)
+        return self.look(session_id, since_ms=since_ms).ends
 
     def state(self, session_id: str) -> tuple[bool, str | None]:
         """(is a turn still open, the newest user message's id) — for busy checks and start confirmation."""
+        look = self.look(session_id, since_ms=None)
+        return look.open_turn, look.newest_user
 
-        def query(conn: sqlite3.Connection) -> tuple[bool, str | None]:
+    def look(self, session_id: str, *, since_ms: int | None = 0) -> SessionLook:
+        """The session's turns that ended at or after ``since_ms`` (None: none asked for) and whether a turn
+        is open, from ONE snapshot. A follower must not ask the two in separate reads: a turn that ends
+        between them reads as neither finished nor open, and its store write's hint is already spent."""
+
+        def query(conn: sqlite3.Connection) -> SessionLook:
             messages = _messages(conn, session_id, RECENT_MESSAGES)
             users = [m for m in messages if m.role == "user"]
-            return newest_turn_open(messages), users[-1].id if users else None
+            ended = [] if since_ms is None else [
+                m for m in turn_ends(messages) if (m.completed_ms or 0) >= since_ms
+            ]
+            return SessionLook(
+                ends=[end for m in ended if (end := _turn_end(conn, m)) is not None],
+                open_turn=newest_turn_open(messages),
+                newest_user=users[-1].id if users else None,
+            )
 
         return self.read(query)
 
