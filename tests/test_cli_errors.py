@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -196,3 +200,34 @@ def test_a_list_of_known_tiles_is_capped(tmp_path: Path) -> None:
     [line] = [ln for ln in result.err.splitlines() if "nosuch" in ln]
     assert len(line) < 400 and "(1990 more)" in line, line
 
+
+
+#: run as `python -c`: the ``baton`` script's own start, with the CLI's import held at one of its modules
+#: until a signal comes (so the Ctrl-C lands mid-import on every machine, not on a lucky timing)
+HELD_IMPORT = """
+import sys, time
+class Hold:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pipeline.commands.examples":
+            print("loading", flush=True)
+            time.sleep(60)
+        return None
+sys.meta_path.insert(0, Hold())
+from pipeline.launch import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_baton_is_still_loading_exits_130_without_a_traceback() -> None:
+    """Importing the CLI takes a noticeable moment; a Ctrl-C then printed a traceback (14 times out of 20
+    Ctrl-Cs sent 20–210 ms after `baton --help` started, before the ``baton`` script pointed at
+    :mod:`pipeline.launch`)."""
+    [script] = [e for e in entry_points(group="console_scripts") if e.name == "baton"]
+    assert script.value == "pipeline.launch:main"
+    proc = subprocess.Popen([sys.executable, "-c", HELD_IMPORT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "loading\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
