@@ -224,8 +224,11 @@ def test_ctrl_c_while_baton_is_still_loading_exits_130_without_a_traceback() -> 
     :mod:`pipeline.launch`)."""
     [script] = [e for e in entry_points(group="console_scripts") if e.name == "baton"]
     assert script.value == "pipeline.launch:main"
+    # as from a person's shell: Ctrl-C at its default (this test process may ignore it, and an ignored
+    # SIGINT is inherited: the in-process demo tests leave it ignored, as `baton demo` does on its way out)
     proc = subprocess.Popen([sys.executable, "-c", HELD_IMPORT], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     assert proc.stdout.readline() == "loading\n"
     proc.send_signal(signal.SIGINT)
