@@ -201,7 +201,6 @@ def test_a_list_of_known_tiles_is_capped(tmp_path: Path) -> None:
     assert len(line) < 400 and "(1990 more)" in line, line
 
 
-
 #: run as `python -c`: the ``baton`` script's own start, with the CLI's import held at one of its modules
 #: until a signal comes (so the Ctrl-C lands mid-import on every machine, not on a lucky timing)
 HELD_IMPORT = """
