@@ -11,6 +11,7 @@ BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import subprocess
@@ -78,9 +79,8 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
     expected = [f"from a: {answer}" for answer in source.expected(turns)]
     assert len(expected) == turns
     # every hand-off to arrive; if some never do, the report below says which (and the daemon's log)
-    deadline = time.monotonic() + 60 + turns
-    while len(messages(blog)) < turns and time.monotonic() < deadline:
-        time.sleep(0.05)
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: len(messages(blog)) >= turns, timeout=60 + turns, what="every hand-off to arrive")
     quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
     got = collections.Counter(messages(blog))
