@@ -9,7 +9,7 @@ engine and import nothing from :mod:`pipeline.engine` at run time. Plugins impor
 
 from __future__ import annotations
 
-from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
+from pipeline.plugin.agents import AgentAdapter, Emit, InputHolds, TargetState, TileContext
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
 from pipeline.plugin.hookspecs import RegisterAgent, RegisterSettings, RegisterTransform
 from pipeline.plugin.markers import hookimpl
@@ -32,6 +32,7 @@ __all__ = [
     "Delivery",
     "Emit",
     "HookRecord",
+    "InputHolds",
     "NoOptions",
     "Outcome",
     "PaneGone",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.pastes import InputHolds, shows_text
 from pipeline.plugin.transforms import NoOptions
 from pipeline.plugin.turns import ResolveStep, TurnEnd, TurnMark
 from pipeline.system import proc
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from pipeline.spool import HookRecord
     from pipeline.system.tmux import PaneInfo, Tmux
 
-__all__ = ["AgentAdapter", "Emit", "ResolveStep", "TargetState", "TileContext", "look_again",
+__all__ = ["AgentAdapter", "Emit", "InputHolds", "ResolveStep", "TargetState", "TileContext", "look_again",
            "pane_lookups_shared", "readiness_check"]
 
 Emit = Callable[[Completion], Awaitable[None]]
@@ -383,6 +384,23 @@ class AgentAdapter:
         """After a crash mid-delivery: does the agent show it took ``text`` as a prompt? True, False, or
         None when it cannot tell (then batonpass does not type it again: it never resends blindly)."""
         return None
+
+    async def input_holds(self, text: str) -> InputHolds | None:
+        """After a crash between a paste and its Enter: what the agent's input holds, compared with
+        ``text`` (the sanitized prompt batonpass pasted): ``"prompt"`` (that paste, as the text or as the
+        agent's placeholder for it: the dispatcher presses Enter once), ``"other"`` (a person's draft:
+        kept, waited for), ``"empty"``; None when the input cannot be read. By default the input line
+        :meth:`current_draft` reads, judged by :meth:`shows_paste`."""
+        draft = (await self.current_draft()).strip()
+        if not draft:
+            return "empty"
+        return "prompt" if self.shows_paste(draft, text) else "other"
+
+    def shows_paste(self, draft: str, text: str) -> bool:
+        """Whether the input line's ``draft`` is ``text`` pasted and not submitted. By default the text
+        drawn inline (:func:`pipeline.plugin.pastes.shows_text`); an agent that draws a long paste as a
+        placeholder adds its rule, with the count that must match (docs/agent-versions.md)."""
+        return shows_text(draft, text)
 
     async def resolve(self) -> list[ResolveStep]:
         """The chain from pane to answer, each step shown by ``baton resolve``."""

@@ -13,7 +13,7 @@ import re
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["BUSY_MARKERS", "dialog", "input_box", "screen_answer"]
+__all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "screen_answer"]
 
 BUSY_MARKERS = ("esc to interrupt",)
 _RULE = re.compile(r"^\s*─{3,}")
@@ -68,6 +68,21 @@ def input_box(screen: str) -> str | None:
             break
         parts.append(line)
     return "\n".join(p.strip() for p in parts).strip()
+
+
+#: a long paste in the input box (docs/agent-versions.md, "Pasted drafts"): ``[Pasted text #K +N lines]``,
+#: N the lines after the first; ``[Pasted text #K]`` for one line. K counts the session's pastes.
+_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
+
+
+def paste_placeholder(draft: str, text: str) -> bool:
+    """Whether the input box's ``draft`` is Claude Code's placeholder for pasting ``text`` (sanitized):
+    the lines after the first must match; K cannot be known after a restart, so any K does."""
+    m = _PLACEHOLDER.fullmatch(draft.strip())
+    if m is None:
+        return False
+    more = text.count("\n")
+    return int(m.group(1)) == more if m.group(1) is not None else more == 0
 
 
 def screen_answer(captured: str) -> str:

@@ -35,7 +35,7 @@ from plugins.codex.resolve import (
     default_codex_home,
     resolve_rollout,
 )
-from plugins.codex.screen import approval_prompt, composer_draft, strip_furniture
+from plugins.codex.screen import approval_prompt, composer_draft, paste_placeholder, strip_furniture
 from plugins.codex.turns import RolloutState, Turn
 from plugins.codex.usage import RolloutUsage
 
@@ -198,6 +198,9 @@ class CodexAdapter(RolloutFollowing):
             return composer_draft(await self.ctx.capture(escapes=True), self.placeholders) or ""
         except TmuxError:
             return ""
+
+    def shows_paste(self, draft: str, text: str) -> bool:
+        return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
     async def received(self, text: str) -> bool | None:
         """After a crash mid-delivery: the rollout knows whether ``text`` became a prompt."""

@@ -8,7 +8,7 @@ import re
 
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["approval_prompt", "composer_draft", "strip_furniture"]
+__all__ = ["approval_prompt", "composer_draft", "paste_placeholder", "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
 #: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
@@ -54,6 +54,17 @@ def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to d
                 return ""
         return "" if not text or any(text.startswith(p) for p in placeholders) else text
     return None
+
+
+#: a paste of more than 1000 characters in the composer (docs/agent-versions.md, "Pasted drafts")
+_PLACEHOLDER = re.compile(r"\[Pasted Content (\d+) chars\]")
+
+
+def paste_placeholder(draft: str, text: str) -> bool:
+    """Whether the composer's ``draft`` is Codex's placeholder for pasting ``text`` (sanitized): the
+    count is of the text's characters."""
+    m = _PLACEHOLDER.fullmatch(draft.strip())
+    return m is not None and int(m.group(1)) == len(text)
 
 
 def _dim(sgr: str) -> bool:

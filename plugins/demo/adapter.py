@@ -47,6 +47,16 @@ class DemoAdapter(TerminalAdapter):
         self._answers_by_turn: dict[str, dict[str, Any]] = {}
         self._open_turn: str | None = None
 
+    def draft(self, screen: str) -> str:
+        """The input line and the lines below it: the demo agent draws a pasted text's further lines there,
+        from the first column, and nothing else (a long paste may fill the screen below its input line)."""
+        lines = screen.rstrip("\n").split("\n")
+        at = next((i for i in range(len(lines) - 1, -1, -1)
+                   if self.input_line is not None and self.input_line.search(lines[i])), None)
+        if at is None:
+            return ""
+        return "\n".join([super().draft(lines[at]), *lines[at + 1:]]).strip()
+
     def _transcript(self, agent: proc.Proc) -> Path:
         return Path(transcript_dir()) / f"{agent.pid}.jsonl"
 

@@ -34,7 +34,7 @@ from plugins.opencode.resolve import (
     read_process,
     same_prompt,
 )
-from plugins.opencode.screen import input_draft, permission_prompt
+from plugins.opencode.screen import input_draft, paste_placeholder, permission_prompt
 
 __all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions", "input_draft"]
 
@@ -224,6 +224,9 @@ class OpenCodeAdapter(StoreFollowing):
 
     def draft(self, screen: str) -> str:
         return input_draft(screen, self.placeholders)
+
+    def shows_paste(self, draft: str, text: str) -> bool:
+        return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
     def waiting_for(self, screen: str) -> str | None:
         return permission_prompt(screen)

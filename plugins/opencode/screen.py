@@ -7,9 +7,11 @@ the only place that tells it: a ``△ Permission required`` panel over the input
 
 from __future__ import annotations
 
-from pipeline.plugin.tools import strip_ansi
+import re
 
-__all__ = ["input_draft", "permission_prompt"]
+from pipeline.plugin.tools import line_count, strip_ansi
+
+__all__ = ["input_draft", "paste_placeholder", "permission_prompt"]
 
 #: how many lines from the bottom the dialog is looked for (it is drawn over the input box)
 DIALOG_LINES = 30
@@ -33,6 +35,17 @@ def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) 
         box.append(stripped[1:].strip())
     text = "\n".join(reversed(box)).strip()
     return "" if any(text.startswith(p) for p in placeholders) else text
+
+
+#: a paste of 3 lines or more, or of one long line, in the input box (docs/agent-versions.md, "Pasted drafts")
+_PLACEHOLDER = re.compile(r"\[Pasted ~(\d+) lines?\]")
+
+
+def paste_placeholder(draft: str, text: str) -> bool:
+    """Whether the input box's ``draft`` is OpenCode's placeholder for pasting ``text`` (sanitized): the
+    count is of the text's lines."""
+    m = _PLACEHOLDER.fullmatch(draft.strip())
+    return m is not None and int(m.group(1)) == line_count(text)
 
 
 def permission_prompt(screen: str) -> str | None:

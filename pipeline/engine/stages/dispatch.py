@@ -30,13 +30,18 @@ from pipeline.system import proc
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
-__all__ = ["PromptDispatcher", "target_state", "type_prompt"]
+__all__ = ["PromptDispatcher", "submit_paste", "target_state", "type_prompt"]
 
 log = logging.getLogger("batonpass")
 
 WAIT_TICK_S = 0.2
 #: the window ``max_per_hour`` counts in
 HOUR_S = 3600.0
+#: what a target that cannot take a prompt yet is doing, for the log
+_WAITS_FOR = {"busy": "is busy (a turn runs, or it asks a person something)",
+              "draft": "has text in its input (a draft): it goes once that is sent or cleared"}
+#: after a restart, how long to wait before looking again for a prompt the target neither shows nor holds
+RECHECK_S = 0.5
 #: a held hand-off looks again at least this often (the journal may be changed under it, the clock set)
 HOLD_TICK_S = 60.0
 
@@ -60,9 +65,8 @@ async def type_prompt(adapter: AgentAdapter, text: str,
                       on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
     """Type ``text`` into the adapter's pane the one safe way, and watch for the turn to start.
 
-    Sanitize; paste as one unit; wait the adapter's submit delay; Enter; then wait up to the adapter's
-    ``confirm_timeout_s`` for it to show the turn started. Returns (confirmed, pane_id). Raises
-    :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
+    Sanitize; paste as one unit; wait the adapter's submit delay; Enter (:func:`submit_paste`). Returns
+    (confirmed, pane_id). Raises :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
     """
     clean = sanitize(text)
     if not clean:
@@ -72,6 +76,16 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     await ctx.tmux.paste(info.pane_id, clean)
     look_again()  # what follows looks at the pane as it is from now on
     await anyio.sleep(adapter.submit_delay_s)
+    return await submit_paste(adapter, clean, on_submit)
+
+
+async def submit_paste(adapter: AgentAdapter, clean: str,
+                       on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
+    """Press Enter on ``clean`` (sanitized), pasted into the adapter's input — by :func:`type_prompt`, or by
+    a run that died before its Enter — then wait up to the adapter's ``confirm_timeout_s`` for it to show
+    the turn started. Returns (confirmed, pane_id)."""
+    ctx = adapter.ctx
+    info = await ctx.pane()
     before = await adapter.snapshot()
     adapter.prompt_submitted(clean, time.time())
     if on_submit is not None:
@@ -228,7 +242,8 @@ class PromptDispatcher:
             waited = time.monotonic() - started
             if state in ("busy", "draft"):
                 if said != state:
-                    log.info("waiting     %s is %s; %s stays queued", prompt.target, state, prompt.key)
+                    log.info("waiting     %s %s; %s stays queued", prompt.target, _WAITS_FOR[state],
+                             prompt.key)
                     said = state
                 await anyio.sleep(WAIT_TICK_S)
                 continue
@@ -255,24 +270,48 @@ class PromptDispatcher:
 
     async def _settle_unsure(self, prompt: Prompt, adapter: AgentAdapter) -> Delivery | None:
         """A crash left this hand-off ``delivering``: look before typing. Returns the outcome if the target
-        settles it, or None when the prompt is not there and may be typed."""
+        settles it, or None when the prompt may be typed (again) once the target is ready.
+
+        The run that died may have stopped anywhere between its paste and the agent's turn: the agent's
+        records show the prompt (delivered); its input holds the paste, drawn as the text or as the
+        agent's placeholder for it (press Enter once); it holds something else (a person's draft: kept
+        until it is sent or cleared, then pasted); or nothing while the records say the prompt never
+        arrived (pasted again). Never a second copy on top of anything."""
+        clean = sanitize(prompt.text)
         received = await adapter.received(prompt.text)
         if received:
             log.info(
                 "confirmed   %s: %s already shows it (typed before a restart)", prompt.key, prompt.target
             )
             return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
-        draft = (await adapter.current_draft()).strip()
-        first = next((ln.strip() for ln in sanitize(prompt.text).split("\n") if ln.strip()), "")
-        if first and draft and first.startswith(draft[: len(first)]):
-            # pasted but not submitted before the crash: submit it, do not paste it twice
-            self.hops.expect(prompt.target, prompt.hop)
-            info = await adapter.ctx.pane()
-            await adapter.ctx.tmux.send_keys(info.pane_id, "Enter")
-            log.info("submitted   %s: the paste was waiting in %s's input", prompt.key, prompt.target)
-            return Delivery(prompt, "delivered", pane=info.pane_id, note="submitted a paste left by a crash")
-        if received is None:
+        holds = await adapter.input_holds(clean)
+        if holds == "prompt":
+            return await self._submit_left_paste(prompt, adapter, clean)
+        if received is None or holds is None:
             log.warning("unconfirmed %s: cannot tell whether %s got it before a restart; not typing it again",
                         prompt.key, prompt.target)
             return Delivery(prompt, "unconfirmed", error="outcome unknown after a restart; not retyped")
+        if holds == "other":
+            why = (f"{prompt.target}'s input holds text that is not this hand-off (a person's draft?); "
+                   "it is typed once that text is sent or cleared")
+            log.warning("kept        %s -> %s: %s", prompt.key, prompt.target, why)
+            self.notifier.kept(prompt.key, prompt.route, prompt.target, why)
+            return None
+        # empty: the agent's records may lag the Enter by a moment; look once more before pasting again
+        await anyio.sleep(RECHECK_S)
+        if await adapter.received(prompt.text):
+            log.info("confirmed   %s: %s shows it (typed before a restart)", prompt.key, prompt.target)
+            return Delivery(prompt, "delivered", note="confirmed on the target after a restart")
+        log.info("retyping    %s: %s neither shows it nor holds it (the run before died before its paste)",
+                 prompt.key, prompt.target)
         return None
+
+    async def _submit_left_paste(self, prompt: Prompt, adapter: AgentAdapter, clean: str) -> Delivery:
+        """The paste a dead run left in the target's input, unsubmitted: Enter once, as the run would have."""
+        self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
+        confirmed, pane_id = await submit_paste(
+            adapter, clean, on_submit=lambda: self.hops.expect(prompt.target, prompt.hop)
+        )
+        state: DeliveryState = "delivered" if confirmed else "unconfirmed"
+        log.info("submitted   %s: the paste was waiting in %s's input (%s)", prompt.key, prompt.target, state)
+        return Delivery(prompt, state, pane=pane_id, note="submitted a paste left by a crash")

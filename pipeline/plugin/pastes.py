@@ -1,0 +1,44 @@
+"""How an agent's input line shows a paste that was not submitted yet: the text itself, or a placeholder.
+
+After a crash between batonpass's paste and its Enter, the restarted daemon must tell its own paste from a
+person's draft (docs/agent-versions.md, "Pasted drafts"). Every real agent draws a long paste as a short
+placeholder (``[Pasted text #2 +8 lines]``); a short one is drawn as the text, wrapped and indented to fit
+the input box. This module compares what the input line shows with the text that was pasted; the
+placeholder rules are each adapter's (:meth:`pipeline.plugin.agents.AgentAdapter.shows_paste`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["InputHolds", "MIN_PARTIAL", "collapsed", "line_count", "shows_text"]
+
+#: what an agent's input holds, compared with a prompt batonpass pasted there: that ``prompt`` (as text or
+#: as the agent's placeholder for it), ``other`` text (a person's draft), or nothing (``empty``)
+InputHolds = Literal["prompt", "other", "empty"]
+
+#: a draft that shows only part of a long paste (an input box scrolled to its end) must show at least
+#: this many characters of it (whitespace ignored) to be taken for that paste, not for a person's words
+MIN_PARTIAL = 40
+
+
+def collapsed(text: str) -> str:
+    """``text`` without any whitespace: an input box re-wraps, indents and trims lines, never the rest."""
+    return "".join(text.split())
+
+
+def line_count(text: str) -> int:
+    """Lines of a pasted ``text`` (already sanitized: no trailing newline), as agents count them."""
+    return text.count("\n") + 1 if text else 0
+
+
+def shows_text(draft: str, text: str) -> bool:
+    """Whether the input line's ``draft`` is ``text`` drawn inline: the same characters once wrapping and
+    indentation are ignored — all of it, or (an input box showing a window of a long paste) a stretch of
+    at least :data:`MIN_PARTIAL` characters of it."""
+    shown, pasted = collapsed(draft), collapsed(text)
+    if not shown or not pasted:
+        return False
+    if shown == pasted:
+        return True
+    return len(shown) >= min(MIN_PARTIAL, len(pasted)) and shown in pasted
