@@ -350,10 +350,11 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def received(self, text: str) -> bool | None:
         """Whether one of the last prompts in the session's transcript is ``text`` (its paste wrapper
-        removed, SPEC §5.1); None when there is no transcript to tell."""
+        removed, SPEC §5.1); False when the session file names a session whose transcript does not exist
+        yet (Claude Code creates it with the first prompt); None when nothing can tell."""
         res = await self._resolve()
         if res.transcript is None:
-            return None
+            return False if res.session is not None else None
         try:
             prompts = await anyio.to_thread.run_sync(recent_prompts, res.transcript)
         except OSError:

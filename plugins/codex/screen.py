@@ -16,6 +16,8 @@ _ASKS = re.compile(r"^Would you like to .+\?$")
 _CONFIRM = "Press enter to confirm or esc to cancel"
 #: how many lines from the bottom an approval dialog is looked for
 DIALOG_LINES = 30
+#: how many lines from the bottom the input line is looked for (a pasted draft drawn inline is several)
+COMPOSER_LINES = 30
 
 
 def approval_prompt(screen: str) -> str | None:
@@ -33,15 +35,18 @@ def approval_prompt(screen: str) -> str | None:
 
 
 def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:
-    """The text in Codex's input line (``› …``), "" when it shows only the placeholder, None when no
-    input line is on the bottom of the screen (Codex starting, or a dialog open: an approval dialog's
-    selected answer, ``› 1. Yes, proceed (y)``, is drawn like an input line).
+    """The text in Codex's input line (``› …``) and its continuation lines (indented by two, down to the
+    blank line above the footer), "" when it shows only the placeholder, None when no input line is on the
+    bottom of the screen (Codex starting, or a dialog open: an approval dialog's selected answer,
+    ``› 1. Yes, proceed (y)``, is drawn like an input line).
 
     ``screen`` may carry SGR escapes (``capture -e``): the placeholder is drawn dim, which tells it apart
     from a draft whatever its wording (older versions pick a random example)."""
     if approval_prompt(screen) is not None:
         return None
-    for raw in reversed(screen.rstrip("\n").split("\n")[-12:]):
+    lines = screen.rstrip("\n").split("\n")[-COMPOSER_LINES:]
+    for at in range(len(lines) - 1, -1, -1):
+        raw = lines[at]
         plain = strip_ansi(raw).strip()
         if not plain.startswith("›"):
             continue
@@ -52,7 +57,14 @@ def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to d
                 break
             if _dim(m.group()):
                 return ""
-        return "" if not text or any(text.startswith(p) for p in placeholders) else text
+        if not text or any(text.startswith(p) for p in placeholders):
+            return ""
+        more = []
+        for line in (strip_ansi(ln) for ln in lines[at + 1:]):
+            if not line.strip() or not line.startswith("  "):
+                break
+            more.append(line.strip())
+        return "\n".join([text, *more])
     return None
 
 

@@ -25,7 +25,7 @@ from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TmuxError, Turn
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import proc
+from pipeline.plugin.tools import proc, sanitize
 from pipeline.plugin.usage import SessionUsage
 from plugins.opencode.follow import StoreFollowing
 from plugins.opencode.reader import OpenCodeStore, StoreError
@@ -224,6 +224,15 @@ class OpenCodeAdapter(StoreFollowing):
 
     def draft(self, screen: str) -> str:
         return input_draft(screen, self.placeholders)
+
+    async def received(self, text: str) -> bool | None:
+        """After a crash mid-delivery: one of the session's newest user messages in the store is ``text``
+        (the screen shows a long one as its placeholder); the screen only when no store or session says."""
+        prompts = await self._session_read(OpenCodeStore.recent_prompts)
+        if prompts is None:
+            return await super().received(text)
+        want = sanitize(text).strip()
+        return any(p.strip() == want for p in prompts)
 
     def shows_paste(self, draft: str, text: str) -> bool:
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)

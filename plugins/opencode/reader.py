@@ -328,6 +328,11 @@ class OpenCodeStore:
 
         return self.read(query)
 
+    def recent_prompts(self, session_id: str, count: int = 5) -> tuple[str, ...]:
+        """The texts of the session's newest ``count`` user messages, newest first (after a crash: did a
+        prompt arrive?)."""
+        return self.read(lambda conn: _prompts(conn, session_id, count)["recent_prompts"])
+
     def last_turn(self, session_id: str) -> TurnEnd | None:
         """The newest finished turn of the session (``baton extract``)."""
 

@@ -273,8 +273,11 @@ class TerminalAdapter(ScreenDialogs, AgentAdapter):
         except TmuxError:
             return None
         lines = screen.rstrip("\n").split("\n")
+        if self.input_line is None:  # the input is read by draft(): its lines are not a prompt shown above
+            shown = sum(ln.rstrip().endswith(tail) for ln in lines)
+            return shown > any(ln.rstrip().endswith(tail) for ln in self.draft(screen).split("\n"))
         draft_at = next((i for i in range(len(lines) - 1, max(len(lines) - 12, -1), -1)
-                         if self.input_line is not None and self.input_line.search(lines[i])), len(lines))
+                         if self.input_line.search(lines[i])), len(lines))
         return any(ln.rstrip().endswith(tail) for ln in lines[:draft_at])
 
     async def turn_started(self, before: TurnMark) -> bool:

@@ -1,0 +1,530 @@
+"""Stand-ins for Claude Code, Codex and OpenCode as TARGETS: real raw-mode programs in real panes that draw
+what the real TUIs draw, state by state, and write the agent's own files when they take a prompt.
+
+Each is a claim about its real agent, held to recordings of the real CLI by tests/test_standin_fidelity.py
+(the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
+long paste drawn as the agent's placeholder (docs/agent-versions.md, "Pasted drafts"), the busy line and
+the approval dialog. A paste is kept in the input until Enter — as in the real TUIs, never echoed as typed
+text — so a crash between a paste and its Enter leaves the target exactly as a real agent would.
+
+On Enter the stand-in writes the turn's start to the agent's files (Claude Code: ``sessions/<pid>.json``
+busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
+Codex: ``task_started`` and the ``UserMessage`` in a rollout it holds open; OpenCode: a user message and a
+step in its store), logs ``{"message": …}`` to ``--log``, works ``--work-s`` seconds and writes the answer.
+A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog until a key answers it.
+
+Run: ``python -m tests.fakes.agent_tui --agent claude --log FILE`` (in a tmux pane; ``CLAUDE_CONFIG_DIR``,
+``CODEX_HOME`` or ``XDG_DATA_HOME`` set as for the real agent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import termios
+import time
+import tty
+import uuid
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LOOKS", "agent_tui_command", "placeholder"]
+
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+APPROVAL = "NEEDS_APPROVAL"
+
+
+def placeholder(agent: str, text: str, count: int) -> str | None:
+    """What ``agent``'s input shows for a paste of ``text``, the ``count``-th of its session; None when the
+    text is drawn inline. The rules recorded from the pinned CLIs (docs/agent-versions.md)."""
+    lines = text.count("\n") + 1
+    if agent == "claude":
+        if lines >= 4 or len(text) > 800:
+            return f"[Pasted text #{count} +{lines - 1} lines]" if lines > 1 else f"[Pasted text #{count}]"
+    elif agent == "codex":
+        if len(text) > 1000:
+            return f"[Pasted Content {len(text)} chars]"
+    elif agent == "opencode":
+        if lines >= 3 or len(text) > 1000:
+            return f"[Pasted ~{lines} lines]"
+    return None
+
+
+def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
+    """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``)."""
+    return shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "tests.fakes.agent_tui",
+            "--agent",
+            agent,
+            "--log",
+            str(log),
+            "--work-s",
+            str(work_s),
+        ]
+    )
+
+
+# ---- what each agent draws -----------------------------------------------------------------------------
+
+
+class Look:
+    """One agent's screen: the rows above its input, the input with a draft, busy and dialog rows."""
+
+    comm = ""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        raise NotImplementedError
+
+    def dialog(self) -> list[str]:
+        raise NotImplementedError
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [text.split("\n")[0][: self.width - 4]]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [text[: self.width - 4]]
+
+
+class ClaudeLook(Look):
+    """Claude Code 2.1.332: ``❯`` between two rules, the footer says ``esc to interrupt`` while busy."""
+
+    comm = "claude"
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        rule = "\x1b[38;5;244m" + "─" * self.width + "\x1b[39m"
+        body = [f"❯ {draft[0]}" if draft else "❯ \x1b[7m \x1b[0m"] + [f"  {ln}" for ln in draft[1:]]
+        footer = (
+            "  \x1b[38;5;220m⏵⏵ auto mode on\x1b[38;5;246m (shift+tab to cycle) · "
+            + ("esc to interrupt · " if busy else "")
+            + "← for agents\x1b[39m"
+        )
+        above = ["\x1b[38;5;174m✢ Crystallizing… (1s · ↓ 9 tokens)\x1b[39m"] if busy else [""]
+        return [*above, " " * (self.width - 20) + "◐ medium · /effort", rule, *body, rule, footer]
+
+    def dialog(self) -> list[str]:
+        dashed = "╌" * self.width
+        return [
+            "─" * self.width,
+            " Tool use",
+            " │ Run a command",
+            dashed,
+            " Bash(touch APPROVAL_PROBE.txt)",
+            dashed,
+            "",
+            " Do you want to proceed?",
+            " ❯ No",
+            "   Yes",
+            "",
+            " Esc to cancel · Tab to amend",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f"❯ {text.split(chr(10))[0][: self.width - 4]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f"● {text[: self.width - 4]}", "", "✻ Worked for 1s", ""]
+
+
+class CodexLook(Look):
+    """Codex 0.171.0: ``›`` and the dim placeholder; ``• Working (… esc to interrupt)`` above while busy."""
+
+    comm = "codex"
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        line = (
+            f"\x1b[1m›\x1b[0m {draft[0]}"
+            if draft
+            else "\x1b[1m›\x1b[0m \x1b[2mAsk Codex to do anything\x1b[0m"
+        )
+        above = ["• Working (\x1b[2m0s • esc to interrupt\x1b[0m)", ""] if busy else ["", ""]
+        return [
+            *above,
+            line,
+            *[f"  {ln}" for ln in draft[1:]],
+            "",
+            "  \x1b[38;5;223mgpt-fake default\x1b[39m · /home/dev/api",
+            "  ← for agents · ? for shortcuts",
+        ]
+
+    def dialog(self) -> list[str]:
+        return [
+            "• Running touch APPROVAL_PROBE.txt",
+            "",
+            "  Would you like to run the following command?",
+            "",
+            "  $ touch APPROVAL_PROBE.txt",
+            "",
+            "› 1. Yes, proceed (y)",
+            "  2. No, and tell Codex what to do differently (esc)",
+            "",
+            "  Press enter to confirm or esc to cancel",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f"› {text.split(chr(10))[0][: self.width - 4]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f"• {text[: self.width - 4]}", ""]
+
+
+class OpenCodeLook(Look):
+    """OpenCode 1.18.33: a ``┃`` box over a ``╹▀▀▀`` border, its mode line inside; ``esc interrupt`` below."""
+
+    comm = "opencode"
+    box = 76
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        shown = draft or ['Ask anything… "Fix a TODO in the codebase"']
+        status = "   ⬝⬝⬝⬝⬝⬝⬝■  esc interrupt" if busy else "   /home/dev/web"
+        return [
+            "  ┃",
+            *[f"  ┃  {ln}" for ln in shown],
+            "  ┃",
+            "  ┃  Build · Fake Fake",
+            "  ╹" + "▀" * self.box,
+            status,
+        ]
+
+    def dialog(self) -> list[str]:
+        return [
+            "  ┃",
+            "  ┃  △ Permission required",
+            "  ┃    ← Access external directory /etc",
+            "  ┃",
+            "  ┃   Allow once   Allow always   Reject            ⇆ select  enter confirm",
+            "  ┃",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return ["  ┃", f"  ┃  {text.split(chr(10))[0][: self.width - 8]}", "  ┃", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f"     {text[: self.width - 8]}", "", "     ▣  Build · Fake · 0.2s", ""]
+
+
+LOOKS: dict[str, type[Look]] = {"claude": ClaudeLook, "codex": CodexLook, "opencode": OpenCodeLook}
+
+
+# ---- the files each agent writes ------------------------------------------------------------------------
+
+
+class ClaudeFiles:
+    """``sessions/<pid>.json`` and the transcript, as 2.1.332 writes them (docs/agent-versions.md)."""
+
+    def __init__(self) -> None:
+        self.config = Path(os.environ["CLAUDE_CONFIG_DIR"])
+        self.session, self.cwd = str(uuid.uuid4()), os.getcwd()
+        with open("/proc/self/stat") as f:
+            self.proc_start = f.read().rsplit(")", 1)[1].split()[19]
+        self.started = int(time.time() * 1000)
+        folder = (
+            self.config / "projects" / "".join(c if c.isalnum() and c.isascii() else "-" for c in self.cwd)
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        (self.config / "sessions").mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.transcript = folder / f"{self.session}.jsonl"
+        self.parent: str | None = None
+        self.status("idle")
+
+    def status(self, status: str) -> None:
+        path = self.config / "sessions" / f"{os.getpid()}.json"
+        now = time.time_ns() // 1_000_000
+        data = {
+            "pid": os.getpid(),
+            "sessionId": self.session,
+            "cwd": self.cwd,
+            "startedAt": self.started,
+            "procStart": self.proc_start,
+            "version": "2.1.332",
+            "kind": "interactive",
+            "entrypoint": "cli",
+            "status": status,
+            "updatedAt": now,
+            "statusUpdatedAt": now,
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+
+    def write(self, *objs: dict[str, Any]) -> None:
+        lines = []
+        for obj in objs:
+            me = str(uuid.uuid4())
+            stamp = (
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+            )
+            lines.append(
+                json.dumps(
+                    {
+                        "parentUuid": self.parent,
+                        "isSidechain": False,
+                        "uuid": me,
+                        "timestamp": stamp,
+                        "sessionId": self.session,
+                        "cwd": self.cwd,
+                        "version": "2.1.332",
+                        **obj,
+                    }
+                )
+                + "\n"
+            )
+            self.parent = me
+        with open(self.transcript, "a", encoding="utf-8") as f:
+            f.write("".join(lines))
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        self.status("busy")
+        if as_placeholder:  # what the real CLI sends the model for a long paste
+            tag = uuid.uuid4().hex[:4]
+            text = f'\n\n<pasted_content id="{tag}">\n{text}\n</pasted_content id="{tag}">\n'
+        self.write(
+            {"type": "user", "promptId": str(uuid.uuid4()), "message": {"role": "user", "content": text}}
+        )
+
+    def waiting(self) -> None:
+        self.status("waiting")
+
+    def answer(self, text: str) -> None:
+        msg = f"msg_{uuid.uuid4().hex[:12]}"
+        self.write(
+            {
+                "type": "assistant",
+                "requestId": f"req_{msg}",
+                "message": {
+                    "id": msg,
+                    "model": "claude-opus-4-8",
+                    "role": "assistant",
+                    "stop_reason": "end_turn",
+                    "content": [{"type": "text", "text": text}],
+                },
+            },
+            {"type": "system", "subtype": "turn_duration", "durationMs": 100},
+        )
+        self.status("idle")
+
+
+class CodexFiles:
+    """A rollout held open for the life of the process, as ``codex --no-daemon`` 0.171.0 holds it."""
+
+    def __init__(self) -> None:
+        from tests.codex_standins import iso, uuid7
+
+        self.iso = iso
+        now = time.time()
+        self.thread = uuid7(now)
+        local = time.localtime(now)
+        folder = Path(os.environ["CODEX_HOME"]) / "sessions" / time.strftime("%Y/%m/%d", local)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"rollout-{time.strftime('%Y-%m-%dT%H-%M-%S', local)}-{self.thread}.jsonl"
+        self.file = open(folder / name, "ab")  # noqa: SIM115 - held open for the life of the process
+        self.turn = ""
+        self.write(
+            {
+                "type": "session_meta",
+                "payload": {
+                    "id": self.thread,
+                    "timestamp": iso(now),
+                    "cwd": os.getcwd(),
+                    "originator": "codex-tui",
+                    "source": "cli",
+                },
+            }
+        )
+
+    def write(self, *records: dict[str, Any]) -> None:
+        stamp = self.iso(time.time())
+        self.file.write("".join(json.dumps({"timestamp": stamp, **r}) + "\n" for r in records).encode())
+        self.file.flush()
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        self.turn = f"turn-{uuid.uuid4().hex[:12]}"
+        self.write(
+            {"type": "event_msg", "payload": {"type": "task_started", "turn_id": self.turn}},
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "item_completed",
+                    "turn_id": self.turn,
+                    "item": {"type": "UserMessage", "content": [{"type": "text", "text": text}]},
+                },
+            },
+        )
+
+    def waiting(self) -> None:
+        """Codex writes nothing for an approval request (docs/agent-versions.md): the screen says it."""
+
+    def answer(self, text: str) -> None:
+        self.write(
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "item_completed",
+                    "turn_id": self.turn,
+                    "item": {"type": "AgentMessage", "content": [{"type": "Text", "text": text}]},
+                },
+            },
+            {
+                "type": "event_msg",
+                "payload": {"type": "task_complete", "turn_id": self.turn, "last_agent_message": text},
+            },
+        )
+
+
+class OpenCodeFiles:
+    """The session's rows in ``$XDG_DATA_HOME/opencode/opencode.db``, as 1.18.33 writes them."""
+
+    def __init__(self) -> None:
+        from tests.fakes.opencode_store import StoreWriter
+
+        self.store = StoreWriter(Path(os.environ["XDG_DATA_HOME"]) / "opencode" / "opencode.db")
+        self.session, self.step = "", ""
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        if not self.session:  # made with the first prompt, as the TUI does
+            self.session = self.store.session(os.getcwd())
+        user = self.store.user(self.session, text)
+        self.step = self.store.step(self.session, user)
+
+    def waiting(self) -> None:
+        """OpenCode keeps the tool part ``running`` (docs/agent-versions.md): the screen says it."""
+
+    def answer(self, text: str) -> None:
+        self.store.finish(self.session, self.step, texts=(text,))
+
+
+FILES = {"claude": ClaudeFiles, "codex": CodexFiles, "opencode": OpenCodeFiles}
+
+
+# ---- the terminal loop ----------------------------------------------------------------------------------
+
+
+class Stand:
+    """The stand-in's state: what scrolled by, what its input holds, busy or asking."""
+
+    def __init__(self, agent: str, log: str, work_s: float) -> None:
+        size = shutil.get_terminal_size((120, 40))
+        self.agent, self.look = agent, LOOKS[agent](size.columns)
+        self.height = size.lines
+        self.log, self.work_s = log, work_s
+        self.files: Any = FILES[agent]()
+        self.history: list[str] = [f" {self.look.comm} stand-in", ""]
+        self.text = ""  # what the input holds: typed keys and pastes
+        self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
+        self.count = 0  # the session's pastes
+
+    def draw(self, *, busy: bool = False, dialog: bool = False) -> None:
+        bottom = self.look.dialog() if dialog else self.look.input(self.draft_lines(), busy)
+        rows = (self.history + bottom)[-self.height :]
+        rows = [""] * (self.height - len(rows)) + rows
+        sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(rows))
+        sys.stdout.flush()
+
+    def draft_lines(self) -> list[str]:
+        shown = self.text
+        for text, mark in self.pastes:
+            shown = shown.replace(text, mark, 1)
+        return shown.split("\n") if shown else []
+
+    def paste(self, text: str) -> None:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.count += 1
+        mark = placeholder(self.agent, text, self.count)
+        if mark is not None:
+            self.pastes.append((text, mark))
+        self.text += text
+
+    def submit(self) -> None:
+        message, long_paste = self.text, bool(self.pastes)
+        self.text, self.pastes = "", []
+        if not message.strip():
+            self.draw()
+            return
+        with open(self.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"t": time.time(), "message": message}) + "\n")
+        self.history += self.look.prompt_row(message)
+        self.files.prompt(message, long_paste)
+        self.draw(busy=True)
+        if APPROVAL in message:
+            self.files.waiting()
+            self.draw(dialog=True)
+            os.read(sys.stdin.fileno(), 64)  # any key answers it, as Enter on the selected choice does
+            if isinstance(self.files, ClaudeFiles):
+                self.files.status("busy")
+            self.draw(busy=True)
+        time.sleep(self.work_s)  # shapes the scenario: the agent works this long
+        answer = f"answer to: {message[:60]}".replace("\n", " ")
+        self.files.answer(answer)
+        self.history += self.look.answer_rows(answer)
+        self.draw()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="agent_tui")
+    ap.add_argument("--agent", choices=sorted(LOOKS), required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--work-s", type=float, default=0.2)
+    args = ap.parse_args(argv)
+    with open("/proc/self/comm", "w") as f:
+        f.write(LOOKS[args.agent].comm)
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    sys.stdout.write("\x1b[?2004h")
+    stand = Stand(args.agent, args.log, args.work_s)
+    stand.draw()
+    pending, pasting, pasted = b"", False, b""
+    try:
+        while True:
+            data = os.read(fd, 65536)
+            if not data:
+                return 0
+            pending += data
+            while pending:
+                if pasting:
+                    end = pending.find(PASTE_END)
+                    if end < 0:
+                        pasted, pending = pasted + pending, b""
+                        break
+                    stand.paste((pasted + pending[:end]).decode("utf-8", "replace"))
+                    pending, pasting, pasted = pending[end + len(PASTE_END) :], False, b""
+                    stand.draw()
+                    continue
+                if pending.startswith(PASTE_START):
+                    pending, pasting = pending[len(PASTE_START) :], True
+                    continue
+                if PASTE_START.startswith(pending):
+                    break  # the rest of a start marker is still to come
+                byte, pending = pending[:1], pending[1:]
+                if byte == b"\r":
+                    stand.submit()
+                elif byte in (b"\x03", b"\x04"):
+                    return 0
+                elif byte == b"\x15":  # Ctrl-U: the input cleared
+                    stand.text, stand.pastes = "", []
+                    stand.draw()
+                elif byte == b"\x1b":
+                    pending = pending.lstrip(b"[O0123456789;ABCDHF~")
+                elif byte >= b" " or byte == b"\n":
+                    raw = byte
+                    while pending and 0x80 <= pending[0] < 0xC0:
+                        raw, pending = raw + pending[:1], pending[1:]
+                    stand.text += raw.decode("utf-8", "replace")
+                    stand.draw()
+    finally:
+        sys.stdout.write("\x1b[?2004l")
+        sys.stdout.flush()
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

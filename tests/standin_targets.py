@@ -1,0 +1,55 @@
+"""Stand-in agents as hand-off targets, in real panes: the one place that starts them with the environment
+their adapter reads (the daemon side gets the same variables: :meth:`StandinTarget.env`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import REPO, TmuxServer, demo_agent_command, messages, wait_for
+from tests.fakes.agent_tui import agent_tui_command
+
+__all__ = ["TARGETS", "StandinTarget"]
+
+#: every target the fault matrix and the recovery tests hand off to
+TARGETS = ("demo", "claude", "codex", "opencode")
+
+_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME"}
+
+
+class StandinTarget:
+    """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex or OpenCode
+    stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in order."""
+
+    def __init__(
+        self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1
+    ) -> None:
+        self.server, self.agent = server, agent
+        self.log = tmp / f"{name}.jsonl"
+        self.home = tmp / f"{name}-{agent}-home"
+        self.cwd = tmp / f"{name}-project"
+        self.cwd.mkdir(exist_ok=True)
+        if agent == "demo":
+            self.pane = server.new_pane(demo_agent_command(name, work_s=work_s, log=self.log), cwd=self.cwd)
+            wait_for(lambda: "demo❯" in server.capture(self.pane), what="the demo agent")
+        else:
+            self.pane = server.new_pane(
+                agent_tui_command(agent, self.log, work_s=work_s),
+                cwd=self.cwd,
+                env={**self.env(), "PYTHONPATH": str(REPO)},
+            )
+            wait_for(lambda: "stand-in" in server.capture(self.pane), what=f"the {agent} stand-in")
+
+    @property
+    def tile(self) -> dict[str, str]:
+        return {"pane": self.pane, "agent": self.agent}
+
+    def env(self) -> dict[str, str]:
+        """What the daemon needs to find this agent's files (none for the demo agent)."""
+        return {_HOME[self.agent]: str(self.home)} if self.agent in _HOME else {}
+
+    def apply_env(self) -> None:
+        os.environ.update(self.env())
+
+    def messages(self) -> list[str]:
+        return messages(self.log)
