@@ -1,11 +1,17 @@
-"""The fault matrix: `baton run` killed with SIGKILL around every turn end, for each adapter reading files.
+"""The fault matrix: `baton run` killed with SIGKILL around every turn end, for each adapter reading files —
+as the source of the hand-offs, and as their target.
 
-One test body, parametrized over the source agents of tests/fault_sources.py (Claude Code, Codex and OpenCode
-stand-ins writing their files as the recorded ones, and the demo agent). Each turn is begun, finished a random
+As a source: one test body, parametrized over the source agents of tests/fault_sources.py (Claude Code, Codex
+and OpenCode stand-ins writing their files as the recorded ones, and the demo agent). Each turn is begun, finished a random
 moment later, and the daemon is killed at a random moment before, during or after that end, down for a while,
 and started again. What counts is what reached the target (a demo agent's own log): every turn exactly once,
 and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS (default 30) sets the turns,
 BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
+
+As a target: the Claude Code, Codex and OpenCode stand-ins of tests/fakes/agent_tui.py, which draw a long
+paste as their real agent's placeholder and keep it in their input until Enter. Besides kills at random
+moments, the daemon is killed in the window between a paste and its Enter: the test watches the target's
+screen from outside and kills the moment the paste shows. What counts is what the target took as prompts.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import pytest
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.cli_run import json_lines
 from tests.conftest import TmuxServer, messages, quiet_for, wait_for
-from tests.fault_sources import SOURCES
+from tests.fault_sources import SOURCES, DemoSource
+from tests.standin_targets import StandinTarget
 from tests.test_faults import start_agent, wait_followed, write_config
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
@@ -142,3 +149,83 @@ def test_a_turn_ended_while_down_is_handed_off_if_younger_than_catch_up_s_else_s
         [sys.executable, "-m", "pipeline.cli", "history"], capture_output=True, text=True
     ).stdout
     assert "skipped" in shown and "catch_up_s=15" in shown
+
+
+#: the hand-off is long enough that every real agent draws it as a placeholder (docs/agent-versions.md)
+PADDING = "\n".join(f"context {k}: what the reviewer should keep in mind about part {k} of the change"
+                     for k in range(14))
+
+
+def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
+    """Kill ``daemon`` the moment ``pane`` shows a paste in its input (an agent's placeholder): between the
+    paste and its Enter. False when no paste showed within ``timeout`` (the daemon is killed anyway)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "[Pasted" in server.capture(pane):
+            daemon.kill()
+            return True
+        time.sleep(0.01)  # shapes the scenario: how often the screen is looked at (tmux answers in ~2 ms)
+    daemon.kill()
+    return False
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode"])
+def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
+    agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turns = int(os.environ.get("BATON_FAULT_TURNS", "30"))
+    seed = int(os.environ.get("BATON_FAULT_SEED") or random.randrange(1 << 32))
+    print(f"target {agent}: BATON_FAULT_SEED={seed}")
+    rng = random.Random(seed)
+    started = time.monotonic()
+    source = DemoSource(tmux_server, tmp_path)
+    target = StandinTarget(tmux_server, tmp_path, agent, work_s=0.05)
+    for key, value in target.env().items():
+        monkeypatch.setenv(key, value)  # the daemon finds the target's files where the stand-in writes them
+    template = "from a: {response}\n" + PADDING
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"a": source.tile, "b": target.tile},
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": template}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    at_paste = 0
+    for i in range(turns):
+        source.begin(i)
+        fault = rng.random()
+        if fault < 0.35:  # between the paste and its Enter
+            source.finish(i)
+            at_paste += kill_at_paste(tmux_server, target.pane, daemon)
+        elif fault < 0.7:  # at a random moment around the turn's end and its hand-off
+            time.sleep(rng.uniform(0.0, 0.9))  # shapes the scenario: the moment of the kill
+            daemon.kill()
+            source.finish(i)
+        else:
+            source.finish(i)
+            continue
+        time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+        daemon.start()
+    expected = [f"from a: {answer}\n{PADDING}" for answer in source.expected(turns)]
+    assert len(expected) == turns
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: len(target.messages()) >= turns, timeout=60 + 2 * turns, what="every hand-off")
+    quiet_for(1.5, "a repeated hand-off")
+    assert daemon.stop() == 0
+    got = collections.Counter(target.messages())
+    lost = [m.split("\n")[0] for m in expected if got[m] == 0]
+    duplicated = {m.split("\n")[0]: n for m, n in got.items() if n > 1}
+    stray = [m[:80] for m in got if m not in expected]
+    report = (
+        f"fault matrix, target {agent}: turns={turns} kills={daemon.kills} at_paste={at_paste} "
+        f"lost={len(lost)} duplicated={len(duplicated)} seed={seed} runtime={time.monotonic() - started:.0f}s"
+    )
+    print(report)
+    assert lost == [] and duplicated == {} and stray == [], (
+        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
+    )
+    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
+    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
+    assert at_paste >= turns // 10, f"the run should have been killed between paste and Enter: {report}"
