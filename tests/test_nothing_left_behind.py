@@ -11,10 +11,12 @@ exited unexpectedly"). Stopping the server (SIGSTOP) for a moment makes "tmux is
 from __future__ import annotations
 
 import os
+import pty
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -107,6 +109,20 @@ def test_a_process_killed_with_a_command_on_its_way_takes_its_control_client_wit
     stop_server_and_check(tmux_server)
 
 
+def start_daemon(config: Path, err: Path) -> subprocess.Popen[bytes]:
+    """``baton run`` in a session (and process group) of its own, as a shell starts a job; once running."""
+    with err.open("w") as errs:
+        daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config)],
+                                  stdout=subprocess.DEVNULL, stderr=errs, cwd=REPO, start_new_session=True)
+    try:
+        wait_for(lambda: "running:" in err.read_text() or daemon.poll() is not None, what="baton run")
+    finally:
+        if daemon.poll() is None and "running:" not in err.read_text():
+            os.killpg(daemon.pid, signal.SIGKILL)
+    assert daemon.poll() is None, err.read_text()
+    return daemon
+
+
 def test_a_daemon_killed_around_hand_offs_again_and_again_leaves_nothing_attached(
     tmux_server: TmuxServer, tmp_path: Path
 ) -> None:
@@ -122,14 +138,8 @@ def test_a_daemon_killed_around_hand_offs_again_and_again_leaves_nothing_attache
                           [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}], max_hops=2)
     server = psutil.Process(server_pid(tmux_server))
     for i in range(kills):
-        err = tmp_path / f"daemon-{i}.err"
-        with err.open("w") as errs:  # a session (and process group) of its own, as a shell gives a job
-            daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config)],
-                                      stdout=subprocess.DEVNULL, stderr=errs, cwd=REPO,
-                                      start_new_session=True)
+        daemon = start_daemon(config, tmp_path / f"daemon-{i}.err")
         try:
-            wait_for(lambda: "running:" in err.read_text() or daemon.poll() is not None, what="baton run")
-            assert daemon.poll() is None, err.read_text()
             wait_for(lambda: control_clients(tmux_server), what="the daemon's control-mode client")
             tmux_server.type(a, f"task {i}")  # a hands off to b, b back to a, until max_hops
             time.sleep(rng.uniform(0.0, 1.0))  # shapes the scenario: the kill lands mid hand-off
@@ -152,3 +162,50 @@ def test_a_daemon_killed_around_hand_offs_again_and_again_leaves_nothing_attache
                       f"{describe(control_clients(tmux_server))}")
     assert any(m.startswith("task") for m in messages(blog)), "no hand-off happened between the kills"
     stop_server_and_check(tmux_server)
+
+
+def test_a_board_killed_while_tmux_is_busy_leaves_nothing_attached(tmux_server: TmuxServer,
+                                                                  tmp_path: Path) -> None:
+    """``baton status --watch`` talks to tmux over the same control-mode connection: killed with SIGKILL
+    while tmux owes it a reply, it takes its client with it. It runs in a terminal of its own (a pty), not
+    in a pane of that server: there, its pane closing would end the session its client is attached to."""
+    shell = tmux_server.new_pane()
+    config = tmp_path / "routes.yaml"
+    config.write_text(f'version: 1\ntiles:\n  sh: {{pane: "{shell}", agent: shell}}\nroutes: []\n')
+    main, terminal = pty.openpty()
+    board = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "-L", tmux_server.socket, "-c",
+                              str(config), "status", "--watch"], stdin=terminal, stdout=terminal,
+                             stderr=terminal, cwd=REPO, start_new_session=True,
+                             env={**os.environ, "BATON_BOARD_LOOK_S": "0.1", "NO_COLOR": "1"})
+    os.close(terminal)
+    drain = threading.Thread(target=_read_until_closed, args=(main,), daemon=True)
+    drain.start()
+    try:
+        wait_for(lambda: control_clients(tmux_server), what="the board's control-mode client")
+        server = psutil.Process(server_pid(tmux_server))
+        server.suspend()
+        try:
+            time.sleep(0.5)  # shapes the scenario: the board's next look is written and waits, unread
+            board.kill()
+            board.wait(timeout=10)
+        finally:
+            server.resume()
+    finally:
+        if board.poll() is None:
+            board.kill()
+            board.wait()
+        drain.join(timeout=10)
+    wait_for(lambda: not control_clients(tmux_server), timeout=10,
+             what=f"the board's control client to end with it:\n{describe(control_clients(tmux_server))}")
+    stop_server_and_check(tmux_server)
+
+
+def _read_until_closed(fd: int) -> None:
+    """Drain a pty's main side (what the board draws) so the board never blocks on its terminal."""
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
