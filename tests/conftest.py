@@ -8,6 +8,7 @@ deadline, never by fixed sleeps (the one exception, checking that nothing more h
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -18,11 +19,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from pipeline.system.tmux import Tmux, remove_socket_file
 
 REPO = Path(__file__).resolve().parent.parent
+#: the socket names of this run's TmuxServers (``tmux -L``); the end-of-suite check looks for these
+SOCKET_PREFIX = f"baton-test-{os.getpid()}-"
+#: set in every process this run starts (a tmux server keeps the environment it started with), so the
+#: end-of-suite check finds what this run left behind, and nothing of another run beside it
+RUN_MARK = "BATON_TEST_RUN"
+os.environ[RUN_MARK] = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 #: recorded agent files, part of the suite (see tests/fixtures/README.md); nothing reads outside the repo
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -92,7 +100,7 @@ class TmuxServer:
     """A private tmux server for one test."""
 
     def __init__(self, tmp: Path) -> None:
-        self.socket = f"baton-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.socket = f"{SOCKET_PREFIX}{uuid.uuid4().hex[:8]}"
         self.tmux = Tmux(socket_name=self.socket, config_file="/dev/null")
         self.tmp = tmp
         self._sessions = 0
@@ -231,6 +239,64 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 def messages(path: Path) -> list[str]:
     return [r["message"] for r in read_log(path) if "message" in r]
+
+
+def _ours(proc: psutil.Process, cmdline: str) -> bool:
+    """A tmux process of a test's server, or a tmux or batonpass process this run started."""
+    if SOCKET_PREFIX in cmdline:
+        return True
+    if proc.name().startswith("tmux") or "pipeline.cli" in cmdline or "/baton " in f"{cmdline} ":
+        return proc.environ().get(RUN_MARK) == os.environ[RUN_MARK]
+    return False
+
+
+def left_behind() -> dict[psutil.Process, list[str]]:
+    """Live tmux and batonpass processes this run started (pytest itself aside), with their arguments."""
+    found = {}
+    for proc in psutil.process_iter():
+        try:
+            args = proc.cmdline()
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if _ours(proc, " ".join(args)):
+                found[proc] = args
+        except psutil.Error:
+            continue
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite leaves no tmux server, client or socket behind, nor a batonpass process: what it finds
+    (its own only) is listed, ended and removed, and the run fails."""
+    deadline = time.monotonic() + 5.0  # a server killed by the last test may take a moment to go
+    while (procs := left_behind()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    names = {f"baton-demo-{os.getpid()}"}  # the demo, run in this process
+    for args in procs.values():  # and every server name a process left behind was given
+        names |= {value for flag, value in zip(args, args[1:], strict=False) if flag == "-L"}
+    folder = Tmux(socket_name="x").socket_file.parent
+    sockets = sorted(p for p in folder.glob("*") if p.name.startswith(SOCKET_PREFIX) or p.name in names)
+    if not procs and not sockets:
+        return
+    lines = []
+    clients_first = sorted(procs.items(), key=lambda item: "attach-session" not in item[1])
+    for proc, args in clients_first:
+        lines.append(f"  process {proc.pid}: {' '.join(args)[:160]}")
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+            proc.wait(timeout=5)
+    for path in sockets:
+        lines.append(f"  socket {path}")
+        remove_socket_file(path)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", "the test run left these behind (now ended and removed)", red=True)
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line, red=True)
+        else:
+            print(line, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # hypothesis: quick in CI; `HYPOTHESIS_PROFILE=fuzz pytest tests/test_hostile_input.py` for the long run

@@ -2,7 +2,8 @@
 
 Two daemons on one journal race for the same turn ends, and with tiles on several hosts the target host's
 daemon would take the source's record of a hand-off for its own and drop the message as a duplicate. The
-lock dies with its process (SIGKILL included), so a crash never blocks the restart.
+lock dies with its process (SIGKILL included), so a crash never blocks the restart; so does its tmux
+control-mode client, which would otherwise be left attached to the server.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.conftest import TmuxServer, demo_agent_command
+from tests.conftest import TmuxServer, demo_agent_command, wait_for
 from tests.test_faults import write_config
 
 pytestmark = [pytest.mark.tmux]
@@ -22,6 +24,13 @@ pytestmark = [pytest.mark.tmux]
 def second_run(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config), *extra],
                           capture_output=True, text=True, timeout=60)
+
+
+def alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_a_second_daemon_on_the_same_state_folder_is_refused_and_a_killed_one_leaves_no_lock(
@@ -42,7 +51,11 @@ def test_a_second_daemon_on_the_same_state_folder_is_refused_and_a_killed_one_le
         assert "Traceback" not in out.stderr
     assert first.proc.poll() is None  # the first one is untouched
 
+    attached = [c for c in psutil.Process(first.proc.pid).children() if "attach-session" in c.cmdline()]
+    assert attached, "the daemon talks to tmux over a control-mode client"
     first.kill()  # SIGKILL: no clean-up ran
+    # nor does its control-mode client outlive it (it would keep `tmux kill-server` from ending)
+    wait_for(lambda: not any(alive(c) for c in attached), what="the killed daemon's client to end with it")
     again = daemon_factory(config)
     again.start()
     again.wait_running()

@@ -22,17 +22,31 @@ How it behaves, and why:
   command connects again, to the new server if there is one. Failed connections back off (up to 30 s).
 - It uses raw pipes and ``anyio.wait_readable``/``wait_writable``, so it runs under any event loop; a call
   from another event loop than the one that connected starts a fresh connection. The client process lives
-  in its own session (a Ctrl-C meant for ``baton`` does not reach it) and exits when its stdin closes, so it
-  never outlives this process, and never keeps a server alive: ``kill-server`` and ``exit-empty`` end it.
+  in its own session (a Ctrl-C meant for ``baton`` does not reach it), so a signal to ``baton``'s process
+  group does not reach it either.
+- It never outlives this process, however this process ends. The end of its stdin is not enough: the tmux
+  server (3.3) reads a control client's stdin and writes its stdout itself, and when it has a reply or a
+  notification to write after the reader is gone (a ``kill -9`` that lands while a command is on its way,
+  or while tmux is busy), the write fails, the output stays queued, and tmux waits for it to drain before
+  it lets the client exit: forever. The client then lives on (parent 1), and ``kill-server`` never
+  finishes either (the server waits for its last client and refuses every new one: "server exited
+  unexpectedly"). So on Linux the client is started with ``PR_SET_PDEATHSIG`` = SIGKILL: it dies with the
+  thread that started it, which is this event loop's thread (a connection belongs to one event loop), and
+  tmux drops a client whose process is gone at once. A clean close still ends it by its stdin
+  (:func:`_stop`), killing it if it lingers.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+import signal
 import subprocess
+import sys
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -132,7 +146,7 @@ class ControlClient:
             # command racing that short-lived server would see it without the pane: "can't find pane")
             proc = subprocess.Popen([*self.base, "-N", "-C", "attach-session", "-f", "ignore-size,no-output"],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    env=env, start_new_session=True)
+                                    env=env, start_new_session=True, preexec_fn=_dies_with(os.getpid()))
         except OSError as exc:
             self._failed()
             raise ControlUnavailable(str(exc)) from None
@@ -304,13 +318,35 @@ class ControlClient:
         return line
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _dies_with(parent: int) -> Callable[[], None] | None:
+    """For ``preexec_fn`` (Linux): the child gets SIGKILL when the thread that forked it ends, and ends at
+    once if ``parent`` is already gone (it died before the ``prctl`` took effect). Elsewhere: None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Close the client's stdin (it detaches and exits) and reap it; kill it if it lingers."""
+    """Close the client's stdin (it detaches and exits) and reap it; kill it if it lingers. Its stdout
+    stays open until then: tmux may still be writing to it, and a write that fails keeps it waiting."""
     try:
         if proc.stdin is not None:
             proc.stdin.close()
-        if proc.stdout is not None:
-            proc.stdout.close()
     except OSError:
         pass
     try:
@@ -321,3 +357,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             pass
+    try:
+        if proc.stdout is not None:
+            proc.stdout.close()
+    except OSError:
+        pass
