@@ -25,8 +25,10 @@ import pytest
 from pipeline.engine.config import Tile
 from pipeline.plugin.agents import TileContext
 from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
 from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, wait_for
+from tests.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.e2e_claude import make_claude_home
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
@@ -353,3 +355,29 @@ async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees
             "801 chars": True,
         }
     assert await adapter.received("PASTE-Z: never typed") is False
+
+
+def test_real_claude_code_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+        tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path, claude_api: ClaudeAPI,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment the real Claude Code shows the hand-off as ``[Pasted text #1 +N
+    lines]`` in its input, then started again: it recognises its own paste, presses Enter once, and the
+    prompt is in the transcript exactly once (tests/crash_at_paste.py)."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    home = make_claude_home(tmp_path, api_url=claude_api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1])
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home.config))  # where the daemon finds its files
+    pane = tmux_server.new_pane(home.shell_command(), cwd=home.project, width=120, height=40)
+    tmux_server.type(pane, "claude")
+    wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
+             what="Claude Code's input box and session file")
+
+    def holds_paste() -> bool:
+        return (input_box(tmux_server.capture(pane)) or "").startswith("[Pasted text #")
+
+    def prompts() -> list[str]:
+        return [unwrap_paste(c) for t in home.transcripts() for c in user_contents(t)]
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "claude"}, LONG_TEMPLATE,
+                          holds_paste, prompts, marker="CLAUDE-1")
+    assert note == "submitted a paste left by a crash"
