@@ -387,22 +387,23 @@ async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _P
     progress.where = where = target.where(info.pane_id)
     journaled = target.name or info.pane_id
 
-    def refuse(why: str) -> int:
+    def refuse(why: str, hint: str = "") -> int:
         record.start(journaled, text, "failed", why)
-        print(f"baton send: not typing into {where}: {why}; nothing was typed", file=sys.stderr)
+        then = f"; {hint}" if hint else ""
+        print(f"baton send: not typing into {where}: {why}; nothing was typed{then}", file=sys.stderr)
         return 1
 
+    force = "--force types into whatever runs there"
     agent, running = _running(info, setup.registries)
     expected = target.tile.agent
     if expected == "auto" and not agent and not args.force:
-        return refuse(f"no agent runs there ({running}: a shell would run the text as a command); "
-                      "--agent NAME names the one expected, --force types into whatever runs there")
+        return refuse(f"no agent runs there ({running}: a shell would run the text as a command)",
+                      f"--agent NAME names the agent expected, {force}")
     adapter = _adapter((agent or "terminal") if expected == "auto" else expected, ctx, setup.registries)
     state = await _ready(adapter, args.wait)
     if state == "absent":
         if not args.force:
-            return refuse(f"no {adapter.name} agent runs there ({running}); --force types into whatever "
-                          "runs there")
+            return refuse(f"no {adapter.name} agent runs there ({running})", force)
         adapter = _adapter(agent or "terminal", ctx, setup.registries)
         state = await _ready(adapter, args.wait)
     if state == "gone":
@@ -411,8 +412,8 @@ async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _P
         waited = f" after --wait {args.wait:g}s" if args.wait else ""
         for_whom = f" ({ctx.waiting_for})" if state == "busy" and ctx.waiting_for else ""
         doing = "is busy with a turn" if state == "busy" else "holds a draft in its input (a person typing?)"
-        hint = "" if args.wait else "; --wait SECONDS waits for it"
-        return refuse(f"the {adapter.name} agent {doing}{for_whom}{waited}{hint}")
+        return refuse(f"the {adapter.name} agent {doing}{for_whom}{waited}",
+                      "" if args.wait else "--wait SECONDS waits for it")
     return await _type(adapter, text, journaled, where, progress, record)
 
 
@@ -447,9 +448,9 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
             progress.said = True
             return 1
     if result is None:  # a second Ctrl-C cut the typing short
-        left = ("the text was pasted and its Enter may not have gone out: look at the pane"
-                if progress.submitting else "the text may wait, unsubmitted, in its input: clear it or press "
-                "Enter there")
+        submitted = "the text was pasted and its Enter sent or on its way; no turn seen yet: look at the pane"
+        pasted = "the text may wait, unsubmitted, in its input: clear it or press Enter there"
+        left = submitted if progress.submitting else pasted
         record.end("unconfirmed", f"baton send was interrupted while typing: {left}", "")
         print(f"baton send: interrupted while typing into {where}: {left}", file=sys.stderr)
         progress.said = True
