@@ -45,14 +45,15 @@ def history(*args: str) -> list[dict]:
 # ---- a pane without the agent expected is refused: nothing typed ----------------------------------------
 
 
-@pytest.mark.parametrize("declared", [True, False], ids=["tile-declares-claude", "no-routes-yaml"])
-@pytest.mark.parametrize("agent", [[], ["--agent", "claude"]], ids=["auto", "agent-flag"])
-@pytest.mark.parametrize("by_tile_name", [False, True], ids=["by-pane", "by-tile-name"])
+@pytest.mark.parametrize(("declared", "agent", "by_tile_name"), [
+    (True, [], False), (True, ["--agent", "claude"], False),
+    (True, [], True), (True, ["--agent", "claude"], True),
+    (False, [], False), (False, ["--agent", "claude"], False),
+], ids=["tile-pane", "tile-pane-agent-flag", "tile-name", "tile-name-agent-flag", "bare-pane",
+        "bare-pane-agent-flag"])
 def test_send_into_a_bare_shell_is_refused_and_types_nothing(tmux_server: TmuxServer, tmp_path: Path,
                                                             declared: bool, agent: list[str],
                                                             by_tile_name: bool) -> None:
-    if by_tile_name and not declared:
-        pytest.skip("a tile's name needs the routes.yaml that declares it")
     shell = shell_ready(tmux_server)
     if declared:
         write_routes(tmp_path, tmux_server.socket, {"rev": {"pane": shell, "agent": "claude"}})
@@ -149,6 +150,35 @@ def test_a_draft_is_not_typed_over(tmux_server: TmuxServer, tmp_path: Path) -> N
                                                                "--wait")
     assert "demo❯ half a thought" in tmux_server.capture(pane) and messages(log) == []
     assert [r["state"] for r in history("--tile", "rev")] == ["failed"]
+
+
+def test_wait_types_once_the_draft_is_cleared(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``--wait``: the dispatcher's wait for a draft to go, then the same one way of typing."""
+    log = tmp_path / "rev.jsonl"
+    pane = start_agent(tmux_server, log, "rev")
+    write_routes(tmp_path, tmux_server.socket, {"rev": {"pane": pane, "agent": "demo"}})
+    tmux_server.type(pane, "ab", enter=False)
+    wait_for(lambda: "demo❯ ab" in tmux_server.capture(pane), what="the person's draft")
+    send = subprocess.Popen([*BATON, "send", "rev", "hello", "--wait", "60"], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env=_env(None))
+    try:
+        wait_for(lambda: _control_clients(tmux_server), what="baton send looking at the pane")
+        assert messages(log) == []  # the draft is there: it waits
+        tmux_server.run("send-keys", "-t", pane, "BSpace", "BSpace")
+        out, err = send.communicate(timeout=30)
+    finally:
+        if send.poll() is None:
+            send.kill()
+            send.wait()
+    assert send.returncode == 0 and "the agent started a turn" in out, (out, err)
+    wait_for(lambda: messages(log) == ["hello"], what="the text, typed once the draft was gone")
+
+
+def test_a_tile_whose_pane_is_gone_says_so(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    shell_ready(tmux_server)
+    write_routes(tmp_path, tmux_server.socket, {"rev": {"pane": "%99", "agent": "demo"}})
+    baton("send", "rev", "hello", cwd=tmp_path).one_line_error(1, "baton send: tile rev: ", "%99")
 
 
 # ---- resolve takes a tile's name ---------------------------------------------------------------------------

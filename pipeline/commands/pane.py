@@ -139,8 +139,9 @@ def _setup(args: argparse.Namespace) -> _Setup | None:
     config, ok = load_optional(args, registries)
     if not ok:
         return None
-    other_server = (args.socket or args.socket_path) and (config is None or args.socket_path
-                                                          or args.socket != config.tmux.socket_name)
+    # -L/-S naming another server than routes.yaml's: a %N there is not a tile's pane
+    other_server = config is not None and (args.socket_path is not None or args.socket not in (
+        None, config.tmux.socket_name))
     tiles = {} if config is None or other_server else dict(config.tiles)
     return _Setup(registries, config, tmux_for(args, config), tiles)
 
@@ -275,8 +276,9 @@ class _SendRecord:
         self._write(lambda j: j.record_routing(Completion(tile=SEND_ROUTE, turn_id=self.turn_id),
                                                [(prompt, SEND_ROUTE, target, state, why)]))
 
-    def end(self, state: HandoffState, note: str, pane: str) -> None:
-        self._write(lambda j: j.set_state(self.key, state, note=note, pane=pane, attempt=True))
+    def end(self, state: HandoffState, *, note: str = "", error: str | None = None,
+            pane: str | None = None) -> None:
+        self._write(lambda j: j.set_state(self.key, state, note=note, error=error, pane=pane, attempt=True))
 
     def close(self) -> None:
         if self._journal is not None:
@@ -383,12 +385,16 @@ async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _P
                 record: _SendRecord) -> int:
     target = await find_target(args.pane, args.agent, setup, strict=True)
     ctx = TileContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
-    info = await ctx.pane()
+    try:
+        info = await ctx.pane()
+    except PaneGone as exc:  # a tile's pane: say whose
+        raise PaneGone(f"tile {target.name}: {exc}" if target.name else str(exc)) from None
     progress.where = where = target.where(info.pane_id)
     journaled = target.name or info.pane_id
 
     def refuse(why: str, hint: str = "") -> int:
         record.start(journaled, text, "failed", why)
+        progress.said = True
         then = f"; {hint}" if hint else ""
         print(f"baton send: not typing into {where}: {why}; nothing was typed{then}", file=sys.stderr)
         return 1
@@ -443,7 +449,7 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
         try:
             result = await type_prompt(adapter, text, on_submit=submitting)
         except TmuxError as exc:
-            record.end("failed", f"tmux: {exc}", "")
+            record.end("failed", error=f"tmux: {exc}")
             print(f"baton send: typing into {where} failed: {exc}", file=sys.stderr)
             progress.said = True
             return 1
@@ -451,13 +457,13 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
         submitted = "the text was pasted and its Enter sent or on its way; no turn seen yet: look at the pane"
         pasted = "the text may wait, unsubmitted, in its input: clear it or press Enter there"
         left = submitted if progress.submitting else pasted
-        record.end("unconfirmed", f"baton send was interrupted while typing: {left}", "")
+        record.end("unconfirmed", note=f"baton send was interrupted while typing: {left}")
         print(f"baton send: interrupted while typing into {where}: {left}", file=sys.stderr)
         progress.said = True
         return 130
     confirmed, pane_id = result
     seen = "the agent started a turn" if confirmed else "the agent did not show a new turn yet"
-    record.end("delivered" if confirmed else "unconfirmed", "" if confirmed else seen, pane_id)
+    record.end("delivered" if confirmed else "unconfirmed", note="" if confirmed else seen, pane=pane_id)
     progress.said = True
     typed = sanitize(text)
     if progress.presses:
