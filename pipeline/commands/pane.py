@@ -308,7 +308,7 @@ class _Progress:
     typing: anyio.CancelScope | None = None
     #: the Enter that submits the paste is on its way
     submitting: bool = False
-    #: what was said and the exit status, once it ended
+    #: its outcome was said (the one line a Ctrl-C must not add to)
     said: bool = False
 
     def nothing_typed(self) -> str:
@@ -403,7 +403,7 @@ async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _P
     agent, running = _running(info, setup.registries)
     expected = target.tile.agent
     if expected == "auto" and not agent and not args.force:
-        return refuse(f"no agent runs there ({running}: a shell would run the text as a command)",
+        return refuse(f"no agent runs there ({running}; a shell would run the text as a command)",
                       f"--agent NAME names the agent expected, {force}")
     adapter = _adapter((agent or "terminal") if expected == "auto" else expected, ctx, setup.registries)
     state = await _ready(adapter, args.wait)
