@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -143,17 +142,28 @@ def _parser() -> argparse.ArgumentParser:
                     help="how long each demo turn works, 0 to 10 seconds (default 1.0)")
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
 
-    sp = cmd("send", _send, "hand text to a pane exactly as the dispatcher does")
-    sp.add_argument("pane", type=pane_target, help="%%N, session:window.pane or title:NAME")
+    target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
+    sp = cmd("send", _command("pane:send_command"), "hand text to a tile's agent exactly as the dispatcher "
+             "does: refused (exit 1, nothing typed) when the pane is gone, busy, holds a draft or runs no "
+             "agent of the kind expected")
+    sp.add_argument("pane", type=pane_target, help=target_help)
     sp.add_argument("text", help="the text (up to 8 MB), or - to read standard input")
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
-                    help="the agent in the pane (default: from its process tree)")
+                    help="the agent expected in a pane no tile declares (default: found from its process "
+                    "tree; a pane with no agent is refused); a tile's pane expects the tile's agent")
+    sp.add_argument("--wait", type=bounded_float(0.0, 86400.0), default=0.0, metavar="SECONDS",
+                    help="wait up to SECONDS while the agent is busy or holds a draft, as the dispatcher "
+                    "does (default 0: refuse at once)")
+    sp.add_argument("--force", action="store_true",
+                    help="type even when the pane runs no agent of the kind expected: types into whatever "
+                    "program runs in the pane (a shell runs the text as a command)")
 
     sp = cmd("resolve", _command("pane:resolve_command"),
              "run the resolution chain for one pane and show every step")
-    sp.add_argument("pane", type=pane_target, help="%%N, session:window.pane or title:NAME")
+    sp.add_argument("pane", type=pane_target, help=target_help)
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
-                    help="the agent in the pane (default: from its process tree)")
+                    help="read the pane with this agent's adapter (default: the tile's agent, else found "
+                    "from the pane's process tree)")
     json_flag(sp, "the steps")
 
     sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
@@ -274,43 +284,6 @@ def _demo(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
             print(progress.stopped(), flush=True)
     return status
-
-
-def _send(args: argparse.Namespace) -> int:
-    from pipeline.commands.pane import (
-        InputTooLarge,
-        adapter_for,
-        check_size,
-        pane_setup,
-        read_input,
-        send_text,
-    )
-
-    try:
-        if args.text == "-":
-            text = read_input(sys.stdin, "standard input")
-        else:
-            check_size(len(os.fsencode(args.text)), "the text")
-            text = args.text
-    except InputTooLarge as exc:
-        print(f"baton send: {exc}", file=sys.stderr)
-        return 1
-    if not text.strip():
-        print(f"baton send: {'standard input' if args.text == '-' else 'the text'} is empty: nothing to type",
-              file=sys.stderr)
-        return 1
-    setup = pane_setup(args)
-    if setup is None:
-        return 1
-
-    async def send() -> int:
-        return await send_text(await adapter_for(args.pane, args.agent, *setup), text)
-
-    try:
-        return anyio.run(send)
-    except ValueError as exc:
-        print(f"baton send: {exc}", file=sys.stderr)
-        return 1
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -155,7 +155,7 @@ def test_check_json_and_version_and_a_late_verbose_flag(tmp_path: Path) -> None:
 
 def test_send_reports_what_it_typed_after_sanitizing(tmux_server: TmuxServer) -> None:
     pane = shell_ready(tmux_server)
-    result = baton("send", pane, "echo \x1b[31mred\x07", "-L", tmux_server.socket)
+    result = baton("send", pane, "echo \x1b[31mred\x07", "--agent", "shell", "-L", tmux_server.socket)
     assert result.status == 0, result
     assert re.search(r"sent 8 chars to %\d+ \(shell\)", result.out + result.err), result
     wait_for(lambda: "\nred" in tmux_server.capture(pane), what="the sanitized command's output")

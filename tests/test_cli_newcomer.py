@@ -267,7 +267,7 @@ def test_a_value_taken_for_an_option_is_named_with_the_way_to_write_it(args: lis
 def test_text_that_starts_with_a_dash_is_sent_after_double_dash(tmux_server: TmuxServer) -> None:
     """The way the error above names works: ``baton send %N -- -hello``."""
     shell = shell_ready(tmux_server)
-    result = baton("send", "-L", tmux_server.socket, shell, "--", "-hello")
+    result = baton("send", "-L", tmux_server.socket, "--agent", "shell", shell, "--", "-hello")
     assert result.status == 0, result
     wait_for(lambda: "-hello: command not found" in tmux_server.capture(shell), what="bash running -hello")
 

@@ -36,12 +36,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("baton demo --keep", "leave its tmux server to look at (tmux -L <name> attach)"),
     ],
     "send": [
-        ('baton send %3 "review src/auth.py"', "type it into pane %3 as baton run would"),
-        ('baton send title:reviewer "go on" --agent claude', "only if Claude Code runs there"),
-        ("git diff | baton send reviewer:0.1 -", "the text from standard input"),
+        ('baton send reviewer "review src/auth.py"', "type it into tile reviewer's agent as baton run would"),
+        ('baton send %3 "go on" --agent claude', "only if Claude Code runs in pane %3 (no tile declares it)"),
+        ("git diff | baton send reviewer - --wait 60", "from standard input, once the agent is free"),
+        ('baton send %4 "make test" --agent shell', "a command for the shell in pane %4"),
     ],
     "resolve": [
-        ("baton resolve %3", "which agent, session and transcript pane %3 holds"),
+        ("baton resolve coder", "which agent, session and transcript tile coder's pane holds"),
+        ("baton resolve %3", "the same for pane %3"),
         ("baton resolve title:coder --json", "the same for the pane titled coder, as JSON"),
         ("tmux display -p '#{pane_id}'", "(inside tmux: the id of the pane you are in)"),
     ],

@@ -1,13 +1,44 @@
 """``baton send`` and ``baton resolve``: one pane, looked at or typed into exactly as the daemon does.
 
+Which pane, and which agent is expected there: a tile's name (from routes.yaml: ``./routes.yaml`` or
+``-c FILE``) names the tile's pane and its agent; a pane (``%N``, ``session:window.pane``, ``title:NAME``)
+that is a tile's pane — the same target, or one tmux resolves to the same ``%N`` — expects that tile's
+agent too. ``--agent`` names the agent of a pane no tile declares; a ``send --agent`` that contradicts the
+tile's is bad usage (exit 2; ``resolve --agent`` only reads, so it reads with the adapter named). Without
+either, the agent is found from the pane's process tree. The tiles count only on routes.yaml's own tmux
+server (``-L``/``-S`` naming another leaves them out).
+
+``send`` is the dispatcher's delivery: its checks (:func:`~pipeline.engine.stages.dispatch.target_state`:
+gone, then no agent of that kind, then the adapter's own busy/draft) and its one way of typing
+(:func:`~pipeline.engine.stages.dispatch.type_prompt`). A pane that is gone, runs no agent of the kind
+expected (a bare shell would run the text as a command; a pane with no agent at all, when none is named),
+is busy or holds a draft is refused: one line, exit 1, nothing typed. ``--wait SECONDS`` waits for a busy
+agent or a draft as the dispatcher does. Only ``--force`` types into whatever runs there.
+
+Each send that found its pane is journaled as a hand-off of route ``send`` (source ``send``, target the
+tile's name or the ``%N``): ``failed`` with the reason when refused; when typed, recorded ``unconfirmed``
+("stopped before it knew") *before* the paste — a send killed mid-way leaves that, never a hand-off the
+daemon would type again after a restart — and then ``delivered`` or ``unconfirmed``. A journal that cannot
+be written is said in one line and the send goes on: the record is history, not the delivery's guard.
+
+Ctrl-C (exit 130) says in one line whether anything was typed. Once the paste has begun, a first Ctrl-C
+lets the Enter that submits it go out (a paste is never left half done in an agent's input) and the turn's
+confirmation end (at most the adapter's ``confirm_timeout_s``); a second one stops at once, saying what may
+be left in the pane.
+
 Text from outside (an argument, standard input, a file) is capped at :data:`MAX_INPUT_BYTES` before
 anything else happens, so a runaway pipe is refused instead of filling a pane."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sqlite3
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import IO
 
 import anyio
@@ -15,21 +46,41 @@ import anyio
 from pipeline.commands.options import MAX_INPUT_BYTES
 from pipeline.commands.server import load_optional, tmux_for
 from pipeline.commands.table import json_text
-from pipeline.engine.config import Tile
-from pipeline.engine.stages.dispatch import type_prompt
+from pipeline.engine.config import Config, Tile
+from pipeline.engine.hosts import local_host, tile_host
+from pipeline.engine.journal import HandoffState, Journal, default_journal_path
+from pipeline.engine.stages.dispatch import WAIT_TICK_S, target_state, type_prompt
 from pipeline.engine.tiles import identify_agent
-from pipeline.plugin.agents import AgentAdapter, TileContext
+from pipeline.plugin.agents import (
+    AgentAdapter,
+    TargetState,
+    TileContext,
+    look_again,
+    pane_lookups_shared,
+    readiness_check,
+)
+from pipeline.plugin.events import Completion, Prompt
 from pipeline.plugin.manager import Registries, load_registries
-from pipeline.plugin.turns import ResolveStep
 from pipeline.system.text import sanitize
-from pipeline.system.tmux import Tmux
+from pipeline.system.tmux import PaneGone, PaneInfo, Tmux, TmuxError
 
-__all__ = ["InputTooLarge", "adapter_for", "check_size", "pane_setup", "read_input", "resolve_command",
-           "send_text"]
+__all__ = ["SEND_ROUTE", "InputTooLarge", "PaneTarget", "TargetError", "check_size", "find_target",
+           "read_input", "resolve_command", "send_command"]
+
+#: the route (and source) a send is journaled under: ``baton history --route send``
+SEND_ROUTE = "send"
 
 
 class InputTooLarge(ValueError):
     """More text than batonpass types into a pane."""
+
+
+class TargetError(Exception):
+    """The target named cannot be used as asked; ``status`` is the exit status (2: bad usage)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def read_input(stream: IO[bytes] | IO[str], what: str) -> str:
@@ -52,60 +103,376 @@ def check_size(size: int, what: str) -> None:
         )
 
 
-async def adapter_for(pane: str, agent: str, registries: Registries, tmux: Tmux) -> AgentAdapter:
-    """The adapter for the agent in ``pane``: ``agent``, or found from its process tree for ``auto``.
-    An unknown agent name raises :class:`~pipeline.plugin.registry.UnknownName` before tmux is asked."""
-    cls = None if agent == "auto" else registries.agents.get(agent)
-    ctx = TileContext(name=pane, tile=Tile(pane=pane, agent=agent), tmux=tmux)
-    if cls is None:
-        cls = registries.agents.get(identify_agent((await ctx.pane()).pid, registries.agents))
-    return cls(ctx)
+# ---- which pane, which agent ----------------------------------------------------------------------------
 
 
-async def send_text(adapter: AgentAdapter, text: str, out: Callable[..., object] = print) -> int:
-    """Type ``text`` if the pane runs the adapter's agent; 1 (and nothing typed) when it does not."""
-    state = await adapter.target_state()
-    pane = adapter.ctx.tile.pane
-    if state in ("absent", "gone"):
-        why = f"no {adapter.name} agent runs there" if state == "absent" else "no such pane"
-        print(f"baton send: not typing into {pane}: it is {state} ({why})", file=sys.stderr)
-        return 1
-    typed = sanitize(text)
-    confirmed, pane_id = await type_prompt(adapter, text)
-    removed = len(text) - len(typed)
-    out(f"sent {len(typed)} chars to {pane_id} ({adapter.name})"
-        + (f", {removed} control chars removed" if removed else "") + ": "
-        + ("the agent started a turn" if confirmed else "typed; the agent did not show a new turn yet"))
-    return 0
+@dataclass(frozen=True)
+class PaneTarget:
+    """What a one-pane command was pointed at: the tile it belongs to, if any, and the agent expected."""
+
+    given: str
+    #: the tile's name, or None for a pane no tile declares
+    name: str | None
+    #: the tile (for a pane no tile declares, one made up for it), its ``agent`` the one expected there
+    tile: Tile
+
+    def where(self, pane_id: str) -> str:
+        """``%3 (tile rev)``, ``%3 (work:0.1)`` or ``%3``: the pane, as the person will recognise it."""
+        label = f"tile {self.name}" if self.name else (self.given if self.given != pane_id else "")
+        return f"{pane_id} ({label})" if label else pane_id
 
 
-def pane_setup(args: argparse.Namespace) -> tuple[Registries, Tmux] | None:
-    """(registries, tmux) for a one-pane command, or None when routes.yaml is named or found and broken."""
+@dataclass(frozen=True)
+class _Setup:
+    registries: Registries
+    config: Config | None
+    tmux: Tmux
+    #: routes.yaml's tiles, when the tmux server asked is routes.yaml's own
+    tiles: dict[str, Tile]
+
+
+def _setup(args: argparse.Namespace) -> _Setup | None:
+    """What a one-pane command needs; None when routes.yaml is named or found and broken (said already)."""
     registries = load_registries()
     if args.agent != "auto":
         registries.agents.get(args.agent)  # an unknown name: one line from main(), before anything else
     config, ok = load_optional(args, registries)
-    return (registries, tmux_for(args, config)) if ok else None
+    if not ok:
+        return None
+    # -L/-S naming another server than routes.yaml's: a %N there is not a tile's pane
+    other_server = config is not None and (args.socket_path is not None or args.socket not in (
+        None, config.tmux.socket_name))
+    tiles = {} if config is None or other_server else dict(config.tiles)
+    return _Setup(registries, config, tmux_for(args, config), tiles)
+
+
+def _looks_like_pane(target: str) -> bool:
+    return target.startswith(("%", "title:")) or ":" in target
+
+
+async def find_target(given: str, agent: str, setup: _Setup, *, strict: bool) -> PaneTarget:
+    """The tile ``given`` names or whose pane it is, and the agent expected there. ``agent`` is
+    ``--agent`` (``auto`` when not given); one that contradicts the tile's is a :class:`TargetError`
+    (status 2) when ``strict``, else it wins. Raises :class:`~pipeline.system.tmux.TmuxError` when
+    ``given`` is no tile and tmux knows no such pane."""
+    config, tiles, here = setup.config, setup.tiles, local_host()
+    name: str | None = None
+    if given in tiles:
+        name, tile = given, tiles[given]
+        if tile_host(tile, here) != here:
+            raise TargetError(f"tile {given} is on host {tile.host}: its pane is on that machine; run baton "
+                              "there")
+    else:
+        try:
+            info = await setup.tmux.resolve(given)
+        except PaneGone as exc:
+            raise PaneGone(_no_such_target(given, exc, config, tiles, setup.tmux)) from None
+        found = await _tile_of(info, given, tiles, setup.tmux)
+        name, tile = found if found else (None, Tile(pane=given, agent="auto"))
+    if name is not None and tile.agent != "auto" and agent not in ("auto", tile.agent):
+        if strict:
+            raise TargetError(f"--agent {agent} contradicts tile {name}'s agent {tile.agent} in "
+                              f"{config.path if config else 'routes.yaml'}: leave --agent out", status=2)
+    elif name is not None and tile.agent != "auto":
+        agent = tile.agent
+    return PaneTarget(given, name, tile.model_copy(update={"agent": agent}))
+
+
+async def _tile_of(info: PaneInfo, given: str, tiles: dict[str, Tile],
+                   tmux: Tmux) -> tuple[str, Tile] | None:
+    """The tile (of this host) whose pane is ``info``: named as ``given`` is, or resolving to its ``%N``."""
+    here = {n: t for n, t in tiles.items() if tile_host(t, local_host()) == local_host()}
+    for name, tile in here.items():
+        if tile.pane == given:
+            return name, tile
+    for name, tile in here.items():
+        try:
+            if (await tmux.resolve(tile.pane)).pane_id == info.pane_id:
+                return name, tile
+        except TmuxError:  # that tile's pane is not there: it is not this one
+            continue
+    return None
+
+
+def _no_such_target(given: str, exc: PaneGone, config: Config | None, tiles: dict[str, Tile],
+                    tmux: Tmux) -> str:
+    """tmux's "no such pane", and for a word that reads as a tile's name, which tiles there are."""
+    if _looks_like_pane(given):
+        return str(exc)
+    if config is None:
+        return (f"no pane {given} on {tmux.describe()}, and no routes.yaml here declares a tile "
+                "(-c FILE names one)")
+    if given in config.tiles:
+        return (f"tile {given} of {config.path} is on its own tmux server "
+                f"({Tmux(config.tmux.socket_name).describe()}), not on {tmux.describe()}")
+    names = ", ".join(sorted(tiles)) or "none"
+    return f"no tile {given!r} in {config.path} (tiles: {names}) and no pane {given} on {tmux.describe()}"
+
+
+def _adapter(agent: str, ctx: TileContext, registries: Registries) -> AgentAdapter:
+    return registries.agents.get(agent)(ctx)
+
+
+def _running(info: PaneInfo, registries: Registries) -> tuple[str, str]:
+    """(the agent found in the pane's process tree, or "" for none; a few words on what runs there)."""
+    found = identify_agent(info.pid, registries.agents)
+    agent = "" if found == "shell" else found
+    running = f"it runs {info.current_command or 'an unknown program'}"
+    return agent, running + (f", a {agent} agent" if agent else "")
+
+
+# ---- resolve --------------------------------------------------------------------------------------------
 
 
 def resolve_command(args: argparse.Namespace) -> int:
     """``baton resolve``: every step of the resolution chain; 1 when one stopped it."""
-    setup = pane_setup(args)
+    setup = _setup(args)
     if setup is None:
         return 1
 
-    async def resolve() -> tuple[AgentAdapter, list[ResolveStep]]:
-        adapter = await adapter_for(args.pane, args.agent, *setup)
-        return adapter, await adapter.resolve()
+    async def resolve() -> tuple[PaneTarget, AgentAdapter, list]:
+        target = await find_target(args.pane, args.agent, setup, strict=False)
+        ctx = TileContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
+        agent = target.tile.agent
+        if agent == "auto":
+            agent = identify_agent((await ctx.pane()).pid, setup.registries.agents)
+        adapter = _adapter(agent, ctx, setup.registries)
+        return target, adapter, await adapter.resolve()
 
-    adapter, steps = anyio.run(resolve)
+    try:
+        target, adapter, steps = anyio.run(resolve)
+    except TargetError as exc:
+        print(f"baton resolve: {exc}", file=sys.stderr)
+        return exc.status
     ok = all(s.ok for s in steps)
+    pane = target.tile.pane if target.name == target.given else target.given
     if args.json:
-        print(json_text({"pane": args.pane, "agent": adapter.name, "ok": ok,
+        print(json_text({"pane": pane, "tile": target.name, "agent": adapter.name, "ok": ok,
                          "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value}
                                    for s in steps]}))
     else:
-        print(f"{args.pane}: agent {adapter.name}")
+        print(f"{pane}: agent {adapter.name}" + (f" (tile {target.name})" if target.name else ""))
         for s in steps:
             print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
     return 0 if ok else 1
+
+
+# ---- send -----------------------------------------------------------------------------------------------
+
+
+class _SendRecord:
+    """The send's hand-off in the journal (route ``send``). A journal that cannot be written is said once
+    and not tried again."""
+
+    def __init__(self) -> None:
+        self.turn_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        self.key = f"{SEND_ROUTE}@{self.turn_id}"
+        self._journal: Journal | None = None
+        self._broken = False
+
+    def start(self, target: str, text: str, state: HandoffState, why: str) -> None:
+        """The record, in one transaction (``record_routing`` writes a hand-off in the state given)."""
+        prompt = Prompt(SEND_ROUTE, SEND_ROUTE, target, text, self.turn_id, 0)
+        self._write(lambda j: j.record_routing(Completion(tile=SEND_ROUTE, turn_id=self.turn_id),
+                                               [(prompt, SEND_ROUTE, target, state, why)]))
+
+    def end(self, state: HandoffState, *, note: str = "", error: str | None = None,
+            pane: str | None = None) -> None:
+        self._write(lambda j: j.set_state(self.key, state, note=note, error=error, pane=pane, attempt=True))
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+
+    def _write(self, do: Callable[[Journal], None]) -> None:
+        if self._broken:
+            return
+        try:
+            if self._journal is None:
+                self._journal = Journal()
+            do(self._journal)
+        except (sqlite3.Error, OSError) as exc:
+            self._broken = True
+            print(f"baton send: not recorded in the journal {default_journal_path()}: {exc}", file=sys.stderr)
+
+
+@dataclass
+class _Progress:
+    """How far a send got, for what a Ctrl-C says."""
+
+    #: the pane, once found (``%3 (tile rev)``)
+    where: str = ""
+    #: Ctrl-C presses seen
+    presses: int = 0
+    #: the shielded scope of the typing, once it began
+    typing: anyio.CancelScope | None = None
+    #: the Enter that submits the paste is on its way
+    submitting: bool = False
+    #: its outcome was said (the one line a Ctrl-C must not add to)
+    said: bool = False
+
+    def nothing_typed(self) -> str:
+        return "baton send: interrupted; nothing was typed" + (f" into {self.where}" if self.where else "")
+
+
+def send_command(args: argparse.Namespace) -> int:
+    """``baton send``: 0 typed; 1 refused or failed (nothing typed, said in one line); 2 a contradicting
+    ``--agent``; 130 Ctrl-C (one line says whether anything was typed)."""
+    try:
+        text = read_input(sys.stdin, "standard input") if args.text == "-" else args.text
+        if args.text != "-":
+            check_size(len(os.fsencode(args.text)), "the text")
+    except InputTooLarge as exc:
+        print(f"baton send: {exc}", file=sys.stderr)
+        return 1
+    what = "standard input" if args.text == "-" else "the text"
+    if not text.strip():
+        print(f"baton send: {what} is empty: nothing to type", file=sys.stderr)
+        return 1
+    if not sanitize(text).strip():
+        print(f"baton send: {what} holds nothing printable: nothing to type", file=sys.stderr)
+        return 1
+    progress, record = _Progress(), _SendRecord()
+    try:
+        setup = _setup(args)
+        if setup is None:
+            return 1
+        return anyio.run(lambda: _send_under_ctrl_c(args, text, setup, progress, record))
+    except KeyboardInterrupt:  # before send listened for it, or after: nothing was typed unless it said so
+        if not progress.said:
+            print(progress.nothing_typed(), file=sys.stderr)
+        return 130
+    except TargetError as exc:
+        print(f"baton send: {exc}", file=sys.stderr)
+        return exc.status
+    finally:
+        record.close()
+
+
+async def _send_under_ctrl_c(args: argparse.Namespace, text: str, setup: _Setup, progress: _Progress,
+                             record: _SendRecord) -> int:
+    status, error = 130, None
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_on_ctrl_c, signals, tg.cancel_scope, progress)
+            try:
+                with pane_lookups_shared():  # as the dispatcher: one pane lookup for its check and the paste
+                    status = await _send(args, text, setup, progress, record)
+            except Exception as exc:  # raised as itself, not in the task group's exception group
+                error = exc
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    if progress.presses and not progress.said:  # stopped before anything was typed
+        print(progress.nothing_typed(), file=sys.stderr)
+        progress.said = True
+    return status
+
+
+async def _on_ctrl_c(signals: AsyncIterator[int], scope: anyio.CancelScope, progress: _Progress) -> None:
+    """Before the paste, Ctrl-C stops the send; once it began, the paste and its Enter finish first
+    (the typing is shielded); a second Ctrl-C stops that too."""
+    async for _ in signals:
+        progress.presses += 1
+        if progress.typing is None:
+            scope.cancel()
+        elif progress.presses > 1:
+            progress.typing.shield = False
+            progress.typing.cancel()
+
+
+async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _Progress,
+                record: _SendRecord) -> int:
+    target = await find_target(args.pane, args.agent, setup, strict=True)
+    ctx = TileContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
+    try:
+        info = await ctx.pane()
+    except PaneGone as exc:  # a tile's pane: say whose
+        raise PaneGone(f"tile {target.name}: {exc}" if target.name else str(exc)) from None
+    progress.where = where = target.where(info.pane_id)
+    journaled = target.name or info.pane_id
+
+    def refuse(why: str, hint: str = "") -> int:
+        record.start(journaled, text, "failed", why)
+        progress.said = True
+        then = f"; {hint}" if hint else ""
+        print(f"baton send: not typing into {where}: {why}; nothing was typed{then}", file=sys.stderr)
+        return 1
+
+    force = "--force types into whatever runs there"
+    agent, running = _running(info, setup.registries)
+    expected = target.tile.agent
+    if expected == "auto" and not agent and not args.force:
+        return refuse(f"no agent runs there ({running}; a shell would run the text as a command)",
+                      f"--agent NAME names the agent expected, {force}")
+    adapter = _adapter((agent or "terminal") if expected == "auto" else expected, ctx, setup.registries)
+    state = await _ready(adapter, args.wait)
+    if state == "absent":
+        if not args.force:
+            return refuse(f"no {adapter.name} agent runs there ({running})", force)
+        adapter = _adapter(agent or "terminal", ctx, setup.registries)
+        state = await _ready(adapter, args.wait)
+    if state == "gone":
+        return refuse("the pane is gone (or its program exited)")
+    if state in ("busy", "draft"):
+        waited = f" after --wait {args.wait:g}s" if args.wait else ""
+        for_whom = f" ({ctx.waiting_for})" if state == "busy" and ctx.waiting_for else ""
+        doing = "is busy with a turn" if state == "busy" else "holds a draft in its input (a person typing?)"
+        return refuse(f"the {adapter.name} agent {doing}{for_whom}{waited}",
+                      "" if args.wait else "--wait SECONDS waits for it")
+    return await _type(adapter, text, journaled, where, progress, record)
+
+
+async def _ready(adapter: AgentAdapter, wait_s: float) -> TargetState:
+    """The dispatcher's look at the target, again every tick while it is busy or holds a draft, for at
+    most ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        look_again()
+        with readiness_check():
+            state = await target_state(adapter)
+        if state not in ("busy", "draft") or time.monotonic() >= deadline:
+            return state
+        await anyio.sleep(WAIT_TICK_S)
+
+
+async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, progress: _Progress,
+                record: _SendRecord) -> int:
+    """Type as the dispatcher does, journaled before the paste; the paste and its Enter shielded from
+    the first Ctrl-C."""
+    record.start(journaled, text, "unconfirmed", "baton send was typing this and stopped before it knew "
+                 "whether the agent took it")
+    result: tuple[bool, str] | None = None
+    with anyio.CancelScope(shield=True) as progress.typing:
+        def submitting() -> None:
+            progress.submitting = True
+        try:
+            result = await type_prompt(adapter, text, on_submit=submitting)
+        except TmuxError as exc:
+            record.end("failed", error=f"tmux: {exc}")
+            print(f"baton send: typing into {where} failed: {exc}", file=sys.stderr)
+            progress.said = True
+            return 1
+    if result is None:  # a second Ctrl-C cut the typing short
+        submitted = "the text was pasted and its Enter sent or on its way; no turn seen yet: look at the pane"
+        pasted = "the text may wait, unsubmitted, in its input: clear it or press Enter there"
+        left = submitted if progress.submitting else pasted
+        record.end("unconfirmed", note=f"baton send was interrupted while typing: {left}")
+        print(f"baton send: interrupted while typing into {where}: {left}", file=sys.stderr)
+        progress.said = True
+        return 130
+    confirmed, pane_id = result
+    seen = "the agent started a turn" if confirmed else "the agent did not show a new turn yet"
+    record.end("delivered" if confirmed else "unconfirmed", note="" if confirmed else seen, pane=pane_id)
+    progress.said = True
+    typed = sanitize(text)
+    if progress.presses:
+        print(f"baton send: interrupted after the text was typed into {where} and submitted (Enter): {seen}",
+              file=sys.stderr)
+        return 130
+    removed = len(text) - len(typed)
+    print(f"sent {len(typed)} chars to {pane_id} ({adapter.name}"
+          + (f", tile {journaled}" if journaled != pane_id else "") + ")"
+          + (f", {removed} control chars removed" if removed else "") + ": "
+          + ("the agent started a turn" if confirmed else "typed; the agent did not show a new turn yet"))
+    return 0
