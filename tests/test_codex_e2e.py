@@ -34,6 +34,7 @@ from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
 from tests.agent_versions import resolve
 from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
+from tests.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 from tests.fakes.webhook import WebhookReceiver
@@ -348,3 +349,31 @@ async def test_codex_at_an_approval_prompt_is_waiting_told_once_and_gets_its_han
         webhook.stop()
         marker.unlink(missing_ok=True)
     assert [e["message"] for e in webhook.events("waiting")] == ["codex is waiting: permission prompt"]
+
+
+@pytest.mark.parametrize("size", ["short", "long"])
+def test_real_codex_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+        size: str, codex_world: CodexWorld, tmux_server: TmuxServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment the real Codex shows the hand-off in its composer — inline (short)
+    or as ``[Pasted Content N chars]`` (over 1000 characters) — then started again: it recognises its own
+    paste, presses Enter once, and the rollout holds the prompt exactly once (tests/crash_at_paste.py)."""
+    world = codex_world
+    monkeypatch.setenv("CODEX_HOME", str(world.home))  # where the daemon finds the rollouts
+    [codex] = start_codex(tmux_server, world)
+    marker = f"CODEX-{size.upper()}-{os.getpid()}"
+
+    def draft() -> str:
+        return composer_draft(tmux_server.run("capture-pane", "-p", "-e", "-J", "-t", codex)) or ""
+
+    def holds_paste() -> bool:
+        return draft().startswith("[Pasted Content") if size == "long" else marker in draft()
+
+    def prompts() -> list[str]:
+        return [item["content"][0]["text"] for path in world.home.glob("sessions/*/*/*/rollout-*.jsonl")
+                for r in rollout_events(path) if r["payload"].get("type") == "item_completed"
+                and (item := r["payload"]["item"])["type"] == "UserMessage"]
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": codex, "agent": "codex"},
+                          LONG_TEMPLATE if size == "long" else SHORT_TEMPLATE, holds_paste, prompts, marker)
+    assert note == "submitted a paste left by a crash"

@@ -30,8 +30,10 @@ from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
+from plugins.opencode.screen import input_draft
 from tests.agent_versions import resolve
 from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
+from tests.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.fakes.webhook import WebhookReceiver
@@ -234,5 +236,45 @@ async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_get
         assert [e["message"] for e in webhook.events("waiting")] == ["oc is waiting: permission prompt"]
     finally:
         webhook.stop()
+        tmux_server.kill()
+        stop_left_behind(started)
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_real_opencode_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+    tmux_server: TmuxServer, tmp_path: Path, opencode_bin: Path, fake_chat: FakeChat,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``baton run`` killed the moment the real OpenCode shows the hand-off as ``[Pasted ~N lines]`` in its
+    input, then started again: it recognises its own paste, presses Enter once, and the store holds the
+    prompt exactly once (tests/crash_at_paste.py)."""
+    home, project = tmp_path / "home", tmp_path / "web"
+    project.mkdir()
+    env = opencode_env(home, opencode_bin)
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(opencode_config(fake_chat.url)))
+    monkeypatch.setenv("XDG_DATA_HOME", env["XDG_DATA_HOME"])  # where the daemon finds the store
+    oc = tmux_server.new_pane("opencode", cwd=project, env=env)
+    started: list[proc.Proc] = []
+    try:
+        wait_for(lambda: "Ask anything" in tmux_server.capture(oc), timeout=60, what="OpenCode's input box")
+        found = proc.find_agent(tmux_server.pane_pid(oc), {"opencode"})
+        assert found is not None
+        started = list(proc.subtree(found.pid))
+        db = home / ".local/share/opencode/opencode.db"
+
+        def holds_paste() -> bool:
+            return input_draft(tmux_server.capture(oc)).startswith("[Pasted ~")
+
+        def prompts() -> list[str]:
+            if not db.exists():
+                return []
+            return [p for s in OpenCodeStore(db).sessions(str(project)) for p in s.recent_prompts]
+
+        note = crash_at_paste(tmux_server, tmp_path, {"pane": oc, "agent": "opencode"}, LONG_TEMPLATE,
+                              holds_paste, prompts, marker="OPENCODE-1")
+        assert note == "submitted a paste left by a crash"
+    finally:
         tmux_server.kill()
         stop_left_behind(started)
