@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -123,6 +122,8 @@ TWO_PASTES = ("two_pastes_a", lines("two_pastes_a", 4, 120), "two_pastes_b", lin
 SAME_TWICE = ("same_twice", lines("same_twice", 20, 1200))
 #: pasted, then submitted with Enter
 SUBMITTED = ("submitted", lines("submitted", 10, 1100))
+#: pasted in a short pane (Claude Code's limit on lines follows the terminal's rows)
+SHORT_CASES = ("lines2_short", "lines3_short", "lines4")
 AFTER_TURN = ("after_turn", lines("after_turn", 5, 150))
 ANSWER = "Noted: the pasted text arrived.\n\n" + "\n".join(f"- point {i}: " + words(50, i) for i in range(12))
 
@@ -156,6 +157,8 @@ class Agent:
     ready_marker: str
     #: key sequences tried in order to clear a draft
     clear_keys: tuple[tuple[str, ...], ...]
+    #: pane heights to paste short multi-line texts in at the end (Claude Code's line limit follows the rows)
+    short_rows: tuple[int, ...] = ()
 
 
 def _claude_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
@@ -190,12 +193,14 @@ def _opencode_launch(root: Path, binary: Path, version: str, url: str) -> Launch
     home, project = root / "home", root / "web"
     project.mkdir(parents=True, exist_ok=True)
     env = {
-        "HOME": str(home), "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CONFIG_HOME": str(home / ".config"),
+        "HOME": str(home), "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
         "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1",
         "npm_config_registry": "http://127.0.0.1:9/", "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
-        "TERM": "tmux-256color", "LANG": "C.UTF-8", "PATH": f"{binary.parent}:{_node_dir()}:/usr/local/bin:/usr/bin:/bin",
+        "TERM": "tmux-256color", "LANG": "C.UTF-8",
+        "PATH": f"{binary.parent}:{_node_dir()}:/usr/local/bin:/usr/bin:/bin",
     }
     for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
@@ -213,7 +218,7 @@ def _opencode_draft(screen: str) -> str | None:
 
 AGENTS: dict[str, Agent] = {
     "claude": Agent("claude", 120, 40, _claude_launch, input_box, "❯",
-                    (("C-c",), ("Escape", "Escape"), ("C-u",))),
+                    (("C-c",), ("Escape", "Escape"), ("C-u",)), short_rows=(12, 11, 10)),
     "codex": Agent("codex", 160, 48, _codex_launch, composer_draft, "gpt-fake",
                    (("C-c",), ("C-u",))),
     "opencode": Agent("opencode", 160, 45, _opencode_launch, _opencode_draft, "Ask anything",
@@ -260,6 +265,8 @@ class Session:
     seen: dict[int, proc.Proc] = field(default_factory=dict)
     log: list[dict[str, object]] = field(default_factory=list)
     restarts: int = 0
+    #: the random part of the temporary folder's name, as it shows in the agents' headers and status lines
+    token: str = ""
 
     async def start(self) -> None:
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in self.launch.env.items())
@@ -313,9 +320,14 @@ class Session:
         if strip_ansi(ansi) != plain:  # the screen moved between the two captures: take both again
             ansi = await self.screen()
             plain = await self.tmux.capture(self.pane)
-        (self.out / f"paste_{case}.ansi.txt").write_text(ansi)
-        (self.out / f"paste_{case}.txt").write_text(plain)
+        (self.out / f"paste_{case}.ansi.txt").write_text(self.anonymous(ansi))
+        (self.out / f"paste_{case}.txt").write_text(self.anonymous(plain))
         return {"draft_read_by_adapter": self.agent.draft(ansi)}
+
+    def anonymous(self, screen: str) -> str:
+        """The random part of the temporary folder's name as ``XXXXXXXX`` (the same width: nothing moves),
+        so that two runs give the same screens."""
+        return screen.replace(self.token, "X" * len(self.token)) if self.token else screen
 
     async def paste(self, text: str) -> str:
         before = await self.screen()
@@ -346,7 +358,8 @@ class Session:
             entry[f"after_{later_s:g}s"] = await self.record(f"{case}_after_{later_s:g}s")
         entry["cleared_with"] = await self.clear()
         self.log.append(entry)
-        print(f"  {case}: {entry['draft_read_by_adapter']!r:.70} (cleared: {entry['cleared_with']})", flush=True)
+        print(f"  {case}: {entry['draft_read_by_adapter']!r:.70} (cleared: {entry['cleared_with']})",
+              flush=True)
 
     async def submit_case(self) -> None:
         case, text = SUBMITTED
@@ -355,7 +368,8 @@ class Session:
         await self.tmux.send_keys(self.pane, "Enter")
         await anyio.sleep(0.5)
         entry["after_enter_0.5s"] = await self.record(f"{case}_after_enter")
-        await self.until(lambda s: ANSWER.splitlines()[0] in strip_ansi(s), TURN_TIMEOUT_S, "answer streaming")
+        await self.until(lambda s: ANSWER.splitlines()[0] in strip_ansi(s), TURN_TIMEOUT_S,
+                         "the answer streaming")
         entry["streaming"] = await self.record(f"{case}_streaming")
         await self.until(lambda s: "point 11" in strip_ansi(s) and self.agent.draft(s) == "", TURN_TIMEOUT_S,
                          "the turn's end")
@@ -364,6 +378,18 @@ class Session:
         self.log.append(entry)
         print(f"  {case}: submitted, turn done", flush=True)
         await self.paste_case(AFTER_TURN[0], AFTER_TURN[1])
+
+
+    async def short_pane(self, rows: int) -> None:
+        """The window resized to ``rows`` lines, then 2-, 3- and 4-line pastes (resized back after)."""
+        await self.tmux.run("resize-window", "-t", self.pane, "-y", str(rows))
+        await anyio.sleep(1.0)
+        try:
+            for case in SHORT_CASES:
+                await self.paste_case(f"rows{rows}_{case}", CASES[case])
+        finally:
+            await self.tmux.run("resize-window", "-t", self.pane, "-y", str(self.agent.height))
+            await anyio.sleep(1.0)
 
 
 async def record_agent(name: str, latest: bool) -> Path:
@@ -380,6 +406,8 @@ async def record_agent(name: str, latest: bool) -> Path:
     binary = install(package, version)
     out = FIXTURES / f"{FOLDER[name]}-{version}" / "screens"
     out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("paste_*"):  # a run replaces the whole set: no screen of an older run stays behind
+        old.unlink()
     print(f"{name}: {package}@{version} -> {out.relative_to(FIXTURES.parent.parent)}", flush=True)
     socket = f"baton-rec-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmux = Tmux(socket_name=socket, config_file="/dev/null", control=False)
@@ -387,7 +415,8 @@ async def record_agent(name: str, latest: bool) -> Path:
     session: Session | None = None
     try:
         with fake_server(name) as url:
-            session = Session(agent, tmux, agent.launch(root, binary, version, url), out)
+            session = Session(agent, tmux, agent.launch(root, binary, version, url), out,
+                              token=root.name.rsplit("-", 1)[-1])
             await session.start()
             session.log.append({"case": "idle", **await session.record("idle")})
             for case, text in CASES.items():
@@ -397,6 +426,8 @@ async def record_agent(name: str, latest: bool) -> Path:
             await session.note_processes()
             await session.submit_case()
             await session.note_processes()
+            for rows in agent.short_rows:
+                await session.short_pane(rows)
         write_cases(out, name, package, version, agent, session)
     finally:
         await anyio.to_thread.run_sync(lambda: stop_everything(tmux, session, root))
@@ -404,8 +435,9 @@ async def record_agent(name: str, latest: bool) -> Path:
 
 
 def write_cases(out: Path, name: str, package: str, version: str, agent: Agent, session: Session) -> None:
-    texts = {**CASES, TWO_PASTES[0]: TWO_PASTES[1], TWO_PASTES[2]: TWO_PASTES[3], SAME_TWICE[0]: SAME_TWICE[1],
-             SUBMITTED[0]: SUBMITTED[1], AFTER_TURN[0]: AFTER_TURN[1]}
+    short = {f"rows{r}_{c}": CASES[c] for r in agent.short_rows for c in SHORT_CASES}
+    texts = {**CASES, **short, TWO_PASTES[0]: TWO_PASTES[1], TWO_PASTES[2]: TWO_PASTES[3],
+             SAME_TWICE[0]: SAME_TWICE[1], SUBMITTED[0]: SUBMITTED[1], AFTER_TURN[0]: AFTER_TURN[1]}
     pasted = {k: sanitize(v) for k, v in texts.items()}
     doc = {
         "agent": name, "package": package, "version": version,
@@ -453,7 +485,8 @@ def _same(p: proc.Proc) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.record_paste_screens", description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.record_paste_screens",
+                                     description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated: claude,codex,opencode")
     parser.add_argument("--latest", action="store_true", help="npm's latest versions instead of the pins")
     args = parser.parse_args(argv)
