@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -126,6 +127,10 @@ SUBMITTED = ("submitted", lines("submitted", 10, 1100))
 SHORT_CASES = ("lines2_short", "lines3_short", "lines4")
 AFTER_TURN = ("after_turn", lines("after_turn", 5, 150))
 ANSWER = "Noted: the pasted text arrived.\n\n" + "\n".join(f"- point {i}: " + words(50, i) for i in range(12))
+
+
+#: every placeholder form seen on these agents' screens (for the summary in paste_cases.json only)
+PLACEHOLDER = re.compile(r"\[Pasted (?:text #\d+(?: \+\d+ lines)?|Content \d+ chars|~\d+ lines)\](?: #\d+)?")
 
 
 def counts(text: str) -> dict[str, int]:
@@ -240,7 +245,7 @@ def fake_server(agent: str) -> Iterator[str]:
         from tests.fakes.openai_responses import FakeResponses, Reply
 
         fake = FakeResponses().start()
-        fake.default = Reply(ANSWER, chunk_delay_s=0.15)
+        fake.default = Reply(ANSWER, chunk_delay_s=1.0)  # it streams 5 chunks: 5 s of a turn
         try:
             yield fake.base_url
         finally:
@@ -322,7 +327,9 @@ class Session:
             plain = await self.tmux.capture(self.pane)
         (self.out / f"paste_{case}.ansi.txt").write_text(self.anonymous(ansi))
         (self.out / f"paste_{case}.txt").write_text(self.anonymous(plain))
-        return {"draft_read_by_adapter": self.agent.draft(ansi)}
+        return {"files": [f"paste_{case}.txt", f"paste_{case}.ansi.txt"],
+                "placeholders_on_screen": PLACEHOLDER.findall(plain),
+                "draft_read_by_adapter": self.agent.draft(ansi)}
 
     def anonymous(self, screen: str) -> str:
         """The random part of the temporary folder's name as ``XXXXXXXX`` (the same width: nothing moves),
@@ -366,8 +373,8 @@ class Session:
         screen = await self.paste(text)
         entry: dict[str, object] = {"case": case, **await self.record(f"{case}_draft", screen)}
         await self.tmux.send_keys(self.pane, "Enter")
-        await anyio.sleep(0.5)
-        entry["after_enter_0.5s"] = await self.record(f"{case}_after_enter")
+        await anyio.sleep(0.3)
+        entry["after_enter_0.3s"] = await self.record(f"{case}_after_enter")
         await self.until(lambda s: ANSWER.splitlines()[0] in strip_ansi(s), TURN_TIMEOUT_S,
                          "the answer streaming")
         entry["streaming"] = await self.record(f"{case}_streaming")
