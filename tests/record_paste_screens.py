@@ -425,7 +425,8 @@ async def record_agent(name: str, latest: bool) -> Path:
             session = Session(agent, tmux, agent.launch(root, binary, version, url), out,
                               token=root.name.rsplit("-", 1)[-1])
             await session.start()
-            session.log.append({"case": "idle", **await session.record("idle")})
+            idle = await session.settled("")  # the header may still be drawing when the input shows
+            session.log.append({"case": "idle", **await session.record("idle", idle)})
             for case, text in CASES.items():
                 await session.paste_case(case, text, later_s=9.0 if case == "lines30_2000" else 0.0)
             await session.paste_case("two_pastes", TWO_PASTES[1], TWO_PASTES[3])
