@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["InputHolds", "MIN_PARTIAL", "collapsed", "line_count", "shows_text"]
+__all__ = ["InputHolds", "MIN_PARTIAL", "collapsed", "line_count", "shows_text", "utf16_length"]
 
 #: what an agent's input holds, compared with a prompt batonpass pasted there: that ``prompt`` (as text or
 #: as the agent's placeholder for it), ``other`` text (a person's draft), or nothing (``empty``)
 InputHolds = Literal["prompt", "other", "empty"]
 
-#: a draft that shows only part of a long paste (an input box scrolled to its end) must show at least
+#: a draft that shows only the end of a long paste (an input box scrolled to its end) must show at least
 #: this many characters of it (whitespace ignored) to be taken for that paste, not for a person's words
 MIN_PARTIAL = 40
 
@@ -32,13 +32,18 @@ def line_count(text: str) -> int:
     return text.count("\n") + 1 if text else 0
 
 
+def utf16_length(text: str) -> int:
+    """``text``'s length as JavaScript counts it (UTF-16 code units): the agents written in it measure a
+    paste that way (an emoji counts two)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
 def shows_text(draft: str, text: str) -> bool:
     """Whether the input line's ``draft`` is ``text`` drawn inline: the same characters once wrapping and
-    indentation are ignored — all of it, or (an input box showing a window of a long paste) a stretch of
-    at least :data:`MIN_PARTIAL` characters of it."""
+    indentation are ignored — all of it, or (an input box scrolled to the cursor, after the paste) its
+    last :data:`MIN_PARTIAL` characters or more. Never a draft that is only the start of ``text``: hand-offs
+    made from one template share their first lines."""
     shown, pasted = collapsed(draft), collapsed(text)
     if not shown or not pasted:
         return False
-    if shown == pasted:
-        return True
-    return len(shown) >= min(MIN_PARTIAL, len(pasted)) and shown in pasted
+    return shown == pasted or (len(shown) >= MIN_PARTIAL and pasted.endswith(shown))

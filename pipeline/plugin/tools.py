@@ -5,8 +5,8 @@
   and ``proc.woken_on_exit``: a follower's subscription woken when its agent exits (a pidfd, no timer);
 - ``strip_ansi`` / ``sanitize``: a screen's text without escapes; text made safe to type into a pane;
 - ``AppendedLines``, ``json_object``: reading what an agent appends to a JSON-lines file, and one record;
-- ``shows_text``, ``line_count``: whether an input line shows a pasted text inline, and a paste's lines as
-  agents count them (an adapter's ``shows_paste`` adds its agent's placeholder rule);
+- ``shows_text``, ``line_count``, ``utf16_length``: whether an input line shows a pasted text inline, a
+  paste's lines and its length as agents count them (an adapter's ``shows_paste`` adds its agent's placeholder rule);
 - ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints
   only: import it under ``TYPE_CHECKING``, as the engine is not imported at run time).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.plugin.pastes import line_count, shows_text
+from pipeline.plugin.pastes import line_count, shows_text, utf16_length
 from pipeline.system import proc
 from pipeline.system.jsonl import AppendedLines, json_object
 from pipeline.system.text import sanitize, strip_ansi
@@ -24,4 +24,4 @@ if TYPE_CHECKING:
     from pipeline.engine.watch import Subscription
 
 __all__ = ["AppendedLines", "Subscription", "json_object", "line_count", "proc", "sanitize", "shows_text",
-           "strip_ansi"]
+           "strip_ansi", "utf16_length"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.tools import strip_ansi
+from pipeline.plugin.tools import strip_ansi, utf16_length
 
 __all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "screen_answer"]
 
@@ -72,17 +72,22 @@ def input_box(screen: str) -> str | None:
 
 #: a long paste in the input box (docs/agent-versions.md, "Pasted drafts"): ``[Pasted text #K +N lines]``,
 #: N the lines after the first; ``[Pasted text #K]`` for one line. K counts the session's pastes.
+#: a paste longer than this (UTF-16 units, a tab counted as 4 spaces) is a placeholder whatever its lines
+LONG_PASTE = 800
 _PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+(\d+) lines?)?\]")
 
 
 def paste_placeholder(draft: str, text: str) -> bool:
     """Whether the input box's ``draft`` is Claude Code's placeholder for pasting ``text`` (sanitized):
-    the lines after the first must match; K cannot be known after a restart, so any K does."""
+    the lines after the first must match, and a one-line placeholder stands only for a text over
+    :data:`LONG_PASTE` characters; K cannot be known after a restart, so any K does."""
     m = _PLACEHOLDER.fullmatch(draft.strip())
     if m is None:
         return False
     more = text.count("\n")
-    return int(m.group(1)) == more if m.group(1) is not None else more == 0
+    if m.group(1) is not None:
+        return int(m.group(1)) == more
+    return more == 0 and utf16_length(text.replace("\t", "    ")) > LONG_PASTE
 
 
 def screen_answer(captured: str) -> str:

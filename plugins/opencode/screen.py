@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.tools import line_count, strip_ansi
+from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
 __all__ = ["input_draft", "paste_placeholder", "permission_prompt"]
 
@@ -37,15 +37,20 @@ def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) 
     return "" if any(text.startswith(p) for p in placeholders) else text
 
 
-#: a paste of 3 lines or more, or of one long line, in the input box (docs/agent-versions.md, "Pasted drafts")
+#: a paste of 3 lines or more, or of over 150 characters, in the input box (docs/agent-versions.md, "Pasted
+#: drafts"); no number, so two pastes of the same text look the same
+#: a paste longer than this (UTF-16 units) is a placeholder whatever its lines
+LONG_PASTE = 150
 _PLACEHOLDER = re.compile(r"\[Pasted ~(\d+) lines?\]")
 
 
 def paste_placeholder(draft: str, text: str) -> bool:
     """Whether the input box's ``draft`` is OpenCode's placeholder for pasting ``text`` (sanitized): the
-    count is of the text's lines."""
+    count is of the text's lines once trimmed (a long single line is ``~1 lines``), and a text of fewer
+    than 3 lines is a placeholder only when over :data:`LONG_PASTE` characters."""
     m = _PLACEHOLDER.fullmatch(draft.strip())
-    return m is not None and int(m.group(1)) == line_count(text)
+    lines, trimmed = line_count(text.strip()), text.strip()
+    return m is not None and int(m.group(1)) == lines and (lines >= 3 or utf16_length(trimmed) > LONG_PASTE)
 
 
 def permission_prompt(screen: str) -> str | None:

@@ -38,18 +38,26 @@ PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 APPROVAL = "NEEDS_APPROVAL"
 
 
-def placeholder(agent: str, text: str, count: int) -> str | None:
-    """What ``agent``'s input shows for a paste of ``text``, the ``count``-th of its session; None when the
-    text is drawn inline. The rules recorded from the pinned CLIs (docs/agent-versions.md)."""
-    lines = text.count("\n") + 1
+def utf16_len(text: str) -> int:
+    """Length as JavaScript counts it (Claude Code and OpenCode are JavaScript): UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def placeholder(agent: str, text: str, count: int, rows: int = 40) -> str | None:
+    """What ``agent``'s input shows for a paste of ``text`` (sanitized), the ``count``-th placeholder of its
+    session, in a pane of ``rows``; None when the text is drawn inline. The rules recorded from the pinned
+    CLIs (docs/agent-versions.md, "Pasted drafts"; tests/fixtures/*/screens/paste_cases.json)."""
     if agent == "claude":
-        if lines >= 4 or len(text) > 800:
-            return f"[Pasted text #{count} +{lines - 1} lines]" if lines > 1 else f"[Pasted text #{count}]"
+        newlines = text.count("\n")
+        if utf16_len(text.replace("\t", "    ")) > 800 or newlines > min(rows - 10, 2):
+            return f"[Pasted text #{count} +{newlines} lines]" if newlines else f"[Pasted text #{count}]"
     elif agent == "codex":
-        if len(text) > 1000:
+        if len(text) > 1000:  # code points, newlines included
             return f"[Pasted Content {len(text)} chars]"
     elif agent == "opencode":
-        if lines >= 3 or len(text) > 1000:
+        trimmed = text.strip()
+        lines = trimmed.count("\n") + 1
+        if lines >= 3 or utf16_len(trimmed) > 150:
             return f"[Pasted ~{lines} lines]"
     return None
 
@@ -420,7 +428,7 @@ class Stand:
         self.history: list[str] = [f" {self.look.comm} stand-in", ""]
         self.text = ""  # what the input holds: typed keys and pastes
         self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
-        self.count = 0  # the session's pastes
+        self.count = 0  # the session's placeholder pastes
 
     def draw(self, *, busy: bool = False, dialog: bool = False) -> None:
         bottom = self.look.dialog() if dialog else self.look.input(self.draft_lines(), busy)
@@ -437,9 +445,9 @@ class Stand:
 
     def paste(self, text: str) -> None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        self.count += 1
-        mark = placeholder(self.agent, text, self.count)
-        if mark is not None:
+        mark = placeholder(self.agent, text, self.count + 1, self.height)
+        if mark is not None:  # only placeholders are numbered
+            self.count += 1
             self.pastes.append((text, mark))
         self.text += text
 
