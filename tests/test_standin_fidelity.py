@@ -52,7 +52,8 @@ def reading(agent: str, screen: str) -> dict[str, object]:
     adapter = cls(TileContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=None))  # type: ignore[arg-type]
     draft = read(screen)
     shown = None if draft is None else re.sub(r"#\d+", "#K", "".join(draft.split()))
-    return {"input": shown, "busy": adapter.is_busy(strip_ansi(screen)), "waiting": adapter.waiting_for(screen)}
+    busy = adapter.is_busy(strip_ansi(screen))
+    return {"input": shown, "busy": busy, "waiting": adapter.waiting_for(screen)}
 
 
 class Standin:
