@@ -471,7 +471,8 @@ async def test_received_finds_a_pasted_prompt_inside_its_wrapper(
     scene = Scene(tmux_server, tmp_path)
     scene.status("idle")
     prompt = "The reviewer says:\n\nline 2\nline 3\nline 4\n\nFix what it asks for."
-    assert await scene.adapter.received(prompt) is None  # no transcript yet: cannot tell
+    # no transcript yet: the session file's session has had no prompt (Claude Code makes it with the first)
+    assert await scene.adapter.received(prompt) is False
     scene.transcript().turn("something else", "ok")
     assert await scene.adapter.received(prompt) is False
     scene.transcript().prompt(f'\n\n<pasted_content id="00d6">\n{prompt}\n</pasted_content id="00d6">\n')

@@ -213,7 +213,7 @@ def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Pa
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 1 and "absent" in result.stderr
+    assert result.returncode == 1 and "no demo agent runs there" in result.stderr, result.stderr
     assert "PWNED" not in tmux_server.capture(bare)
     log = tmp_path / "a.jsonl"
     agent = start_demo(tmux_server, log)

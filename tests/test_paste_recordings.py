@@ -94,3 +94,18 @@ def test_the_recorded_idle_input_is_empty(agent: str) -> None:
 
 def test_fixtures_hold_every_agent() -> None:
     assert {agent for agent, *_ in CASES} == set(READERS)
+
+
+@pytest.mark.parametrize("agent", list(READERS))
+def test_two_pastes_in_one_input_are_not_taken_for_one(agent: str) -> None:
+    folder, _, read, escapes = READERS[agent]
+    screens = FIXTURES / folder / "screens"
+    facts = json.loads((screens / "paste_cases.json").read_text(encoding="utf-8"))
+    # Claude Code expands a placeholder pasted again into one copy of the text: that is one paste
+    for case in ("two_pastes",) if agent == "claude" else ("two_pastes", "same_twice"):
+        screen = (screens / f"paste_{case}{'.ansi' if escapes else ''}.txt").read_text(encoding="utf-8")
+        draft = (read(screen) or "").strip()
+        assert draft, case
+        for name in facts["pastes_per_case"][case]:
+            text = sanitize(facts["cases"][name]["pasted"])
+            assert not adapter(agent).shows_paste(draft, text), (case, draft)

@@ -6,7 +6,8 @@
 - ``strip_ansi`` / ``sanitize``: a screen's text without escapes; text made safe to type into a pane;
 - ``AppendedLines``, ``json_object``: reading what an agent appends to a JSON-lines file, and one record;
 - ``shows_text``, ``line_count``, ``utf16_length``: whether an input line shows a pasted text inline, a
-  paste's lines and its length as agents count them (an adapter's ``shows_paste`` adds its agent's placeholder rule);
+  paste's lines and its length as agents count them (an adapter's ``shows_paste`` adds its agent's
+  placeholder rule);
 - ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints
   only: import it under ``TYPE_CHECKING``, as the engine is not imported at run time).
 """

@@ -29,7 +29,7 @@ import anyio
 
 from pipeline.plugin import PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
-from pipeline.plugin.agents import ResolveStep, TargetState
+from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc
@@ -335,7 +335,20 @@ class ClaudeCodeAdapter(FileFollowing):
             screen = await self.ctx.capture()
         except TmuxError:
             return "gone"
-        return "draft" if self.draft(screen) else "ready"
+        box = input_box(screen)
+        if box is None:  # no input box in sight (a dialog, or a screen of a new kind): never type there
+            return "busy"
+        return "draft" if box else "ready"
+
+    async def input_holds(self, text: str) -> InputHolds | None:
+        """What the input box holds; None when no box is in sight."""
+        try:
+            box = input_box(await self.ctx.capture())
+        except TmuxError:
+            return None
+        if box is None:
+            return None
+        return "empty" if not box else "prompt" if self.shows_paste(box, text) else "other"
 
     def draft(self, screen: str) -> str:
         return input_box(screen) or ""

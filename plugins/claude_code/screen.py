@@ -17,6 +17,7 @@ __all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "screen_a
 
 BUSY_MARKERS = ("esc to interrupt",)
 _RULE = re.compile(r"^\s*─{3,}")
+_SCROLLED = re.compile(r"^\s*─{3,} ↑ \d+ more ─")
 _DONE = re.compile(r"^[✻✽✶✢·*]\s+\S+ed for \d")
 _ANSWER = "● "
 _TOOL_CALL = re.compile(r"^● [A-Za-z][\w.-]*\(.*\)\s*$")
@@ -27,10 +28,14 @@ def _is_rule(line: str) -> bool:
 
 
 def _box_top(lines: list[str]) -> int | None:
-    """Index of the rule above the input box, searching from the bottom."""
+    """Index of the rule above the input box, searching from the bottom. A draft taller than the box
+    scrolls it to the cursor: the top rule then says ``─── ↑ 5 more ───`` and the ``❯`` line is out of
+    sight (2.1.332)."""
     for i in range(len(lines) - 1, 0, -1):
         if lines[i].startswith("❯") and _is_rule(lines[i - 1]):
             return i - 1
+        if _SCROLLED.match(lines[i]) and i + 1 < len(lines):
+            return i
     return None
 
 

@@ -287,7 +287,7 @@ class PromptDispatcher:
         holds = await adapter.input_holds(clean)
         if holds == "prompt":
             return await self._submit_left_paste(prompt, adapter, clean)
-        if received is None or holds is None:
+        if received is None:
             log.warning("unconfirmed %s: cannot tell whether %s got it before a restart; not typing it again",
                         prompt.key, prompt.target)
             return Delivery(prompt, "unconfirmed", error="outcome unknown after a restart; not retyped")
@@ -297,7 +297,8 @@ class PromptDispatcher:
             log.warning("kept        %s -> %s: %s", prompt.key, prompt.target, why)
             self.notifier.kept(prompt.key, prompt.route, prompt.target, why)
             return None
-        # empty: the agent's records may lag the Enter by a moment; look once more before pasting again
+        # empty, or not readable now (typed only once the target is ready: its input readable and empty).
+        # The agent's records may lag the Enter by a moment: look once more before pasting again
         await anyio.sleep(RECHECK_S)
         if await adapter.received(prompt.text):
             log.info("confirmed   %s: %s shows it (typed before a restart)", prompt.key, prompt.target)
