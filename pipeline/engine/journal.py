@@ -19,9 +19,10 @@ process crash cannot). Blocking calls are tiny; the engine runs them directly on
 A journal that cannot be written (a full disk, a read-only file or folder, a lock another process holds,
 a damaged file) is a *fault*, not a crash. At start :func:`open_journal` turns it into one line naming the
 file and the fix (:class:`JournalUnusable`). While running, the stages make each journal call through
-:meth:`Journal.until_done`, and the dispatcher writes ``delivering`` with :meth:`Journal.try_write` before
-it types: while the journal cannot be written that waits — one log line says why, one says when it can be
-written again — so nothing is typed that was not journaled first, and every hand-off is still there after.
+:meth:`Journal.until_done` (reads: :meth:`Journal.until_read`), and the dispatcher writes ``delivering``
+with :meth:`Journal.try_write` before it types: while the journal cannot be written they wait — one log
+line says why, one says when a write went through again — so nothing is typed that was not journaled
+first, and every hand-off is still there after.
 """
 
 from __future__ import annotations
@@ -272,8 +273,11 @@ class Journal:
         self.db.execute(f"PRAGMA user_version = {int(version)}")
 
     def try_write(self, write: Callable[[], object]) -> bool:
-        """``write()``; False, said once per pause, when the journal cannot be written now."""
+        """``write()``; False, said once per pause, when the journal cannot be written now. In a pause
+        the probe goes first: a write that happens to change nothing proves nothing."""
         try:
+            if self.fault:
+                self.probe()
             write()
         except sqlite3.Error as exc:
             if not is_fault(exc):
@@ -291,11 +295,20 @@ class Journal:
             delay = min(delay * 2, RETRY_MAX_S)
 
     async def until_done(self, call: Callable[[], T]) -> T:
-        """``call()`` (any journal call), waiting out a journal that cannot be used now: the caller, and
-        what it would do next, waits with it; nothing is dropped."""
+        """``call()``, a write, waiting out a journal that cannot be used now: the caller, and what it
+        would do next, waits with it; nothing is dropped."""
+        return await self._until(call, resumes=True)
+
+    async def until_read(self, call: Callable[[], T]) -> T:
+        """``call()``, a read, waited out like a write; a read that goes through says nothing of writes."""
+        return await self._until(call, resumes=False)
+
+    async def _until(self, call: Callable[[], T], *, resumes: bool) -> T:
         delay = RETRY_FIRST_S
         while True:
             try:
+                if resumes and self.fault:
+                    self.probe()
                 result = call()
             except sqlite3.Error as exc:
                 if not is_fault(exc):
@@ -304,7 +317,8 @@ class Journal:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
                 continue
-            self._resumed()
+            if resumes:
+                self._resumed()
             return result
 
     async def recover(self, exc: BaseException) -> None:

@@ -109,7 +109,7 @@ class Pipeline:
         if self.dispatcher is None:
             return
         stale = time.time() - self.config.settings.catch_up_s
-        for record in await self.journal.until_done(self.journal.unfinished):
+        for record in await self.journal.until_read(self.journal.unfinished):
             if record.state == "pending":
                 # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
                 if record.created < stale:

@@ -73,12 +73,12 @@ class CompletionDetector:
         """Ask the tile's adapter for the turns that ended while no run followed the tile (or, after a new
         session, since the last look) and take them like live ones; the journal drops those handled."""
         now = time.time()
-        mark = await self.journal.until_done(partial(self.journal.followed_until, runtime.name))
+        mark = await self.journal.until_read(partial(self.journal.followed_until, runtime.name))
         first = mark is None
         if mark is None:
             since = now - max(self.catch_up_s, LOOK_BACK_S)
         else:
-            unrouted = await self.journal.until_done(
+            unrouted = await self.journal.until_read(
                 partial(self.journal.oldest_unrouted, runtime.name, now - self.catch_up_s))
             since = min(mark, now, unrouted if unrouted is not None else now) - LOOK_BACK_S
         try:
@@ -104,7 +104,7 @@ class CompletionDetector:
         if not self.is_new(completion):
             return
         seen = partial(self.journal.seen_completion, completion.tile, completion.turn_id)
-        if await self.journal.until_done(seen):
+        if await self.journal.until_read(seen):
             return
         await self._skip(completion, "history: it ended before batonpass first followed this tile")
 
@@ -134,7 +134,7 @@ class CompletionDetector:
             )
             return
         # while the journal cannot be used this waits, and the adapter that reported the turn with it
-        seen = await self.journal.until_done(
+        seen = await self.journal.until_read(
             partial(self.journal.seen_completion, completion.tile, completion.turn_id))
         if seen is not None and seen[1]:
             log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
