@@ -47,7 +47,7 @@ from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
 __all__ = ["FINAL_STATES", "MEMORY", "STATES", "HandoffRecord", "HandoffState", "HistoryFilter", "Journal",
-           "JournalUnusable", "check_folder", "default_journal_path", "is_fault", "open_journal"]
+           "JournalUnusable", "check_folder", "default_journal_path", "describe", "is_fault", "open_journal"]
 
 log = logging.getLogger("batonpass")
 T = TypeVar("T")
