@@ -94,6 +94,32 @@ def routes(tmp_path: Path) -> Path:
                         [{"from": "a", "to": "b"}])
 
 
+class SmallDisk:
+    """A 4 MB tmpfs mounted at ``mount`` (root only: the test skips without), to fill to the last byte."""
+
+    def __init__(self, mount: Path) -> None:
+        self.mount = mount
+        mount.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+    def fill(self) -> None:
+        with (self.mount / "filler").open("wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        with pytest.raises(OSError):
+            (self.mount / "one-more-byte").write_bytes(b"x")
+
+    def free(self) -> None:
+        (self.mount / "filler").unlink()
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
+
+
 def _chattr(flag: str, *paths: Path) -> bool:
     done = subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True)
     return done.returncode == 0
@@ -137,6 +163,19 @@ def test_a_state_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("not a folder")
     result = baton("run", "-c", str(routes(tmp_path)), env={"XDG_STATE_HOME": str(tmp_path / "state")})
     result.one_line_error(1, "baton run: cannot write", "Not a directory")
+
+
+def test_a_full_state_folder_is_one_line(tmp_path: Path) -> None:
+    disk = SmallDisk(tmp_path / "small-disk")
+    try:
+        (disk.mount / "batonpass").mkdir()
+        disk.fill()
+        for command in (["run", "-c", str(routes(tmp_path))], ["demo"]):
+            result = baton(*command, env={"XDG_STATE_HOME": str(disk.mount)})
+            result.one_line_error(1, f"baton {command[0]}: no room to write {disk.mount / 'batonpass'}",
+                                  "free space on its disk")
+    finally:
+        disk.unmount()
 
 
 def test_a_damaged_journal_is_one_line_that_says_to_move_it_aside(tmp_path: Path) -> None:
@@ -250,32 +289,22 @@ class ReadOnly(Fault):
 
 
 class DiskFull(Fault):
-    """The journal on a 4 MB tmpfs of its own (linked from the state folder), filled to the last byte."""
+    """The journal on a small tmpfs of its own (linked from the state folder), filled to the last byte."""
 
     def prepare(self) -> None:
-        self.mount = self.tmp / "small-disk"
-        self.mount.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(self.mount)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        self.disk = SmallDisk(self.tmp / "small-disk")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.symlink_to(self.mount / "journal.sqlite3")
+        self.path.symlink_to(self.disk.mount / "journal.sqlite3")
         super().prepare()
 
     def on(self) -> None:
-        with (self.mount / "filler").open("wb") as f, contextlib.suppress(OSError):
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        with pytest.raises(OSError):
-            (self.mount / "one-more-byte").write_bytes(b"x")
+        self.disk.fill()
 
     def off(self) -> None:
-        (self.mount / "filler").unlink()
+        self.disk.free()
 
     def cleanup(self) -> None:
-        subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
+        self.disk.unmount()
 
 
 FAULTS = {"locked": Locked, "read-only": ReadOnly, "disk-full": DiskFull}
