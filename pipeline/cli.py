@@ -34,7 +34,10 @@ from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
 from pipeline.system.tmux import TmuxError
 
-__all__ = ["main"]
+__all__ = ["MAX_LIMIT", "main"]
+
+#: the most hand-offs ``history -n`` shows: more than a month of a busy daemon's journal holds
+MAX_LIMIT = 1_000_000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,8 +216,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and why")
     json_flag(sp, "the hand-offs, one object per line")
-    sp.add_argument("-n", "--limit", type=bounded_int(1), default=50,
-                    help="how many of the latest hand-offs (default 50)")
+    sp.add_argument("-n", "--limit", type=bounded_int(1, MAX_LIMIT), default=50,
+                    help=f"how many of the latest hand-offs, 1 to {MAX_LIMIT} (default 50)")
     sp.add_argument("--all-hosts", action="store_true", help="every host's hand-offs, from the bus")
     sp.add_argument("--route", type=non_blank("--route"),
                     help="only this route's hand-offs: its name, or FROM->TO (any route between those tiles)")

@@ -93,7 +93,7 @@ def test_an_unknown_agent_is_one_line(tmux_server: TmuxServer, command: list[str
     (["demo", "--handoffs", "many"], "'many' is not a whole number"),
     (["demo", "--work-s", "-1"], "argument --work-s: -1 is out of range"),
     (["demo", "--work-s", "nan"], "argument --work-s: nan is out of range"),
-    (["history", "-n", "-1"], "argument -n/--limit: -1 is out of range (at least 1)"),
+    (["history", "-n", "-1"], "argument -n/--limit: -1 is out of range (1 to 1000000)"),
     (["history", "-n", "0"], "argument -n/--limit: 0 is out of range"),
     (["status", "-L", ""], "the socket name is empty"),
     (["nosuchcommand"], "invalid choice: 'nosuchcommand'"),

@@ -6,7 +6,10 @@ is valid, the running pipeline is stopped and a new one started with the new con
 between — the journal holds every hand-off that was queued, and the new pipeline picks them up first — and
 the notifier (``settings.notify``) lives as long as the daemon: a tile still waiting for a person is not
 announced again, and a notice still being tried is not dropped.
-SIGINT/SIGTERM stop the daemon cleanly with exit status 0.
+SIGINT/SIGTERM stop the daemon cleanly with exit status 0. A state folder or journal it cannot write
+(read-only, full, locked, damaged) stops it at start with one line naming the file and the fix, exit status
+1; one that fails while it runs pauses delivery until it can be written again
+(:mod:`pipeline.engine.journal`).
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ from pipeline.commands.presence import watch_presence
 from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
-from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.journal import MEMORY, Journal, JournalUnusable, check_folder, open_journal
 from pipeline.engine.notify import Notifier
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.state_lock import StateFolderBusy, hold_state_folder
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
-from pipeline.spool import state_dir
+from pipeline.spool import spool_dir, state_dir
 from pipeline.system.tmux import Tmux
 
 __all__ = ["run_daemon"]
@@ -46,15 +49,17 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
         await _route(config, path, registries, server, Journal(MEMORY), dry_run, host)
         return
     try:
+        check_folder(state_dir())  # a folder it cannot write: one line naming it, before anything runs
+        check_folder(spool_dir())
         with hold_state_folder(state_dir(), host):  # one daemon per journal
-            await _route(config, path, registries, server, Journal(), dry_run, host)
-    except StateFolderBusy as exc:
+            await _route(config, path, registries, server, open_journal(), dry_run, host)
+    except (StateFolderBusy, JournalUnusable) as exc:
         raise SystemExit(f"baton run: {exc}") from None
 
 
 async def _route(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux],
                  journal: Journal, dry_run: bool, host: str) -> None:
-    if pruned := journal.prune():
+    if pruned := await journal.until_done(journal.prune):
         log.info("journal: forgot %d hand-offs older than 30 days", pruned)
     watcher, notifier = FileWatcher(), Notifier()
     async with anyio.create_task_group() as outer:

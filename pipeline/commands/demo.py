@@ -24,10 +24,11 @@ import anyio
 
 from pipeline.commands.history import quiet_stdout
 from pipeline.engine.config import Config, Route, Settings, Tile
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import Journal, JournalUnusable, check_folder
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
+from pipeline.spool import spool_dir
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
 
@@ -98,11 +99,17 @@ async def _stop_on_signal(signals: AsyncIterator[signal.Signals], scope: anyio.C
 
 async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out: Callable[[str], None],
                 progress: DemoProgress) -> int:
+    try:  # the hooks' spool is in the state folder; the demo's own files in a temporary one
+        check_folder(spool_dir())
+        home = tempfile.mkdtemp(prefix="baton-demo-")
+    except (JournalUnusable, OSError) as exc:  # before anything starts: one line, nothing to clean up
+        why = exc if isinstance(exc, JournalUnusable) else f"cannot make a temporary folder: {exc}"
+        print(f"baton demo: {why}", file=sys.stderr)
+        return 1
     socket = f"baton-demo-{os.getpid()}"
     progress.handoffs, progress.keep, progress.socket = handoffs, keep, socket
     tmux = Tmux(socket_name=socket, config_file="/dev/null")
     agent = f"{shlex.quote(sys.executable)} -m plugins.demo.agent --work-s {work_s}"
-    home = tempfile.mkdtemp(prefix="baton-demo-")
     os.environ["BATON_DEMO_HOME"] = home  # the agents' transcripts, read by the demo adapter
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
     started = time.monotonic()

@@ -36,7 +36,14 @@ def parse_since(value: str) -> float:
     value = value.strip()
     ago = _AGO.fullmatch(value)
     if ago:
-        return time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
+        since = time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
+        try:  # a time is shown as a local time (the "nothing matches" line): one this far back cannot be
+            time.localtime(since)
+        except (OverflowError, OSError, ValueError):
+            shown = value if len(value) <= 24 else f"{value[:24]}… ({len(value)} characters)"
+            raise argparse.ArgumentTypeError(f"{shown} ago is before any time this machine can show") \
+                from None
+        return since
     try:
         return datetime.fromisoformat(value).timestamp()
     except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)

@@ -154,34 +154,49 @@ def name_value(what: str) -> Callable[[str], tuple[str, str]]:
     return check
 
 
-def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high``: every numeric flag has both bounds, so an absurd value
+    (``-n 99999999999999999999999``) is a usage error here, not an overflow in whatever it reaches."""
+
     def check(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-        if number < low or (high is not None and number > high):
-            raise argparse.ArgumentTypeError(f"{number} is out of range ({_range(low, high)})")
+            if value.strip().lstrip("+-").isdigit():  # more than the 4300 digits int() reads
+                raise argparse.ArgumentTypeError(
+                    f"{_shown(value)} is out of range ({_range(low, high)})") from None
+            raise argparse.ArgumentTypeError(f"{_shown(value, quote=True)} is not a whole number") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{_shown(value)} is out of range ({_range(low, high)})")
         return number
 
     return check
 
 
 def bounded_float(low: float, high: float) -> Callable[[str], float]:
+    """A number from ``low`` to ``high`` (``nan`` and ``inf`` are neither)."""
+
     def check(value: str) -> float:
         try:
             number = float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{_shown(value, quote=True)} is not a number") from None
         if not low <= number <= high:  # also refuses nan
-            raise argparse.ArgumentTypeError(f"{value} is out of range ({_range(low, high)})")
+            raise argparse.ArgumentTypeError(f"{_shown(value)} is out of range ({_range(low, high)})")
         return number
 
     return check
 
 
-def _range(low: float, high: float | None) -> str:
-    return f"at least {low}" if high is None else f"{low} to {high}"
+def _shown(value: str, width: int = 24, *, quote: bool = False) -> str:
+    """A value as an error names it: whole when short, its start and length when it is not (one line)."""
+    short = value.strip() if len(value.strip()) <= width else f"{value.strip()[:width]}…"
+    shown = repr(short) if quote else short
+    return shown if short == value.strip() else f"{shown} ({len(value.strip())} characters)"
+
+
+def _range(low: float, high: float) -> str:
+    return f"{low} to {high}"
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:

@@ -22,7 +22,10 @@ from its screen, as ``baton status`` reaches tiles.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import anyio
@@ -130,7 +133,10 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
     """Run ``route_name``'s transform on ``answer`` (None: the source tile's last answer)."""
     route = find_route(config, route_name)
     tiles = await build_tiles(config, registries.agents, tmux)
-    router = PromptRouter(config, tiles, registries.transforms)
+    try:
+        router = PromptRouter(config, tiles, registries.transforms)
+    except Exception as exc:  # a plugin's transform that cannot be set up
+        raise PreviewError(f"the routes' transforms cannot be set up: {type(exc).__name__}: {exc}") from None
     notes = []
     if answer is None:
         response = await last_response(tiles[route.from_])
@@ -145,7 +151,10 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
     transform = router.transform_for(route)
     data = router.input_for(route, response)
     if dry_run:
-        request = transform.dry_run(data)
+        try:
+            request = transform.dry_run(data)
+        except Exception as exc:
+            return PreviewResult("", notes, skipped=_failed(route, exc))
         if request is not None:
             notes.append(
                 f"--dry-run: this is the request {route.transform_type} would send; the model was not called"
@@ -155,14 +164,37 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
         result = TransformResult.of(await transform.apply(data))
     except TransformSkipped as exc:
         return PreviewResult("", notes, skipped=str(exc))
+    except Exception as exc:  # a plugin's bug: run records the hand-off failed, with these words
+        return PreviewResult("", notes, skipped=_failed(route, exc))
     if result.note:
         notes.append(result.note)
     typed = sanitize(result.text)
     if not typed.strip():
         return PreviewResult("", notes, skipped="nothing printable is left to type")
-    if typed != result.text:
+    if typed.strip() != result.text.strip():  # a line end trimmed is no control character removed
         notes.append(f"{len(result.text) - len(typed)} control characters removed, as run removes them")
     return PreviewResult(typed, notes)
+
+
+def _failed(route: Route, exc: Exception) -> str:
+    """What the router records when a route's transform raises (the hand-off ends ``failed``)."""
+    return f"transform {route.transform_type} failed: {type(exc).__name__}: {exc}"
+
+
+@contextlib.contextmanager
+def _notes_only(verbose: bool) -> Iterator[None]:
+    """What the transform logs (a fallback's warning, the SDK's request line) is in the notes already:
+    below an error it is left to ``-v``, so each thing preview has to say is one line."""
+    loggers = [logging.getLogger(name) for name in ("batonpass", "httpx2")]
+    levels = [logger.level for logger in loggers]
+    if not verbose:
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def preview_command(args: argparse.Namespace) -> int:
@@ -192,11 +224,12 @@ def preview_command(args: argparse.Namespace) -> int:
         return 1
     try:
         route = find_route(config, args.route)
-        result = anyio.run(
-            lambda: preview_route(
-                config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
+        with _notes_only(args.verbose):
+            result = anyio.run(
+                lambda: preview_route(
+                    config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
+                )
             )
-        )
     except PreviewError as exc:
         print(f"baton preview: {exc}", file=sys.stderr)
         return 1

@@ -15,25 +15,42 @@ after a crash has an unknown outcome: it is confirmed against the target before 
 
 One connection per process, WAL mode, ``synchronous=NORMAL`` (a power cut may lose the last commit, a
 process crash cannot). Blocking calls are tiny; the engine runs them directly on the event loop thread.
+
+A journal that cannot be written (a full disk, a read-only file or folder, a lock another process holds,
+a damaged file) is a *fault*, not a crash. At start :func:`open_journal` turns it into one line naming the
+file and the fix (:class:`JournalUnusable`). While running, the stages make each journal call through
+:meth:`Journal.until_done` (reads: :meth:`Journal.until_read`), and the dispatcher writes ``delivering``
+with :meth:`Journal.try_write` before it types: while the journal cannot be written they wait — one log
+line says why, one says when a write went through again — so nothing is typed that was not journaled
+first, and every hand-off is still there after.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
+
+import anyio
 
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
 __all__ = ["FINAL_STATES", "MEMORY", "STATES", "HandoffRecord", "HandoffState", "HistoryFilter", "Journal",
-           "default_journal_path"]
+           "JournalUnusable", "check_folder", "default_journal_path", "describe", "is_fault", "open_journal"]
+
+log = logging.getLogger("batonpass")
+T = TypeVar("T")
 
 HandoffState = Literal[
     "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
@@ -63,6 +80,79 @@ CREATE TABLE IF NOT EXISTS tiles (tile TEXT PRIMARY KEY, followed_until REAL NOT
 """
 #: ``Journal(MEMORY)``: a journal that lives as long as the process (``--dry-run``, the unit tests)
 MEMORY = ":memory:"
+#: how long one call waits for a lock another process holds. Short: the daemon is the only writer (others
+#: read, and WAL readers never block it), and the call blocks the event loop meanwhile
+BUSY_TIMEOUT_S = 1.0
+#: a journal that cannot be written is tried again this soon, then less often
+RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0
+#: SQLite's primary result codes that say the file cannot be used now (not a bug in a statement): busy,
+#: locked, no memory, read-only, I/O error, damaged, full, cannot open, protocol, not a database
+_FAULT_CODES = {5, 6, 7, 8, 10, 11, 13, 14, 15, 26}
+_LOCKED, _READ_ONLY, _DAMAGED, _FULL = {5, 6}, {8, 14}, {11, 26}, {13}
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.EISDIR)
+
+
+class JournalUnusable(Exception):
+    """The journal (or its folder) cannot be written: the message names the file and the fix."""
+
+
+def is_fault(exc: BaseException) -> bool:
+    """``exc``, from SQLite, says the journal cannot be used now (a full disk, read-only, locked, damaged)
+    rather than a mistake in batonpass (a syntax error is no fault)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.DatabaseError) and isinstance(code, int) and code & 0xFF in _FAULT_CODES
+
+
+def describe(exc: BaseException, path: Path) -> str:
+    """What is wrong with the journal at ``path`` and what to do, in one line."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    where = getattr(exc, "filename", None) or path
+    if code in _DAMAGED:
+        return (f"the journal {path} is damaged ({why}): move it aside (mv {path} {path}.damaged) and "
+                "baton run starts a new one")
+    if code in _LOCKED:
+        return (f"the journal {path} is locked by another process ({why}): end the program that holds it "
+                f"(fuser -v {path}), then start again")
+    if code in _FULL or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"no room to write {where} ({why}): free space on its disk"
+    if code in _READ_ONLY or getattr(exc, "errno", None) in _NOT_WRITABLE:
+        return (f"cannot write {where} ({why}): make it and its folder writable (chmod u+w; chattr -i; a "
+                "read-only mount), or point XDG_STATE_HOME at a folder you can write")
+    return f"cannot use the journal {path} ({why}): check its disk, or point XDG_STATE_HOME elsewhere"
+
+
+def check_folder(folder: Path) -> None:
+    """Make ``folder`` (0700) and write and remove a small file in it: raises :class:`JournalUnusable` when
+    it cannot be made or written (read-only, full, not a folder)."""
+    probe = folder / f".probe-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(probe, "wb") as f:
+            f.write(b"batonpass checks it can write here\n")
+    except OSError as exc:
+        raise JournalUnusable(describe(exc, folder)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
+def open_journal(path: str | os.PathLike[str] | None = None) -> Journal:
+    """The daemon's journal, with one real write tried first: a journal ``baton run`` cannot write raises
+    :class:`JournalUnusable` at start, not a traceback on its first hand-off."""
+    where = Path(path) if path is not None else default_journal_path()
+    check_folder(where.parent)
+    journal = None
+    try:
+        journal = Journal(where)
+        journal.probe()
+        return journal
+    except (sqlite3.Error, OSError) as exc:
+        if journal is not None:
+            journal.close()
+        if isinstance(exc, sqlite3.Error) and not is_fault(exc):
+            raise
+        raise JournalUnusable(describe(exc, where)) from None
 
 
 def default_journal_path() -> Path:
@@ -149,13 +239,16 @@ class Journal:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fresh = not self.path.exists()
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=10, check_same_thread=False)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S,
+                                      check_same_thread=False)
             if fresh:
                 os.chmod(self.path, 0o600)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._add_columns()
+        #: why the journal cannot be written now, "" while it can (said once per pause)
+        self.fault = ""
 
     def _add_columns(self) -> None:
         """Columns newer than the journal file (it outlives upgrades): added in place, old rows null."""
@@ -170,6 +263,81 @@ class Journal:
 
     def close(self) -> None:
         self.db.close()
+
+    # ---- faults: a journal that cannot be written pauses what depends on it ------------------------------
+
+    def probe(self) -> None:
+        """One real write that changes nothing (the header's ``user_version``, set to what it is): raises
+        what any write would raise now."""
+        (version,) = self.db.execute("PRAGMA user_version").fetchone()
+        self.db.execute(f"PRAGMA user_version = {int(version)}")
+
+    def try_write(self, write: Callable[[], object]) -> bool:
+        """``write()``; False, said once per pause, when the journal cannot be written now. In a pause
+        the probe goes first: a write that happens to change nothing proves nothing."""
+        try:
+            if self.fault:
+                self.probe()
+            write()
+        except sqlite3.Error as exc:
+            if not is_fault(exc):
+                raise
+            self._paused(exc)
+            return False
+        self._resumed()
+        return True
+
+    async def until_writable(self) -> None:
+        """Wait until a write goes through (tried again and again, less and less often)."""
+        delay = RETRY_FIRST_S
+        while not self.try_write(self.probe):
+            await anyio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    async def until_done(self, call: Callable[[], T]) -> T:
+        """``call()``, a write, waiting out a journal that cannot be used now: the caller, and what it
+        would do next, waits with it; nothing is dropped."""
+        return await self._until(call, resumes=True)
+
+    async def until_read(self, call: Callable[[], T]) -> T:
+        """``call()``, a read, waited out like a write; a read that goes through says nothing of writes."""
+        return await self._until(call, resumes=False)
+
+    async def _until(self, call: Callable[[], T], *, resumes: bool) -> T:
+        delay = RETRY_FIRST_S
+        while True:
+            try:
+                if resumes and self.fault:
+                    self.probe()
+                result = call()
+            except sqlite3.Error as exc:
+                if not is_fault(exc):
+                    raise
+                self._paused(exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            if resumes:
+                self._resumed()
+            return result
+
+    async def recover(self, exc: BaseException) -> None:
+        """After ``exc``, a fault raised by a journal call made elsewhere: say so (once), wait a moment,
+        then until the journal can be written again."""
+        self._paused(exc)
+        await anyio.sleep(RETRY_FIRST_S)
+        await self.until_writable()
+
+    def _paused(self, exc: BaseException) -> None:
+        if not self.fault:
+            self.fault = describe(exc, self.path)
+            log.error("journal: %s; delivery paused: nothing is typed until the journal can be written",
+                      self.fault)
+
+    def _resumed(self) -> None:
+        if self.fault:
+            self.fault = ""
+            log.warning("journal: %s can be written again; delivery resumes", self.path)
 
     # ---- completions ----------------------------------------------------------------------------------
 
@@ -394,6 +562,20 @@ class _Transaction:
         return self.db
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except sqlite3.Error:  # a full disk, say: nothing of the transaction stays
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        """Undo what is open; SQLite may have rolled it back itself (a full disk, an I/O error), and the
+        error that got here is the one to see."""
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
 
 

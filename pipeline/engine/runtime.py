@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -108,12 +109,13 @@ class Pipeline:
         if self.dispatcher is None:
             return
         stale = time.time() - self.config.settings.catch_up_s
-        for record in self.journal.unfinished():
+        for record in await self.journal.until_read(self.journal.unfinished):
             if record.state == "pending":
                 # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
                 if record.created < stale:
-                    self.journal.set_state(record.key, "failed", error="batonpass stopped while transforming "
-                                           "and the source turn was not reported again")
+                    why = "batonpass stopped while transforming and the source turn was not reported again"
+                    await self.journal.until_done(
+                        partial(self.journal.set_state, record.key, "failed", error=why))
                 continue
             remote = self.bus is not None and self.bus.is_remote(record.target)
             if record.target not in self.tiles and not remote:

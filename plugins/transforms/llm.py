@@ -6,7 +6,8 @@ Both read the source's clean answer and send it, with a system prompt shipped as
 plugin's own section, :class:`LLMSettings`, registered with ``register_settings``) and can be overridden per
 route.
 
-A failed call never loses the hand-off: with no key, a timeout, an API error or an empty answer the
+A failed call never loses the hand-off: with no key, a timeout, an API error, an answer that is no Messages
+response (a proxy's page, a JSON string), no text block or an empty answer — any failure of the call — the
 transform hands on the raw answer (``on_error: raw``, the default) or skips the hand-off (``on_error: skip``),
 logs why, and returns the reason as the :class:`TransformResult` note (the router copies it to
 ``Prompt.note`` for the journal).
@@ -208,6 +209,11 @@ class LLMTransform(Transform[LLMOptionsT]):
             return self._fall_back(data, where, f"cannot reach the API at {base}: {exc}", notes)
         except anthropic.AnthropicError as exc:
             return self._fall_back(data, where, f"{type(exc).__name__}: {exc}", notes)
+        except NotAMessage as exc:
+            return self._fall_back(data, where, str(exc), notes)
+        except Exception as exc:  # any other failure of the call (a body that is no JSON): still no loss
+            return self._fall_back(data, where, f"the API's answer could not be read ({type(exc).__name__}: "
+                                   f"{exc})", notes)
         if not text:
             return self._fall_back(data, where, f"{self.model} returned no text (stop_reason: {stop_reason})",
                                    notes, usage)
@@ -231,8 +237,7 @@ class LLMTransform(Transform[LLMOptionsT]):
                     timeout=self.timeout_s, max_retries=MAX_RETRIES
                 ) as client:
                     message = await client.messages.create(**request)
-        text = "".join(block.text for block in message.content if block.type == "text").strip()
-        return text, message.stop_reason, usage_of(message.model or request["model"], message.usage)
+        return read_message(message, request["model"])
 
     def _fall_back(self, data: TransformInput, where: str, reason: str, notes: list[str],
                    usage: Usage | None = None) -> TransformResult:
@@ -241,6 +246,32 @@ class LLMTransform(Transform[LLMOptionsT]):
         log.warning("%s: %s; handing on the raw answer instead (on_error: raw)", where, reason)
         note = f"{self.name} fell back to the raw answer: {reason}"
         return TransformResult(data.response.text, note="; ".join([note, *notes]), usage=usage)
+
+
+class NotAMessage(Exception):
+    """The API answered (HTTP 200) with something that is no Messages response."""
+
+
+_JSON_KINDS = {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object"}
+
+
+def read_message(message: Any, model: str) -> tuple[str, str | None, Usage]:
+    """The text, stop reason and usage of what ``messages.create`` returned, read without trusting its
+    shape: the SDK hands back whatever JSON a server (or a proxy in front of it) sent with a 200.
+    Raises :class:`NotAMessage` when it has no content list; a list without a text block is no text."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        if message is None or isinstance(message, str | int | float | list | dict):
+            what = _JSON_KINDS.get(type(message), "null")
+        else:
+            what = "no content" if content is None else f"content that is a {type(content).__name__}"
+        raise NotAMessage(f"the API answered HTTP 200 with no Messages response: {what}")
+    texts = (getattr(block, "text", None) for block in content if getattr(block, "type", None) == "text")
+    text = "".join(t for t in texts if isinstance(t, str)).strip()
+    stop = getattr(message, "stop_reason", None)
+    named = getattr(message, "model", None)
+    return (text, stop if isinstance(stop, str) else None,
+            usage_of(named if isinstance(named, str) and named else model, getattr(message, "usage", None)))
 
 
 def _api_message(exc: Any) -> str:

@@ -32,7 +32,9 @@ TEST_KEY = "sk-ant-test-0000000000000000"
 @dataclass
 class Reply:
     """One scripted answer. ``status`` other than 200 sends ``error`` (default: an Anthropic-shaped error
-    body) instead of a message; ``empty`` sends a message with no content blocks."""
+    body) instead of a message; ``empty`` sends a message with no content blocks; ``body`` (any JSON value,
+    or ``bytes`` sent as they are) replaces the whole answer: an API or proxy that answers 200 with something
+    that is no Messages response."""
 
     text: str = "OK from the fake model."
     status: int = 200
@@ -43,6 +45,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     #: counts for the message's ``usage`` over the defaults (10 input tokens, a quarter of the text out)
     usage: dict[str, int] = field(default_factory=dict)
+    body: Any = None
 
     def error_body(self) -> dict[str, Any]:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
@@ -141,6 +144,10 @@ def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
                     )
                 elif reply.status != 200:
                     self._json(reply.status, reply.error_body(), reply.headers)
+                elif isinstance(reply.body, bytes):
+                    self._raw(reply.body)
+                elif reply.body is not None:
+                    self._json(200, reply.body, reply.headers)
                 elif isinstance(body, dict) and body.get("stream"):
                     self._stream(body, reply)
                 else:
@@ -155,6 +162,14 @@ def _handler(api: FakeAnthropicAPI) -> type[QuietJSONHandler]:
             self.send_json(
                 status, obj, {"request-id": "req_fake_" + uuid.uuid4().hex[:16], **(headers or {})}
             )
+
+        def _raw(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
 
         def _stream(self, body: dict[str, Any], reply: Reply) -> None:
             message = _message(body, reply)

@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import anyio
 from anyio.abc import ObjectSendStream
@@ -72,12 +73,13 @@ class CompletionDetector:
         """Ask the tile's adapter for the turns that ended while no run followed the tile (or, after a new
         session, since the last look) and take them like live ones; the journal drops those handled."""
         now = time.time()
-        mark = self.journal.followed_until(runtime.name)
+        mark = await self.journal.until_read(partial(self.journal.followed_until, runtime.name))
         first = mark is None
         if mark is None:
             since = now - max(self.catch_up_s, LOOK_BACK_S)
         else:
-            unrouted = self.journal.oldest_unrouted(runtime.name, now - self.catch_up_s)
+            unrouted = await self.journal.until_read(
+                partial(self.journal.oldest_unrouted, runtime.name, now - self.catch_up_s))
             since = min(mark, now, unrouted if unrouted is not None else now) - LOOK_BACK_S
         try:
             ends = await runtime.adapter.finished_turns(since)
@@ -88,33 +90,38 @@ class CompletionDetector:
         for end in ends or []:
             completion = end.completion(runtime.name, "catch-up")
             if first:
-                self._history(completion)
+                await self._history(completion)
             else:
                 await self.accept(completion)
         if ends is not None and ends:
             log.info("%s: %d turns ended since %s (%s)", runtime.name, len(ends), time.strftime("%H:%M:%S",
                      time.localtime(since)), "history, not handed off" if first else "the journal decides")
-        self.journal.mark_followed([runtime.name], now)
+        await self.journal.until_done(partial(self.journal.mark_followed, [runtime.name], now))
         self._followed.add(runtime.name)
 
-    def _history(self, completion: Completion) -> None:
+    async def _history(self, completion: Completion) -> None:
         """A turn that ended before any run followed its tile: recorded as skipped, never handed off."""
-        if not self.is_new(completion) or self.journal.seen_completion(completion.tile, completion.turn_id):
+        if not self.is_new(completion):
             return
-        self._skip(completion, "history: it ended before batonpass first followed this tile")
+        seen = partial(self.journal.seen_completion, completion.tile, completion.turn_id)
+        if await self.journal.until_read(seen):
+            return
+        await self._skip(completion, "history: it ended before batonpass first followed this tile")
 
-    def _skip(self, completion: Completion, why: str) -> None:
-        self.journal.record_completion(completion)
+    async def _skip(self, completion: Completion, why: str) -> None:
         routes = self.config.routes_from(completion.tile) if self.config is not None else []
-        self.journal.record_routing(completion, [(None, r.label, r.to, "skipped", why) for r in routes])
+        await self.journal.until_done(partial(self.journal.record_completion, completion))
+        await self.journal.until_done(partial(
+            self.journal.record_routing, completion, [(None, r.label, r.to, "skipped", why) for r in routes]))
         log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
 
     async def _mark(self) -> None:
         """Move the journal's marks of the tiles being followed (a catch-up looks back from there)."""
         while True:
             await anyio.sleep(MARK_EVERY_S)
-            if self._followed:
-                self.journal.mark_followed(sorted(self._followed), time.time())
+            if self._followed:  # a journal that cannot take it now: the next tick's mark will do
+                marks = partial(self.journal.mark_followed, sorted(self._followed), time.time())
+                self.journal.try_write(marks)
 
     # ---- completions ---------------------------------------------------------------------------------------
 
@@ -126,20 +133,23 @@ class CompletionDetector:
                 "%s: turn %s already seen (signal %s)", completion.tile, completion.turn_id, completion.signal
             )
             return
-        seen = self.journal.seen_completion(completion.tile, completion.turn_id)
+        # while the journal cannot be used this waits, and the adapter that reported the turn with it
+        seen = await self.journal.until_read(
+            partial(self.journal.seen_completion, completion.tile, completion.turn_id))
         if seen is not None and seen[1]:
             log.debug("%s: turn %s was handled before a restart", completion.tile, completion.turn_id)
             return
         age = self.started - completion.at
         if age > self.catch_up_s:
             # ended while batonpass was down, too long ago to act on now: recorded, not handed off
-            self._skip(
+            await self._skip(
                 completion, f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})"
             )
             return
-        hop = self.hops.take(completion.tile) if seen is None else seen[0]
+        take = partial(self.hops.take, completion.tile)
+        hop = seen[0] if seen is not None else await self.journal.until_done(take)
         completion = replace(completion, hop=hop)
-        self.journal.record_completion(completion)
+        await self.journal.until_done(partial(self.journal.record_completion, completion))
         log.info("completion  %s turn %s %s (via %s, hop %d)", completion.tile, completion.turn_id,
                  completion.outcome, completion.signal, completion.hop)
         self.report(completion)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.hops import HopLedger
-from pipeline.engine.journal import MEMORY, Journal
+from pipeline.engine.journal import MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState, look_again, pane_lookups_shared, readiness_check
@@ -135,19 +136,23 @@ class PromptDispatcher:
     async def _serve(self, target: str, queue: ObjectReceiveStream[Prompt]) -> None:
         async with queue:
             async for prompt in queue:
-                try:
-                    delivery = await self.deliver(prompt)
-                except Exception as exc:  # a bug in one delivery must not stop the queue
-                    delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
-                    log.error("failed      %s: %s", prompt.key, delivery.error)
-                if delivery.state != "dry-run":
-                    self.journal.set_state(
-                        prompt.key,
-                        delivery.state,
-                        error=delivery.error,
-                        pane=delivery.pane,
-                        note=delivery.note or None,
-                    )
+                unsure = prompt.key in self.unsure
+                while True:
+                    try:
+                        delivery = await self.deliver(prompt)
+                    except Exception as exc:  # a bug in one delivery must not stop the queue
+                        if is_fault(exc):  # the journal failed, before any key of this try: wait, try again
+                            if unsure:
+                                self.unsure.add(prompt.key)
+                            await self.journal.recover(exc)
+                            continue
+                        delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
+                        log.error("failed      %s: %s", prompt.key, delivery.error)
+                    break
+                if delivery.state != "dry-run":  # a journal that cannot take it holds the queue until it can
+                    await self.journal.until_done(partial(
+                        self.journal.set_state, prompt.key, delivery.state, error=delivery.error,
+                        pane=delivery.pane, note=delivery.note or None))
                 if delivery.state == "failed":
                     self.notifier.failed(prompt.key, prompt.route, prompt.target, delivery.error)
                 self.report(delivery)
@@ -177,12 +182,21 @@ class PromptDispatcher:
         outcome = await self._await_target(prompt, started, ("ready",))
         if isinstance(outcome, Delivery):
             return outcome
+        # journaled before the side effect: while the journal cannot take it, nothing is typed; once it
+        # can, the target is looked at again (the wait may have been long)
+        delivering = partial(self.journal.set_state, prompt.key, "delivering", attempt=True)
+        while not self.journal.try_write(delivering):
+            await self.journal.until_writable()
+            outcome = await self._await_target(prompt, started, ("ready",))
+            if isinstance(outcome, Delivery):
+                return outcome
         attempts = outcome
-        self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
+
+        def expect_hop() -> None:  # a hop count is no reason to leave a paste without its Enter: logged
+            self.journal.try_write(partial(self.hops.expect, prompt.target, prompt.hop))
+
         try:
-            confirmed, pane_id = await type_prompt(
-                adapter, prompt.text, on_submit=lambda: self.hops.expect(prompt.target, prompt.hop)
-            )
+            confirmed, pane_id = await type_prompt(adapter, prompt.text, on_submit=expect_hop)
         except (TmuxError, ValueError) as exc:
             log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
             return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
@@ -53,16 +54,17 @@ class PromptRouter:
 
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
         async with receive, send:
-            async for response in receive:
-                self.journal.record_pending(response.completion, [
-                    (r.label, r.to) for r in self.config.routes_from(response.completion.tile)])
+            async for response in receive:  # a journal that cannot be written holds the router until it can
+                completion = response.completion
+                await self.journal.until_done(partial(self.journal.record_pending, completion, [
+                    (r.label, r.to) for r in self.config.routes_from(completion.tile)]))
                 decisions = await self.decide(response)
-                self.journal.record_routing(
-                    response.completion, [(d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]
-                )
+                await self.journal.until_done(partial(self.journal.record_routing, completion, [
+                    (d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]))
                 for d in decisions:
                     if d.usage is not None:
-                        self.journal.record_usage(f"{d.route}@{response.completion.turn_id}", asdict(d.usage))
+                        await self.journal.until_done(partial(
+                            self.journal.record_usage, f"{d.route}@{completion.turn_id}", asdict(d.usage)))
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
