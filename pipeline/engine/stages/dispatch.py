@@ -191,12 +191,8 @@ class PromptDispatcher:
             if isinstance(outcome, Delivery):
                 return outcome
         attempts = outcome
-
-        def expect_hop() -> None:  # a hop count is no reason to leave a paste without its Enter: logged
-            self.journal.try_write(partial(self.hops.expect, prompt.target, prompt.hop))
-
         try:
-            confirmed, pane_id = await type_prompt(adapter, prompt.text, on_submit=expect_hop)
+            confirmed, pane_id = await type_prompt(adapter, prompt.text, on_submit=self._hop_expecter(prompt))
         except (TmuxError, ValueError) as exc:
             log.error("failed      %s -> %s: %s", prompt.key, prompt.target, exc)
             return Delivery(prompt, "failed", attempts=attempts + 1, error=str(exc))
@@ -321,12 +317,19 @@ class PromptDispatcher:
                  prompt.key, prompt.target)
         return None
 
+    def _hop_expecter(self, prompt: Prompt) -> Callable[[], None]:
+        """What to do right before the Enter: expect the target's next turn to be this hop. A hop count is no
+        reason to leave a paste without its Enter: a journal that cannot take it is logged, not raised."""
+        def expect_hop() -> None:
+            self.journal.try_write(partial(self.hops.expect, prompt.target, prompt.hop))
+
+        return expect_hop
+
     async def _submit_left_paste(self, prompt: Prompt, adapter: AgentAdapter, clean: str) -> Delivery:
-        """The paste a dead run left in the target's input, unsubmitted: Enter once, as the run would have."""
+        """The paste a dead run left in the target's input, unsubmitted: Enter once, as the run would have.
+        Journaled first; a journal that cannot be written raises, and the delivery is tried again later."""
         self.journal.set_state(prompt.key, "delivering", attempt=True)  # before the side effect
-        confirmed, pane_id = await submit_paste(
-            adapter, clean, on_submit=lambda: self.hops.expect(prompt.target, prompt.hop)
-        )
+        confirmed, pane_id = await submit_paste(adapter, clean, on_submit=self._hop_expecter(prompt))
         state: DeliveryState = "delivered" if confirmed else "unconfirmed"
         log.info("submitted   %s: the paste was waiting in %s's input (%s)", prompt.key, prompt.target, state)
         return Delivery(prompt, state, pane=pane_id, note="submitted a paste left by a crash")
