@@ -68,7 +68,7 @@ def links(page: Path) -> list[tuple[int, str]]:
 
 
 def broken(page: Path, root: Path = REPO) -> list[str]:
-    """Each link of ``page`` that leads nowhere, as ``PAGE:LINE: TARGET: why`` (paths relative to ``root``)."""
+    """Each link of ``page`` that leads nowhere, as ``PAGE:LINE: TARGET: why`` (paths from ``root``)."""
     problems = []
     for number, target in links(page):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: …: not ours to check
@@ -90,7 +90,8 @@ def test_every_relative_link_in_the_readme_and_docs_resolves() -> None:
 
 
 def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
-    (tmp_path / "other.md").write_text("# Other page\n\n## Its `--json` part: fields\n\n## Twice\n\n## Twice\n")
+    (tmp_path / "other.md").write_text("# Other page\n\n## Its `--json` part: fields\n\n"
+                                       "## Twice\n\n## Twice\n")
     page = tmp_path / "page.md"
     page.write_text("# Page\n\n[ok](other.md#its---json-part-fields) [ok](other.md#twice-1) [ok](#page)\n"
                     "[gone](missing.md) [no heading](other.md#nowhere) `[in code](missing.md)`\n"
