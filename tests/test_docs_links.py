@@ -125,3 +125,23 @@ def test_the_readmes_first_routes_yaml_passes_check(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "pipeline.cli", "check", "-c", str(config)],
                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: a file of the repository named in code, ``tests/x.py`` or ``tests/x.py::test_name``
+_NAMED_FILE = re.compile(r"`((?:pipeline|plugins|tests|bench|docs)/[\w./-]+?)(?:::(\w+))?`")
+
+
+def test_every_file_and_test_the_pages_name_exists() -> None:
+    """A page that cites ``plugins/codex/follow.py`` or ``tests/test_amp.py::test_…`` sends a reader there:
+    after a rename the citation must follow."""
+    missing = []
+    for page in PAGES:
+        for match in _NAMED_FILE.finditer(page.read_text()):
+            path, name = match.groups()
+            target = REPO / path
+            where = f"{page.relative_to(REPO)}: {match.group(0)}"
+            if not target.exists():
+                missing.append(f"{where}: no such file")
+            elif name and not re.search(rf"^\s*(?:async\s+)?def {name}\b", target.read_text(), re.M):
+                missing.append(f"{where}: no test {name} there")
+    assert missing == [], "\n".join(missing)
