@@ -25,16 +25,17 @@ _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def prose_lines(text: str) -> list[str]:
-    """The lines outside fenced code blocks, with inline code spans blanked (a link written in code is an
-    example, not a link)."""
+def prose(text: str) -> str:
+    """The text outside fenced code blocks, with code blanked (a link written in code is an example, not a
+    link); line breaks stay where they were, so that a position still gives its line."""
     lines, fenced = [], False
     for line in text.splitlines():
         if _FENCE.match(line.lstrip()):
             fenced = not fenced
+            lines.append("")
             continue
-        lines.append("" if fenced else _CODE_SPAN.sub("", line))
-    return lines
+        lines.append("" if fenced else line)
+    return _CODE_SPAN.sub(lambda span: "\n" * span.group(0).count("\n"), "\n".join(lines))
 
 
 def slug(heading: str) -> str:
@@ -63,8 +64,9 @@ def anchors(page: Path) -> set[str]:
 
 
 def links(page: Path) -> list[tuple[int, str]]:
-    return [(number, target) for number, line in enumerate(prose_lines(page.read_text()), 1)
-            for target in _LINK.findall(line)]
+    """Each link's line and target; a link's text may run over two lines."""
+    text = prose(page.read_text())
+    return [(text.count("\n", 0, match.start()) + 1, match.group(1)) for match in _LINK.finditer(text)]
 
 
 def broken(page: Path, root: Path = REPO) -> list[str]:
@@ -95,9 +97,11 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Pat
     page = tmp_path / "page.md"
     page.write_text("# Page\n\n[ok](other.md#its---json-part-fields) [ok](other.md#twice-1) [ok](#page)\n"
                     "[gone](missing.md) [no heading](other.md#nowhere) `[in code](missing.md)`\n"
+                    "a `code span\nover two lines` and [a link over\ntwo lines](gone.md)\n"
                     "```\n[in a block](missing.md)\n```\n[web](https://example.com/x)\n")
     assert broken(page, tmp_path) == ["page.md:4: missing.md: no such file",
-                                      "page.md:4: other.md#nowhere: no heading #nowhere in other.md"]
+                                      "page.md:4: other.md#nowhere: no heading #nowhere in other.md",
+                                      "page.md:6: gone.md: no such file"]
 
 
 def test_the_readme_is_short_enough_to_read_to_the_end() -> None:
