@@ -210,9 +210,9 @@ def test_check_never_shows_the_webhook_url(tmp_path: Path) -> None:
     assert "the webhook url must be http:// or https://" in out.stdout
 
 
-def test_the_readme_example_is_valid() -> None:
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("## Told when needed", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_example_is_valid() -> None:
+    page = (REPO / "docs" / "notifications.md").read_text()
+    block = page.split("```yaml\n", 1)[1].split("```", 1)[0]
     config, problems = parse_config('version: 1\ntiles: {a: {pane: "%1"}}\n' + block)
     assert problems == [] and [t.kind for t in config.settings.notify] == ["tmux", "desktop", "webhook"]
     config, _ = parse_config((REPO / "routes.yaml").read_text())
