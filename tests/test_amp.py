@@ -18,18 +18,12 @@ from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
 from plugins.terminal.adapter import AmpAdapter, ShellAdapter
-from tests.conftest import (
-    REPO,
-    TmuxServer,
-    aquiet_for,
-    demo_agent_command,
-    each_write,
-    first_look,
-    messages,
-    until,
-    wait_for,
-)
 from tests.fakes.standin_tui import standin_command
+from tests.support.agents import demo_agent_command, messages
+from tests.support.paths import REPO
+from tests.support.pipelines import first_look
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer, each_write
 
 REGISTRIES = load_registries()
 BUSY = "⠋ Thinking… (Esc to cancel)"

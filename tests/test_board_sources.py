@@ -21,12 +21,13 @@ from pipeline.commands.board import Board, render
 from pipeline.plugin.usage import SessionUsage
 from plugins.codex.reader import parse_timestamp
 from plugins.opencode.reader import OpenCodeStore
-from tests.codex_standins import append
-from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
-from tests.test_claude_adapter import Scene as ClaudeScene
-from tests.test_codex_adapter import Scene as CodexScene
-from tests.test_codex_adapter import upto
-from tests.test_opencode_adapter import Scene as OpenCodeScene
+from tests.support.claude import Scene as ClaudeScene
+from tests.support.codex import Scene as CodexScene
+from tests.support.codex import append, upto
+from tests.support.opencode import Scene as OpenCodeScene
+from tests.support.paths import FIXTURES, REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 FIVE_MIN = 300.0
 

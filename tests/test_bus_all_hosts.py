@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.bus_kit import NatsServer
-from tests.cli_run import json_lines
-from tests.conftest import messages, wait_for
-from tests.test_bus import hosts, nats, two_hosts  # noqa: F401  (fixtures)
+from tests.support.agents import messages
+from tests.support.bus import NatsServer, two_hosts
+from tests.support.cli import json_lines
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 
@@ -88,8 +88,8 @@ def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
     from pipeline.bus.board import _bucket, board_rows, publish_board
     from pipeline.bus.link import BusLink
     from pipeline.engine.journal import Journal, default_journal_path
-    from tests.cli_run import baton
-    from tests.test_cli_json import add_handoff
+    from tests.support.cli import baton
+    from tests.support.journal import add_handoff
 
     journal = Journal(default_journal_path())
     add_handoff(journal, "a->b", "a", "b", "t1", "delivered")

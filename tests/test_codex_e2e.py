@@ -33,11 +33,13 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
-from tests.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 from tests.fakes.webhook import WebhookReceiver
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
@@ -357,7 +359,8 @@ def test_real_codex_as_target_killed_between_paste_and_enter_takes_the_prompt_on
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``baton run`` killed the moment the real Codex shows the hand-off in its composer — inline (short)
     or as ``[Pasted Content N chars]`` (over 1000 characters) — then started again: it recognises its own
-    paste, presses Enter once, and the rollout holds the prompt exactly once (tests/crash_at_paste.py)."""
+    paste, presses Enter once, and the rollout holds the prompt exactly once
+    (tests/support/crash_at_paste.py)."""
     world = codex_world
     monkeypatch.setenv("CODEX_HOME", str(world.home))  # where the daemon finds the rollouts
     [codex] = start_codex(tmux_server, world)

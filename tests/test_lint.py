@@ -43,3 +43,27 @@ def test_plugins_import_only_the_plugin_api() -> None:
             outside += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names
                         if name.split(".")[0] == "pipeline" and name.split(".")[:2] != ["pipeline", "plugin"]]
     assert outside == []
+
+
+def test_no_test_module_imports_another_or_the_conftest() -> None:
+    """What tests share lives in ``tests.support`` (its fixtures registered as plugins by the conftest): a
+    test module is never imported by another, nor is the conftest, so each can be read, moved or deleted
+    on its own."""
+    import ast
+
+    def banned(module: str) -> bool:
+        parts = module.split(".")
+        return len(parts) > 1 and parts[0] == "tests" and (parts[1] == "conftest" or parts[1][:5] == "test_")
+
+    found = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                module = node.module or ""
+                names = [module] + ([f"{module}.{a.name}" for a in node.names] if module == "tests" else [])
+            else:
+                continue
+            found += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names if banned(name)]
+    assert found == []

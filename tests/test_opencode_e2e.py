@@ -32,11 +32,13 @@ from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
 from plugins.opencode.screen import input_draft
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
-from tests.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.fakes.webhook import WebhookReceiver
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 #: the release SPEC §7 was recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
@@ -248,7 +250,7 @@ def test_real_opencode_as_target_killed_between_paste_and_enter_takes_the_prompt
 ) -> None:
     """``baton run`` killed the moment the real OpenCode shows the hand-off as ``[Pasted ~N lines]`` in its
     input, then started again: it recognises its own paste, presses Enter once, and the store holds the
-    prompt exactly once (tests/crash_at_paste.py)."""
+    prompt exactly once (tests/support/crash_at_paste.py)."""
     home, project = tmp_path / "home", tmp_path / "web"
     project.mkdir()
     env = opencode_env(home, opencode_bin)

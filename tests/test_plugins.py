@@ -18,7 +18,10 @@ from pipeline.plugin import hookspecs
 from pipeline.plugin.events import Delivery
 from pipeline.plugin.manager import DEFAULT_PLUGINS, load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, first_look, messages, until, wait_for
+from tests.support.agents import demo_agent_command, messages
+from tests.support.pipelines import first_look
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,9 @@ from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
-from tests.conftest import TmuxServer, aquiet_for, until, wait_for
-from tests.standin_targets import TARGETS, StandinTarget
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.standin_targets import TARGETS, StandinTarget
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 SHORT = "review the change in src/app.py\nthen run the tests"

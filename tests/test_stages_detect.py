@@ -16,7 +16,7 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import Journal
 from pipeline.engine.stages.detect import CompletionDetector
 from pipeline.plugin.events import Completion
-from tests.stage_kit import completion, config, ended, tiles
+from tests.support.stages import completion, config, ended, tiles
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux
 from pipeline.system.tmux_control import ControlClient, quote
-from tests.conftest import TmuxServer, each_write, wait_for
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer, each_write
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.system import inotify
-from tests.conftest import aquiet_for
+from tests.support.polling import aquiet_for
 
 pytestmark = pytest.mark.anyio
 
