@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import sys
-import time
 
 import psutil
 import pytest
@@ -17,6 +16,7 @@ import pytest
 pytest.register_assert_rewrite("tests.support")
 
 from pipeline.system.tmux import Tmux, remove_socket_file  # noqa: E402
+from tests.support.polling import wait_for  # noqa: E402
 from tests.support.tmux import SOCKET_PREFIX, left_behind  # noqa: E402
 
 pytest_plugins = [
@@ -38,9 +38,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The suite leaves no tmux server, client or socket behind, nor a batonpass process: what it finds
     (its own only) is listed, ended and removed, and the run fails."""
-    deadline = time.monotonic() + 5.0  # a server killed by the last test may take a moment to go
-    while (procs := left_behind()) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    with contextlib.suppress(AssertionError):  # a server killed by the last test may take a moment to go
+        wait_for(lambda: not left_behind(), timeout=5.0, what="the last test's processes to end")
+    procs = left_behind()
     names = {f"baton-demo-{os.getpid()}"}  # the demo, run in this process
     for args in procs.values():  # and every server name a process left behind was given
         names |= {value for flag, value in zip(args, args[1:], strict=False) if flag == "-L"}

@@ -134,7 +134,8 @@ def test_nats_server_down_while_turns_finish_then_back(tmp_path: Path, hosts, na
         lambda: "the bus did not take it" in alpha.stderr(), timeout=30, what="alpha to keep the hand-off"
     )
     assert [h.state for h in alpha.history()].count("transformed") >= 1  # held, not lost
-    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down)))  # the outage lasts OUTAGE_S, not a wait
+    # shapes the scenario: the outage lasts OUTAGE_S
+    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down)))
     nats.start()
     expected = ["from a: before"] + [f"from a: {t}" for t in sent]
     wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60, what="every hand-off after the outage")

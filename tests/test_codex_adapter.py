@@ -81,7 +81,7 @@ async def test_a_write_to_a_neighbours_rollout_wakes_only_its_own_follower(
             asked["right"].clear()
             for record in lrec[first:]:  # the left pane's other turns, line by line
                 append(left.rollout, [record])
-                await anyio.sleep(0.005)
+                await anyio.sleep(0.005)  # shapes the scenario: written line by line
             await until(lambda: len(lemitted) == 4, what="the left pane's other turns")
             await aquiet_for(0.2, "a late hint")
             assert woken["right"] == before["right"] and woken["left"] > before["left"] + 3
@@ -303,11 +303,10 @@ async def test_turn_started_is_read_from_the_rollout(scene: Scene) -> None:
 
 async def started(adapter: CodexAdapter, before, within: float = 3.0) -> bool:
     """``turn_started`` asked the way the dispatcher asks it: every 50 ms, up to a deadline."""
-    with anyio.move_on_after(within):
-        while not await adapter.turn_started(before):
-            await anyio.sleep(0.05)
-        return True
-    return False
+    try:
+        return await until(lambda: adapter.turn_started(before), within, "the turn's start")
+    except AssertionError:
+        return False
 
 
 async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: Path) -> None:
@@ -331,15 +330,10 @@ async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: 
 
 
 async def until_state(adapter: CodexAdapter, wanted: str) -> None:
-    states: list[str] = []
-
     async def check() -> bool:
-        states.append(await adapter.target_state())
-        return states[-1] == wanted
+        return await adapter.target_state() == wanted
 
-    with anyio.fail_after(10):
-        while not await check():
-            await anyio.sleep(0.05)
+    await until(check, 10, f"the state {wanted!r}")
 
 
 async def test_resolve_names_the_rollout_and_the_rule(scene: Scene) -> None:

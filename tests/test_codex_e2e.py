@@ -8,10 +8,10 @@ chained to a notify program that was there before, and the real pipeline routing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import psutil
 import pytest
 
 from pipeline.cli import main as baton
@@ -116,14 +117,14 @@ def _stop_daemon(home: Path) -> None:
                 pids.append(pid)
         except (OSError, ValueError, KeyError):
             continue
+    procs = []
     for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if os.path.exists(f"/proc/{pid}"):
-            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(pid))
+            procs[-1].terminate()
+    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
+        with contextlib.suppress(psutil.NoSuchProcess):
+            left.kill()
 
 
 def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:
@@ -209,7 +210,7 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         tmux_server.run("send-keys", "-t", codex, "-l", "What next?")
         await until(lambda: composer_draft(tmux_server.run("capture-pane", "-p", "-e", "-J", "-t", codex))
                     == "What next?", what="the typed prompt in Codex's input line")
-        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted
+        # shapes the scenario (the input): an Enter sooner than this after typing is taken as pasted
         await anyio.sleep(CodexAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", codex, "Enter")
         await until(lambda: messages(peer_log) == [first, second], what="the second answer in the peer")

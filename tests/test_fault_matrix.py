@@ -83,7 +83,7 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
                 source.finish(i)
             else:
                 daemon.kill()
-                time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+                time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
                 daemon.start()
     expected = [f"from a: {answer}" for answer in source.expected(turns)]
     assert len(expected) == turns
@@ -208,7 +208,7 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
         else:
             source.finish(i)
             continue
-        time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+        time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
         daemon.start()
     expected = [f"from a: {answer}\n{PADDING}" for answer in source.expected(turns)]
     assert len(expected) == turns

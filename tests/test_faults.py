@@ -94,7 +94,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
             time.sleep(0.02)  # shapes the scenario: polls until the kill moment or a's answer, if sooner
         if time.monotonic() >= next_kill:
             daemon.kill()
-            time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+            time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
             daemon.start()
             next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     wait_for(lambda: len(transcript_answers(private_state)) >= turns, timeout=30, what="a's last answer")

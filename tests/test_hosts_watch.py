@@ -53,7 +53,7 @@ class Hosts:
                     if key.split(".", 1)[1] in self.live:
                         await bucket.put(key, orjson.dumps(rows))
                 self.puts += 1
-                await anyio.sleep(0.5)
+                await anyio.sleep(0.5)  # shapes the scenario: a publisher's beat
         finally:
             await link.close()
 

@@ -67,3 +67,24 @@ def test_no_test_module_imports_another_or_the_conftest() -> None:
                 continue
             found += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names if banned(name)]
     assert found == []
+
+
+def test_every_sleep_in_a_test_shapes_its_scenario() -> None:
+    """Tests wait on a condition with ``tests.support.polling``; a fixed sleep is only there to shape the
+    scenario (a beat, an outage, a window to count in) and says so: ``# shapes the scenario`` on its line
+    or the line above."""
+    import ast
+
+    sleeps = {"time.sleep", "anyio.sleep", "asyncio.sleep"}
+    unmarked = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if path.parent.name == "fakes" or path.name in ("polling.py", "record_paste_screens.py"):
+            continue  # the fakes play agents (their sleeps are the agent's pace); polling is the waiting
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in sleeps:
+                near = " ".join(lines[max(0, node.lineno - 2): node.end_lineno or node.lineno])
+                if "shapes the scenario" not in near:
+                    where = f"{path.relative_to(REPO)}:{node.lineno}"
+                    unmarked.append(f"{where}: {lines[node.lineno - 1].strip()}")
+    assert unmarked == []

@@ -127,7 +127,8 @@ async def test_an_idle_follower_reads_the_store_only_when_it_changes_and_sees_it
     async with following(scene, adapter) as got:
         await until(lambda: got["oc"], what="the catch-up turn")
         await until(lambda: scans, what="the first scan")
-        await anyio.sleep(0.5)  # the watcher's own start wakes its subscribers once or twice
+        # shapes the scenario: the watcher's own start wakes its subscribers once or twice
+        await anyio.sleep(0.5)
         settled = len(scans)
         await aquiet_for(0.8, "the store read again with nothing written")
         assert len(scans) == settled and not adapter._screen_decides  # 8 more on the 0.1 s timer
@@ -176,7 +177,8 @@ async def test_two_panes_in_one_folder_get_their_own_turns(tmux_server: TmuxServ
     pane_a = scene.start()
     session_a = w.session(scene.project)  # made before b started: a's
     w.user(session_a, "a person's prompt in a")
-    time.sleep(0.5)  # b starts after a's first prompt (closer than SLACK_MS would be ambiguous)
+    # shapes the scenario: b starts after a's first prompt (closer than SLACK_MS would be ambiguous)
+    time.sleep(0.5)
     pane_b = scene.start()
     a, b = scene.adapter(pane_a, "a"), scene.adapter(pane_b, "b")
     async with following(scene, a, b) as got:

@@ -136,16 +136,12 @@ async def test_real_opencode_hands_off_and_takes_prompts(
             await pipeline.submit(
                 Prompt(route="test", source="test", target="oc", text=PROMPT, turn_id="e2e-1", hop=0)
             )
-            with anyio.fail_after(30):
-                while not any(d.prompt.target == "oc" for d in deliveries):
-                    await anyio.sleep(0.05)
+            await until(lambda: any(d.prompt.target == "oc" for d in deliveries), 30, "the hand-off to oc")
             assert [d.state for d in deliveries if d.prompt.target == "oc"] == ["delivered"]
             [session] = OpenCodeStore(db).sessions(str(project))
             assert session.recent_prompts[0] == PROMPT
             # (a) its answer reaches the second pane, exactly, once
-            with anyio.fail_after(45):
-                while not messages(log):
-                    await anyio.sleep(0.05)
+            await until(lambda: messages(log), 45, "OpenCode's answer in the second pane")
             await aquiet_for(2.0, "a second hand-off")
             tg.cancel_scope.cancel()
         assert messages(log) == [ANSWER]

@@ -182,9 +182,7 @@ async def test_a_hand_off_goes_through_the_third_party_transform(
         tmux_server.type(shell, "echo crash please")   # the plugin raises: logged, the pipeline goes on
         await until(lambda: "shout cannot handle this one" in caplog.text, what="the failure logged")
         tmux_server.type(shell, "echo quiet words")
-        with anyio.fail_after(20):
-            while not deliveries:
-                await anyio.sleep(0.05)
+        await until(lambda: deliveries, 20, "the hand-off of the quiet words")
         await aquiet_for(0.5, "a second hand-off")
         tg.cancel_scope.cancel()
     assert messages(log) == ["QUIET WORDS !!"]

@@ -1,4 +1,8 @@
-"""Running the real Claude Code in a test: an isolated HOME that skips onboarding, and the pane command.
+"""Claude Code in tests: the real CLI in an isolated HOME (below), and without it a pane whose process is
+named ``claude`` (:class:`Scene`) with session files and transcript lines written as Claude Code writes them
+(:class:`Transcript`).
+
+Running the real Claude Code: an isolated HOME that skips onboarding, and the pane command.
 
 What makes Claude Code 2.1.197 start straight into its input box, offline (seen on the
 real CLI): ``~/.claude.json`` with onboarding done, the API key's last 20

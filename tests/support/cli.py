@@ -1,4 +1,5 @@
-"""Running the real ``baton`` command in a subprocess, as a person would, for the CLI tests."""
+"""Running the real ``baton`` command in a subprocess, as a person would, for the CLI tests; the routes.yaml
+and the shell pane a first-day test starts from."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -22,7 +24,6 @@ __all__ = [
 _SCRIPT = Path(sys.executable).with_name("baton")
 #: the installed console script when there is one (what a person runs), else the module
 BATON = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pipeline.cli"]
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Stand-ins for the tests that need no real Codex: a CODEX_HOME written the way Codex 0.171 writes it
 (rollouts, per-thread lock files, ``state_5.sqlite``), and real processes whose ``/proc/PID/comm`` is
-``codex`` (bash started through a symlink of that name) with their own CODEX_HOME and cwd."""
+``codex`` (bash started through a symlink of that name) with their own CODEX_HOME and cwd; :class:`Scene`,
+such a stand-in showing a recorded screen in a pane, with its adapter."""
 
 from __future__ import annotations
 

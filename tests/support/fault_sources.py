@@ -254,7 +254,8 @@ class OpenCodeSource(Source):
             env={"XDG_DATA_HOME": str(data), "HOME": str(self.tmp), "PYTHONPATH": str(REPO)},
         )
         wait_for(lambda: "opencode stand-in" in self.server.capture(pane), what="the opencode stand-in")
-        time.sleep(1.1)  # its session is created after it started, as with the real OpenCode
+        # shapes the scenario: its session is created after it started, as with the real OpenCode
+        time.sleep(1.1)
         self.session = self.writer.session(self.project)
         return pane
 

@@ -45,7 +45,8 @@ class Scene:
         else:
             pane = self.server.new_pane(command, cwd=self.project, env=self.env())
         wait_for(lambda: "opencode stand-in" in self.server.capture(pane), what="the stand-in")
-        time.sleep(1.1)  # sessions it makes are created after it started, as with the real OpenCode
+        # shapes the scenario: sessions it makes are created after it started, as with the real OpenCode
+        time.sleep(1.1)
         return pane
 
     def adapter(self, pane: str, name: str = "oc") -> OpenCodeAdapter:

@@ -3,6 +3,7 @@ that nothing more happens, goes through :func:`quiet_for`). No test asserts a wa
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,9 +31,15 @@ def wait_for(
 async def until(
     predicate: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.05
 ) -> Any:
-    """:func:`wait_for` for async tests: poll without blocking the event loop."""
+    """:func:`wait_for` for async tests: poll without blocking the event loop. ``predicate`` may be a
+    coroutine function (a question asked of tmux or of an adapter): its answer is awaited."""
+
+    async def ask() -> Any:
+        value = predicate()
+        return await value if inspect.isawaitable(value) else value
+
     with anyio.move_on_after(timeout):
-        while not (value := predicate()):
+        while not (value := await ask()):
             await anyio.sleep(interval)
         return value
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
