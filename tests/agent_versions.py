@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 
-__all__ = ["AGENTS", "PINNED", "AgentVersionError", "mode", "resolve", "version"]
+__all__ = ["AGENTS", "PINNED", "AgentVersionError", "mode", "npm_latest", "resolve", "version"]
 
 #: package and pinned version per agent (SPEC §5 and §5.1: Claude Code 2.1.332, §6: Codex, §7: OpenCode)
 PINNED: dict[str, tuple[str, str]] = {
@@ -46,7 +46,7 @@ def mode() -> str:
 
 
 @functools.cache
-def _npm_latest(package: str) -> str:
+def npm_latest(package: str) -> str:
     if shutil.which("npm") is None:
         raise AgentVersionError(f"BATON_AGENTS=latest needs npm to resolve {package}'s latest version")
     try:
@@ -73,7 +73,7 @@ def resolve(agent: str) -> tuple[str, str]:
         package, pinned = PINNED[agent]
     except KeyError:
         raise KeyError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}") from None
-    return (package, _npm_latest(package) if mode() == "latest" else pinned)
+    return (package, npm_latest(package) if mode() == "latest" else pinned)
 
 
 def version(agent: str) -> str:

@@ -167,7 +167,7 @@ class Agent:
 
 
 def _claude_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
-    from tests.e2e_claude import make_claude_home
+    from tests.support.claude import make_claude_home
 
     home = make_claude_home(root, api_url=url, claude_bin=binary, version=version)
     return Launch(f"{home.shell_command()} -c claude", home.project, {})

@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import json_lines
-from tests.conftest import REPO, TmuxServer, messages, wait_for
-from tests.test_faults import start_agent, wait_followed, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.cli import json_lines
+from tests.support.daemons import wait_followed, write_config
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 GUIDE = REPO / "docs" / "adapters.md"
 

@@ -34,9 +34,9 @@ def test_latest_is_resolved_by_npm_and_keys_the_cache(monkeypatch: pytest.Monkey
     npm.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     monkeypatch.setenv("BATON_AGENTS", "latest")
-    agent_versions._npm_latest.cache_clear()
+    agent_versions.npm_latest.cache_clear()
     try:
         assert agent_versions.resolve("codex") == ("@openai/codex", "9.8.7")
-        assert npm_agents._entry_name(*agent_versions.resolve("codex")) == "openai_codex@9.8.7"
+        assert npm_agents.entry_name(*agent_versions.resolve("codex")) == "openai_codex@9.8.7"
     finally:
-        agent_versions._npm_latest.cache_clear()
+        agent_versions.npm_latest.cache_clear()

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from plugins.transforms.prices import PRICES, price_of
-from tests.cli_run import baton, json_lines
-from tests.conftest import TmuxServer, messages, wait_for
 from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
-from tests.test_faults import start_agent, wait_followed, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.cli import baton, json_lines
+from tests.support.daemons import wait_followed, write_config
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 #: what the fake API says each call used
 USAGE = {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 400,

@@ -18,18 +18,12 @@ from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
 from plugins.terminal.adapter import AmpAdapter, ShellAdapter
-from tests.conftest import (
-    REPO,
-    TmuxServer,
-    aquiet_for,
-    demo_agent_command,
-    each_write,
-    first_look,
-    messages,
-    until,
-    wait_for,
-)
 from tests.fakes.standin_tui import standin_command
+from tests.support.agents import demo_agent_command, messages
+from tests.support.paths import REPO
+from tests.support.pipelines import first_look
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer, each_write
 
 REGISTRIES = load_registries()
 BUSY = "⠋ Thinking… (Esc to cancel)"
@@ -78,9 +72,7 @@ async def test_an_amp_pane_is_identified_and_its_turn_handed_off_once(
         assert pipeline.tiles["amp"].adapter.name == "amp"  # agent: auto
         await until(lambda: first_look(pipeline, "amp"), what="the amp tile's first look at its screen")
         tmux_server.type(amp_pane, "fix the flaky test")  # a person's prompt
-        with anyio.fail_after(20):
-            while not messages(log):
-                await anyio.sleep(0.05)
+        await until(lambda: messages(log), 20, "Amp's answer in the target")
         await aquiet_for(2.0, "a second hand-off: one turn, one hand-off")
         tg.cancel_scope.cancel()
     assert messages(log) == ["Amp answer 1:\n- fix the flaky test: done\n- next: run the tests"]
@@ -151,10 +143,11 @@ async def test_an_idle_screen_is_looked_at_less_often_until_it_moves_or_a_prompt
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.follow, emit)
-        await anyio.sleep(2.0)  # quick beat, then idle (a look in the second of the last output: once more)
+        # shapes the scenario: a quick beat, then idle (a look in the second of the last output: once more)
+        await anyio.sleep(2.0)
         looks.clear()
         lists.clear()
-        await anyio.sleep(1.8)
+        await anyio.sleep(1.8)  # shapes the scenario: the window the looks are counted in
         assert 2 <= len(lists) <= 4, lists  # 9 looks at 0.2 s
         assert looks == []  # nothing printed: no capture
         await until(lambda: lists, what="an idle look")  # the next is due in 0.6 s: the prompt comes first
@@ -187,12 +180,12 @@ async def test_an_idle_screen_that_prints_is_captured_at_the_next_beat_and_a_qui
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.follow, emit)
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # shapes the scenario: past the first looks
         looks.clear()
-        await anyio.sleep(2.4)
+        await anyio.sleep(2.4)  # shapes the scenario: the window the looks are counted in
         assert 1 <= len(looks) <= 4, looks  # every 1.0 s, not every 0.3 s
         monkeypatch.setattr(AmpAdapter, "idle_capture_s", 60.0)
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # shapes the scenario: the new setting taken, the looks so far over
         looks.clear()
         tty = tmux_server.run("display-message", "-p", "-t", pane, "#{pane_tty}").strip()
         Path(tty).write_text("a notice")  # no turn: a background job prints into the pane
@@ -238,9 +231,9 @@ async def test_a_shell_left_at_its_prompt_is_looked_at_on_the_idle_beat_and_its_
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.follow, emit)
-        await anyio.sleep(1.5)  # its prompt learnt, then idle
+        await anyio.sleep(1.5)  # shapes the scenario: its prompt learnt, then idle
         sent.clear()
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # shapes the scenario: the window the writes are counted in
         assert sent and set(sent) == {"list-panes"}, sent  # no pane lookup every 0.4 s, no capture
         tmux_server.type(pane, "echo after-a-while")
         await until(lambda: emitted, what="the command's turn")

@@ -14,19 +14,19 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 import pytest
 
 from pipeline.commands.board import Board, render
 from pipeline.plugin.usage import SessionUsage
 from plugins.codex.reader import parse_timestamp
 from plugins.opencode.reader import OpenCodeStore
-from tests.codex_standins import append
-from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
-from tests.test_claude_adapter import Scene as ClaudeScene
-from tests.test_codex_adapter import Scene as CodexScene
-from tests.test_codex_adapter import upto
-from tests.test_opencode_adapter import Scene as OpenCodeScene
+from tests.support.claude import Scene as ClaudeScene
+from tests.support.codex import Scene as CodexScene
+from tests.support.codex import append, upto
+from tests.support.opencode import Scene as OpenCodeScene
+from tests.support.paths import FIXTURES, REPO
+from tests.support.polling import until, wait_for
+from tests.support.tmux import TmuxServer
 
 FIVE_MIN = 300.0
 
@@ -97,10 +97,7 @@ async def test_codex_turn_start_from_task_started(tmux_server: TmuxServer, tmp_p
 
 
 async def asked_until(ask: Callable[[], Awaitable[float | None]]) -> float:
-    with anyio.fail_after(10):
-        while (value := await ask()) is None:
-            await anyio.sleep(0.05)
-        return value
+    return await until(ask, 10, "an answer")
 
 
 # ---- OpenCode's tokens and cost ---------------------------------------------------------------------------

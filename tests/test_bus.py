@@ -9,51 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.bus_kit import Host, NatsServer, counted, settle, write_routes
-from tests.conftest import messages, wait_for
+from tests.support.agents import messages
+from tests.support.bus import Host, NatsServer, counted, settle, two_hosts, write_routes
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
-
-
-@pytest.fixture
-def nats(tmp_path: Path) -> Iterator[NatsServer]:
-    server = NatsServer(tmp_path / "nats")
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def hosts(tmp_path: Path, nats: NatsServer):
-    made: list[Host] = []
-
-    def make(name: str, config: Path) -> Host:
-        host = Host(name, tmp_path, config, nats.url)
-        made.append(host)
-        return host
-
-    yield make
-    for host in made:
-        host.close()
-
-
-def two_hosts(tmp_path: Path, hosts, b_work_s: float = 0.2, **settings) -> tuple[Host, Host, Path, Path]:
-    config = write_routes(
-        tmp_path / "routes.yaml",
-        {
-            "a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
-            "b": {"pane": "title:b", "agent": "demo", "host": "beta"},
-        },
-        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
-        **settings,
-    )
-    alpha, beta = hosts("alpha", config), hosts("beta", config)
-    return alpha, beta, alpha.agent("a"), beta.agent("b", work_s=b_work_s)
 
 
 def test_cross_host_route_hands_each_turn_over_exactly_once(tmp_path: Path, hosts) -> None:
@@ -170,7 +134,8 @@ def test_nats_server_down_while_turns_finish_then_back(tmp_path: Path, hosts, na
         lambda: "the bus did not take it" in alpha.stderr(), timeout=30, what="alpha to keep the hand-off"
     )
     assert [h.state for h in alpha.history()].count("transformed") >= 1  # held, not lost
-    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down)))  # the outage lasts OUTAGE_S, not a wait
+    # shapes the scenario: the outage lasts OUTAGE_S
+    time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down)))
     nats.start()
     expected = ["from a: before"] + [f"from a: {t}" for t in sent]
     wait_for(lambda: len(messages(blog)) >= len(expected), timeout=60, what="every hand-off after the outage")

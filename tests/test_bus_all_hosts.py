@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.bus_kit import NatsServer
-from tests.cli_run import json_lines
-from tests.conftest import messages, wait_for
-from tests.test_bus import hosts, nats, two_hosts  # noqa: F401  (fixtures)
+from tests.support.agents import messages
+from tests.support.bus import NatsServer, two_hosts
+from tests.support.cli import json_lines
+from tests.support.polling import until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 
@@ -88,8 +88,8 @@ def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
     from pipeline.bus.board import _bucket, board_rows, publish_board
     from pipeline.bus.link import BusLink
     from pipeline.engine.journal import Journal, default_journal_path
-    from tests.cli_run import baton
-    from tests.test_cli_json import add_handoff
+    from tests.support.cli import baton
+    from tests.support.journal import add_handoff
 
     journal = Journal(default_journal_path())
     add_handoff(journal, "a->b", "a", "b", "t1", "delivered")
@@ -109,8 +109,11 @@ def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
             bucket = await _bucket(link)  # made here, before the publisher and the reader race to make it
             async with anyio.create_task_group() as tg:
                 tg.start_soon(publish_board, link, "alpha", journal, no_tiles)
-                while len(await board_rows(link, "history")) < 2:
-                    await anyio.sleep(0.05)
+
+                async def both_rows() -> bool:
+                    return len(await board_rows(link, "history")) >= 2
+
+                await until(both_rows, 30, "alpha's two history rows on the board")
                 tg.cancel_scope.cancel()
             await bucket.put("history.gamma", b"not json")  # what another program (or version) might leave
             odd = [{"host": "delta", "route": "x->y", "usage": "?", "created": "soon"}, 7]

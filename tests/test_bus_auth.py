@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.bus_kit import Host, NatsServer, settle, write_routes
-from tests.conftest import messages, wait_for
-from tests.nats_auth import certificates, operator_mode
+from tests.support.agents import messages
+from tests.support.bus import Host, NatsServer, settle, write_routes
+from tests.support.nats_auth import certificates, operator_mode
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 

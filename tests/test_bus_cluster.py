@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.bus_kit import Host, NatsServer, counted, free_port, settle, write_routes
-from tests.conftest import messages, wait_for
+from tests.support.agents import messages
+from tests.support.bus import Host, NatsServer, counted, free_port, settle, write_routes
+from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 

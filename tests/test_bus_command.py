@@ -14,8 +14,8 @@ import anyio
 import nats
 
 from pipeline.bus.link import BusLink
-from tests.bus_kit import free_port
-from tests.conftest import wait_for
+from tests.support.bus import free_port
+from tests.support.polling import wait_for
 
 
 def test_baton_bus_starts_a_jetstream_server_in_the_state_folder(private_state: Path, monkeypatch) -> None:

@@ -8,10 +8,8 @@ adapter reports. The real CLI is exercised in test_claude_e2e.py.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,74 +23,18 @@ from pipeline.engine.config import Tile
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
-from pipeline.spool import HookRecord
-from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
-from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.screen import input_box, screen_answer
-from tests.conftest import FIXTURES, TmuxServer, aquiet_for, messages, until, wait_for, watches
-from tests.stage_kit import with_catch_up
-from tests.test_claude_transcript import Transcript, text
-from tests.test_dispatch import REGISTRIES, make_config, running, start_demo
+from tests.support.agents import messages, start_agent
+from tests.support.claude import SCREENS, Scene, text
+from tests.support.paths import FIXTURES
+from tests.support.pipelines import REGISTRIES, make_config, running, watches
+from tests.support.polling import aquiet_for, until
+from tests.support.stages import with_catch_up
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
-SCREENS = FIXTURES / "claude-code" / "screens"
-
-
-class Scene:
-    """A pane with a process named claude, and its Claude Code files."""
-
-    def __init__(self, server: TmuxServer, tmp: Path, *, screen: str | None = None) -> None:
-        bin_dir = tmp / "bin"
-        bin_dir.mkdir(exist_ok=True)
-        shutil.copy(shutil.which("sleep"), bin_dir / "claude")
-        self.config, self.cwd = tmp / "config", tmp / "proj"
-        self.cwd.mkdir(exist_ok=True)
-        show = f"cat {screen}; " if screen else ""
-        self.pane = server.new_pane(
-            f"bash --norc --noprofile -c '{show}claude 300 & wait'",
-            cwd=self.cwd,
-            env={"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(self.config)},
-        )
-        shell = server.pane_pid(self.pane)
-        self.pid = wait_for(
-            lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell"
-        ).pid
-        self.session_id = str(uuid.uuid4())
-        self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
-        self.adapter = ClaudeCodeAdapter(self.ctx)
-        self.tx: Transcript | None = None
-
-    def folders(self) -> tuple[Path, Path]:
-        """The folders the adapter follows: the session files', and the project's (its transcripts)."""
-        return self.config / "sessions", self.config / "projects" / project_folder_name(str(self.cwd))
-
-    def status(self, status: str, **extra: object) -> None:
-        path = self.config / "sessions" / f"{self.pid}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"pid": self.pid, "sessionId": self.session_id, "cwd": str(self.cwd),
-                "startedAt": int(time.time() * 1000), "procStart": str(proc.read_proc(self.pid).start_ticks),
-                "status": status, "statusUpdatedAt": time.time_ns() // 1000, **extra}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        tmp.replace(path)
-
-    def transcript(self) -> Transcript:
-        folder = self.config / "projects" / project_folder_name(str(self.cwd))
-        folder.mkdir(parents=True, exist_ok=True)
-        if self.tx is None or self.tx.session != self.session_id:
-            self.tx = Transcript(folder / f"{self.session_id}.jsonl", self.session_id)
-        return self.tx
-
-    def hook(
-        self, key: str | None, text: str, *, pane: str | None = "same", event: str = "Stop"
-    ) -> HookRecord:
-        payload = {"session_id": self.session_id, "hook_event_name": event, "last_assistant_message": text,
-                   "transcript_path": str(self.transcript().path)}
-        if key:
-            payload["prompt_id"] = key
-        return HookRecord("claude", payload, self.pane if pane == "same" else pane, time.time())
 
 
 @asynccontextmanager
@@ -505,7 +447,7 @@ async def test_the_recorded_background_agent_lines_replayed_live_hand_on_one_pro
     scene.status("idle")
     replay(1, 43)  # the turns before: history
     log = tmp_path / "target.jsonl"
-    target = start_demo(tmux_server, log)
+    target = start_agent(tmux_server, log)
     config = make_config(
         {"coder": {"pane": scene.pane, "agent": "claude"}, "target": {"pane": target, "agent": "demo"}},
         [{"from": "coder", "to": "target", "on": "any", "transform": "raw"}],

@@ -27,12 +27,14 @@ from pipeline.plugin.agents import TileContext
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, wait_for
-from tests.crash_at_paste import LONG_TEMPLATE, crash_at_paste
-from tests.e2e_claude import make_claude_home
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
-from tests.test_dispatch import make_config, running, until
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.claude import make_claude_home
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.pipelines import make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
@@ -157,7 +159,7 @@ async def test_real_claude_code_answer_is_handed_over_once(
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
         await until(lambda: (input_box(tmux_server.capture(pane)) or "").endswith("interrupt me"), 20,
                     "the typed prompt in the input box")
-        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted (SPEC §5)
+        # shapes the scenario (the input): an Enter sooner than this after typing is taken as pasted (SPEC §5)
         await anyio.sleep(ClaudeCodeAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", pane, "Enter")
         await until(
@@ -362,7 +364,7 @@ def test_real_claude_code_as_target_killed_between_paste_and_enter_takes_the_pro
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``baton run`` killed the moment the real Claude Code shows the hand-off as ``[Pasted text #1 +N
     lines]`` in its input, then started again: it recognises its own paste, presses Enter once, and the
-    prompt is in the transcript exactly once (tests/crash_at_paste.py)."""
+    prompt is in the transcript exactly once (tests/support/crash_at_paste.py)."""
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     home = make_claude_home(tmp_path, api_url=claude_api.url, claude_bin=claude_bin, version=CLAUDE_CODE[1])

@@ -15,7 +15,7 @@ from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import BUSY_STATUSES, ClaudeCodeAdapter
 from plugins.claude_code.files import read_session_file
 from plugins.claude_code.screen import input_box, screen_answer
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 CC = FIXTURES / "claude-code"
 SCREENS = CC / "screens"

@@ -20,7 +20,8 @@ import pytest
 from pipeline.system import proc
 from plugins.claude_code.files import project_folder_name, read_session_file, transcript_inside
 from plugins.claude_code.resolve import resolve_pid
-from tests.conftest import FIXTURES, wait_for
+from tests.support.paths import FIXTURES
+from tests.support.polling import wait_for
 
 
 class FakeClaude:

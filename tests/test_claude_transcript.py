@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,8 @@ from plugins.claude_code.reader import (
     latest_turn,
     scan_back,
 )
-from tests.conftest import FIXTURES
+from tests.support.claude import Transcript, text
+from tests.support.paths import FIXTURES
 
 CC = FIXTURES / "claude-code"
 PROJECT = CC / "home" / ".claude" / "projects" / "-home-dev-my-app"
@@ -122,54 +122,6 @@ def test_baton_extract_prints_it_exactly_and_fails_clearly(
 
 
 # ---- generated transcripts ---------------------------------------------------------------------------
-
-
-class Transcript:
-    """Writes transcript lines the way Claude Code 2.1.197 does (one per content block, parentUuid chain)."""
-
-    def __init__(self, path: Path, session: str | None = None) -> None:
-        self.path, self.session = path, session or str(uuid.uuid4())
-        self.parent: str | None = None
-        self.path.touch()
-
-    def line(self, obj: dict, *, chain: bool = True) -> dict:
-        if chain:
-            obj = {"parentUuid": self.parent, "isSidechain": False, "uuid": str(uuid.uuid4()),
-                   "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                   "sessionId": self.session, "cwd": "/home/dev/app", **obj}
-            self.parent = obj["uuid"] if not obj.get("isSidechain") else self.parent
-        return obj
-
-    def write(self, *objs: dict) -> None:
-        with self.path.open("ab") as f:
-            for obj in objs:
-                f.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
-
-    def prompt(self, text: str, key: str | None = None) -> str:
-        key = key or str(uuid.uuid4())
-        self.write(self.line({"type": "user", "promptId": key, "message": {"role": "user", "content": text}}))
-        return key
-
-    def assistant(self, msg_id: str, *blocks: dict, stop: str | None = "end_turn", **extra) -> None:
-        for block in blocks:
-            self.write(self.line({"type": "assistant", **extra, "message": {
-                "id": msg_id, "model": extra.pop("model", "claude-opus-4-8"), "role": "assistant",
-                "stop_reason": stop, "content": [block]}}))
-
-    def end(self, hooks: bool = True) -> None:
-        if hooks:
-            self.write(self.line({"type": "system", "subtype": "stop_hook_summary"}))
-        self.write(self.line({"type": "system", "subtype": "turn_duration", "durationMs": 1000}))
-
-    def turn(self, prompt: str, answer: str) -> str:
-        key = self.prompt(prompt)
-        self.assistant(f"msg_{uuid.uuid4().hex[:8]}", text(answer))
-        self.end()
-        return key
-
-
-def text(t: str) -> dict:
-    return {"type": "text", "text": t}
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.paste import normalized, unwrap_paste
 from plugins.claude_code.reader import last_finished_turn, nothing_finished, recent_prompts
 from plugins.claude_code.turns import TurnTracker
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 NEW = FIXTURES / "claude-code-2.1.332"
 NEW_MAIN = NEW / "home/.claude/projects/-home-dev-my-app/291eb835-bf54-495e-8cdf-44a5fdbe4c06.jsonl"

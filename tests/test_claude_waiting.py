@@ -11,9 +11,11 @@ import pytest
 from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
 from plugins.claude_code.adapter import ClaudeCodeAdapter
-from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until
-from tests.test_claude_adapter import Scene
-from tests.test_dispatch import REGISTRIES, make_config, running
+from tests.support.claude import Scene
+from tests.support.paths import FIXTURES
+from tests.support.pipelines import REGISTRIES, make_config, running
+from tests.support.polling import aquiet_for, until
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 DONE_SCREEN = FIXTURES / "claude-code" / "screens" / "screen_done.txt"

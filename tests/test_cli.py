@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.system.tmux import Tmux
-from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
+from tests.support.agents import demo_agent_command, messages
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
 

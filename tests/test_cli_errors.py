@@ -15,8 +15,9 @@ import pytest
 
 from pipeline.commands.options import MAX_INPUT_BYTES
 from pipeline.system.tmux import PaneGone
-from tests.cli_run import baton
-from tests.conftest import TmuxServer, wait_for
+from tests.support.cli import baton
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 
 def routes(tmp_path: Path, tiles: dict, routes: list | None = None, **top) -> Path:

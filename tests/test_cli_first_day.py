@@ -10,23 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import baton, start_baton
-from tests.conftest import TmuxServer, wait_for
+from tests.support.cli import baton, shell_ready, start_baton, write_routes
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
-
-
-def write_routes(path: Path, socket: str, tiles: dict, routes: list | None = None) -> Path:
-    config = path / "routes.yaml"
-    config.write_text(json.dumps({"version": 1, "tmux": {"socket_name": socket}, "tiles": tiles,
-                                  "routes": routes or []}))
-    return config
-
-
-def shell_ready(tmux_server: TmuxServer) -> str:
-    pane = tmux_server.new_pane()
-    wait_for(lambda: "$" in tmux_server.capture(pane), what="the shell's prompt")
-    return pane
 
 
 # ---- baton run names what it cannot reach, and says when it comes back ------------------------------------

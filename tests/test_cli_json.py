@@ -16,30 +16,17 @@ from typing import IO, Any
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from pipeline.plugin.events import Completion, Prompt
-from tests.cli_run import BATON, _env, baton, baton_read_by_head, json_lines
-from tests.conftest import FIXTURES, TmuxServer, quiet_for, wait_for
-from tests.test_faults import start_agent, transcript_answers, write_config
+from tests.support.agents import start_agent, transcript_answers
+from tests.support.cli import BATON, baton, baton_env, baton_read_by_head, json_lines
+from tests.support.daemons import write_config
+from tests.support.journal import add_handoff
+from tests.support.paths import FIXTURES
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 #: the fields of one ``history --json`` line (docs/json.md)
 HISTORY_FIELDS = {"key", "route", "source", "target", "turn_id", "hop", "state", "response", "prompt",
                   "attempts", "last_error", "note", "pane", "created", "updated", "usage"}
-
-
-def add_handoff(journal: Journal, route: str, source: str, target: str, turn: str, state: str,
-                reason: str = "", ago_s: float = 0.0) -> None:
-    """One hand-off as the daemon records it: routed (transformed, skipped or failed), then its end."""
-    completion = Completion(tile=source, turn_id=turn)
-    journal.record_completion(completion)
-    routed = state if state in ("skipped", "failed") else "transformed"
-    prompt = None if routed != "transformed" else Prompt(route, source, target, f"text of {turn}", turn, 1)
-    journal.record_routing(completion, [(prompt, route, target, routed, reason)])
-    if state != routed:
-        journal.set_state(f"{route}@{turn}", state)  # type: ignore[arg-type]
-    if ago_s:
-        at = time.time() - ago_s
-        key = f"{route}@{turn}"
-        journal.db.execute("UPDATE handoffs SET created=?, updated=? WHERE key=?", (at, at, key))
 
 
 @pytest.fixture
@@ -149,7 +136,7 @@ class Follower:
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([*BATON, "history", "--follow", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                     env=_env(env), preexec_fn=_ctrl_c_as_in_a_terminal)
+                                     env=baton_env(env), preexec_fn=_ctrl_c_as_in_a_terminal)
         self.lines: queue.Queue[str] = queue.Queue()
         assert self.proc.stdout is not None
         self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
@@ -380,7 +367,7 @@ def test_follow_in_a_terminal_fits_its_width_and_ctrl_c_prints_the_total(tmux_se
     import shlex
     import sys
 
-    from tests.conftest import REPO
+    from tests.support.paths import REPO
 
     script = shlex.join([sys.executable, "-m", "pipeline.cli", "history", "--follow", "-n", "2"])
     script = shlex.quote(script + "; echo EXIT=$?; sleep 60")

@@ -21,10 +21,20 @@ from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.tmux import Tmux, remove_socket_file
-from tests.cli_run import BATON, _env, baton, baton_read_by_head, json_lines, start_baton
-from tests.conftest import REPO, TmuxServer, wait_for
-from tests.test_cli_first_day import shell_ready, write_routes
-from tests.test_cli_json import add_handoff
+from tests.support.cli import (
+    BATON,
+    baton,
+    baton_env,
+    baton_read_by_head,
+    json_lines,
+    shell_ready,
+    start_baton,
+    write_routes,
+)
+from tests.support.journal import add_handoff
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 #: what a first-day user runs first
 COMMANDS = ["status", "plugins", "check", "up", "demo", "resolve", "extract", "preview", "send", "history",
@@ -286,7 +296,7 @@ def test_ctrl_c_stops_the_demo_saying_how_far_it_got_and_what_it_leaves(signum: 
     status 128 + the signal (130 for Ctrl-C)."""
     demo = subprocess.Popen([*BATON, "demo", "--handoffs", "30", "--work-s", "0.2", *(["--keep"] * keep)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            text=True, env=_env(None), start_new_session=True,
+                            text=True, env=baton_env(None), start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     socket = ""
     try:

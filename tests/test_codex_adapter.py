@@ -12,110 +12,31 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
-from pipeline.engine.config import Tile
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
-from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.codex import follow as follow_module
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
 from plugins.codex.turns import RolloutState
-from tests.codex_standins import CodexHome, append, recorded_turns, rollout_path, uuid7
-from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
-from tests.stage_kit import with_catch_up
+from tests.support.codex import CODEX, ERROR_ROLLOUT, SCREENS, Scene, append, following, upto, uuid7
+from tests.support.polling import aquiet_for, until
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
-
-CODEX = FIXTURES / "codex"
-TUI_ROLLOUT = next((CODEX / "codex_home" / "sessions").glob("*/*/*/*01a236f2-8213*.jsonl"))
-ERROR_ROLLOUT = CODEX / "failed-turns" / "rollout-tui-with-error-turn.jsonl"
-SCREENS = CODEX / "screens"
-
-
-class Scene:
-    """A tmux pane with a codex stand-in showing a recorded screen, its CODEX_HOME, and an adapter."""
-
-    def __init__(self, server: TmuxServer, tmp: Path, screen: str | Path = "screen_done.txt", *,
-                 project: str = "api", name: str = "reviewer") -> None:
-        self.server, self.tmp = server, tmp
-        self.home = CodexHome(tmp / "codex-home")
-        self.project = tmp / project
-        self.project.mkdir(exist_ok=True)
-        self.bin = tmp / "bin"
-        self.bin.mkdir(exist_ok=True)
-        if not (self.bin / "codex").exists():
-            (self.bin / "codex").symlink_to("/bin/bash")
-        self.pane = self.start(screen)
-        self.ctx = TileContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
-        self.adapter = CodexAdapter(self.ctx)
-
-    def start(self, screen: str | Path) -> str:
-        script = f"cat {shlex.quote(str(SCREENS / screen))}; sleep 300; true"
-        # when the agent exits, a bare shell remains in the pane (as after /quit)
-        inner = f"{self.bin / 'codex'} -c {shlex.quote(script)}; exec bash --norc --noprofile"
-        pane = self.server.new_pane(f"bash -c {shlex.quote(inner)}", cwd=self.project,
-                                    env={"CODEX_HOME": str(self.home.root)})
-        pid = self.server.pane_pid(pane)
-        found = wait_for(lambda: find_codex_process(pid), what="the codex stand-in")
-        self.started_at = found.started_at
-        self.tid = self.home.thread(self.started_at + 1.0)  # the TUI's thread exists from startup
-        self.rollout = rollout_path(self.home.root, self.tid, self.started_at + 1.0)
-        return pane
-
-    def turns(self, fixture: Path = TUI_ROLLOUT) -> list[dict]:
-        return recorded_turns(fixture, self.tid, self.project, time.time())
 
 
 @pytest.fixture
 def scene(tmux_server: TmuxServer, tmp_path: Path) -> Scene:
     return Scene(tmux_server, tmp_path)
-
-
-@asynccontextmanager
-async def following(adapter: CodexAdapter,
-                    watcher: FileWatcher | None = None) -> AsyncIterator[list[Completion]]:
-    """``adapter.follow`` running with a shared watcher, as in the daemon; yields what it emits.
-    ``watcher``: one already running, shared with other tiles' followers."""
-    own = watcher is None
-    watcher = watcher or FileWatcher()
-    adapter.ctx.watcher = watcher
-    emitted: list[Completion] = []
-
-    async def emit(completion: Completion) -> None:
-        emitted.append(completion)
-
-    async with anyio.create_task_group() as tg:
-        if own:
-            tg.start_soon(watcher.run)
-        tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
-        yield emitted
-        tg.cancel_scope.cancel()
-
-
-
-
-def upto(records: list[dict], kind: str, nth: int = 1) -> int:
-    """The index just past the ``nth`` line whose payload type is ``kind``."""
-    seen = 0
-    for i, r in enumerate(records):
-        if (r.get("payload") or {}).get("type") == kind:
-            seen += 1
-            if seen == nth:
-                return i + 1
-    raise AssertionError(f"no {kind} #{nth}")
 
 
 async def test_a_write_to_a_neighbours_rollout_wakes_only_its_own_follower(
@@ -160,7 +81,7 @@ async def test_a_write_to_a_neighbours_rollout_wakes_only_its_own_follower(
             asked["right"].clear()
             for record in lrec[first:]:  # the left pane's other turns, line by line
                 append(left.rollout, [record])
-                await anyio.sleep(0.005)
+                await anyio.sleep(0.005)  # shapes the scenario: written line by line
             await until(lambda: len(lemitted) == 4, what="the left pane's other turns")
             await aquiet_for(0.2, "a late hint")
             assert woken["right"] == before["right"] and woken["left"] > before["left"] + 3
@@ -382,11 +303,10 @@ async def test_turn_started_is_read_from_the_rollout(scene: Scene) -> None:
 
 async def started(adapter: CodexAdapter, before, within: float = 3.0) -> bool:
     """``turn_started`` asked the way the dispatcher asks it: every 50 ms, up to a deadline."""
-    with anyio.move_on_after(within):
-        while not await adapter.turn_started(before):
-            await anyio.sleep(0.05)
-        return True
-    return False
+    try:
+        return await until(lambda: adapter.turn_started(before), within, "the turn's start")
+    except AssertionError:
+        return False
 
 
 async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: Path) -> None:
@@ -410,15 +330,10 @@ async def test_a_draft_a_dialog_and_no_codex(tmux_server: TmuxServer, tmp_path: 
 
 
 async def until_state(adapter: CodexAdapter, wanted: str) -> None:
-    states: list[str] = []
-
     async def check() -> bool:
-        states.append(await adapter.target_state())
-        return states[-1] == wanted
+        return await adapter.target_state() == wanted
 
-    with anyio.fail_after(10):
-        while not await check():
-            await anyio.sleep(0.05)
+    await until(check, 10, f"the state {wanted!r}")
 
 
 async def test_resolve_names_the_rollout_and_the_rule(scene: Scene) -> None:

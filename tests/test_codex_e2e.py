@@ -8,10 +8,10 @@ chained to a notify program that was there before, and the real pipeline routing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import psutil
 import pytest
 
 from pipeline.cli import main as baton
@@ -33,11 +34,13 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
-from tests.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 from tests.fakes.webhook import WebhookReceiver
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
@@ -114,14 +117,14 @@ def _stop_daemon(home: Path) -> None:
                 pids.append(pid)
         except (OSError, ValueError, KeyError):
             continue
+    procs = []
     for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if os.path.exists(f"/proc/{pid}"):
-            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(pid))
+            procs[-1].terminate()
+    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
+        with contextlib.suppress(psutil.NoSuchProcess):
+            left.kill()
 
 
 def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:
@@ -207,7 +210,7 @@ async def test_codex_turns_reach_the_peer_once_and_prompts_start_codex_turns(
         tmux_server.run("send-keys", "-t", codex, "-l", "What next?")
         await until(lambda: composer_draft(tmux_server.run("capture-pane", "-p", "-e", "-J", "-t", codex))
                     == "What next?", what="the typed prompt in Codex's input line")
-        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted
+        # shapes the scenario (the input): an Enter sooner than this after typing is taken as pasted
         await anyio.sleep(CodexAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", codex, "Enter")
         await until(lambda: messages(peer_log) == [first, second], what="the second answer in the peer")
@@ -357,7 +360,8 @@ def test_real_codex_as_target_killed_between_paste_and_enter_takes_the_prompt_on
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``baton run`` killed the moment the real Codex shows the hand-off in its composer — inline (short)
     or as ``[Pasted Content N chars]`` (over 1000 characters) — then started again: it recognises its own
-    paste, presses Enter once, and the rollout holds the prompt exactly once (tests/crash_at_paste.py)."""
+    paste, presses Enter once, and the rollout holds the prompt exactly once
+    (tests/support/crash_at_paste.py)."""
     world = codex_world
     monkeypatch.setenv("CODEX_HOME", str(world.home))  # where the daemon finds the rollouts
     [codex] = start_codex(tmux_server, world)

@@ -13,7 +13,7 @@ import pytest
 from pipeline.cli import main as baton
 from pipeline.spool import read_records
 from plugins.codex.hooks import install_notify, toml_array
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 HOOK = [sys.executable, "-m", "pipeline.spool", "codex"]
 RECORDED = FIXTURES / "codex" / "codex_home" / "config.toml"

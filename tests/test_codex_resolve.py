@@ -17,8 +17,8 @@ import pytest
 
 from pipeline.system import proc
 from plugins.codex.resolve import find_codex_process, resolve_rollout
-from tests.codex_standins import CodexHome, StandIns
-from tests.conftest import wait_for
+from tests.support.codex import CodexHome, StandIns
+from tests.support.polling import wait_for
 
 
 @pytest.fixture

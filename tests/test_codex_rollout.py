@@ -11,7 +11,7 @@ from pipeline.cli import main as baton
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.reader import JsonlTail, parse_timestamp, thread_id_of, uuid7_time
 from plugins.codex.turns import RolloutState
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 CODEX = FIXTURES / "codex"
 ROLLOUTS = sorted((CODEX / "codex_home" / "sessions").glob("*/*/*/rollout-*.jsonl"))

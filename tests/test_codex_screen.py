@@ -10,7 +10,7 @@ from pipeline.system.text import strip_ansi
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import notify_turn
 from plugins.codex.screen import composer_draft, strip_furniture
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 CODEX = FIXTURES / "codex"
 

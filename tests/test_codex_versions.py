@@ -22,10 +22,12 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.reader import JsonlTail, thread_id_of
 from plugins.codex.resolve import find_codex_process
 from plugins.codex.turns import RolloutState
-from tests.cli_run import baton, start_baton
-from tests.codex_standins import CodexHome, append, older_turns, prompt_lines, rollout_path
-from tests.conftest import FIXTURES, TmuxServer, demo_agent_command, messages, until, wait_for
-from tests.test_codex_adapter import following
+from tests.support.agents import demo_agent_command, messages
+from tests.support.cli import baton, start_baton
+from tests.support.codex import CodexHome, append, following, older_turns, prompt_lines, rollout_path
+from tests.support.paths import FIXTURES
+from tests.support.polling import until, wait_for
+from tests.support.tmux import TmuxServer
 
 OLD = FIXTURES / "codex-old"
 PRE_TASK = OLD / "rollout-2026-01-15T10-00-00-5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b.jsonl"

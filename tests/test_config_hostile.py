@@ -12,9 +12,10 @@ import pytest
 
 from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.yaml_text import ALIAS_BUDGET, MAX_BYTES, MAX_DEPTH
-from tests.cli_run import baton
-from tests.conftest import messages, wait_for
-from tests.test_faults import start_agent, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.cli import baton
+from tests.support.daemons import write_config
+from tests.support.polling import wait_for
 
 VALID = "version: 1\ntiles:\n  a: {pane: '%1', agent: shell}\n  b: {pane: '%2', agent: shell}\n" \
         "routes:\n  - {from: a, to: b}\n"

@@ -2,66 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from pipeline.engine.config import Config, Tile
-from pipeline.engine.runtime import Pipeline
+from pipeline.engine.config import Tile
 from pipeline.engine.stages.dispatch import target_state, type_prompt
 from pipeline.plugin.agents import TileContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.plugin.events import Delivery, Prompt
-from pipeline.plugin.manager import load_registries
-from tests.conftest import (
-    TmuxServer,
-    aquiet_for,
-    demo_agent_command,
-    each_write,
-    first_look,
-    messages,
-    read_log,
-    until,
-    wait_for,
-)
+from tests.support.agents import demo_agent_command, messages, read_log, start_agent
+from tests.support.pipelines import REGISTRIES, first_look, make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer, each_write
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
-REGISTRIES = load_registries()
-
-
-def make_config(tiles: dict[str, dict], routes: list[dict], **settings) -> Config:
-    return Config.model_validate({"version": 1, "tiles": tiles, "routes": routes, "settings": settings})
-
-
-@contextlib.asynccontextmanager
-async def running(
-    config: Config, server: TmuxServer, deliveries: list | None = None
-) -> AsyncIterator[Pipeline]:
-    def report(event) -> None:
-        if deliveries is not None and isinstance(event, Delivery):
-            deliveries.append(event)
-
-    pipeline = Pipeline(config, REGISTRIES, server.tmux, report=report)
-    async with anyio.create_task_group() as tg:
-        await tg.start(pipeline.run)
-        yield pipeline
-        tg.cancel_scope.cancel()
-
-
-
-
-def start_demo(server: TmuxServer, log: Path, **kw) -> str:
-    pane = server.new_pane(demo_agent_command(log=log, **kw))
-    wait_for(lambda: "demo❯" in server.capture(pane), what="the demo agent's prompt")
-    return pane
 
 
 async def test_multiline_prompt_arrives_as_one_message(tmux_server: TmuxServer, tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
-    pane = start_demo(tmux_server, log)
+    pane = start_agent(tmux_server, log)
     adapter = REGISTRIES.agents.get("demo")(
         TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     )
@@ -83,7 +43,7 @@ async def test_resolve_targets_by_id_address_and_title(tmux_server: TmuxServer) 
 
 async def test_busy_target_gets_the_prompt_only_once_idle(tmux_server: TmuxServer, tmp_path: Path) -> None:
     log = tmp_path / "target.jsonl"
-    target = start_demo(tmux_server, log, work_s=2.0)
+    target = start_agent(tmux_server, log, work_s=2.0)
     config = make_config({"b": {"pane": target, "agent": "demo"}}, [])
     deliveries: list[Delivery] = []
     async with running(config, tmux_server, deliveries) as pipeline:
@@ -101,7 +61,7 @@ async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServ
     log = tmp_path / "target.jsonl"
     shell = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
-    target = start_demo(tmux_server, log)
+    target = start_agent(tmux_server, log)
     config = make_config(
         {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
         [
@@ -128,7 +88,7 @@ async def test_failed_command_and_quick_commands_are_turns_too(
     log = tmp_path / "target.jsonl"
     shell = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(shell), what="the shell prompt")
-    target = start_demo(tmux_server, log, work_s=0.1)
+    target = start_agent(tmux_server, log, work_s=0.1)
     config = make_config(
         {"sh": {"pane": shell, "agent": "shell"}, "agent": {"pane": target, "agent": "demo"}},
         [{"from": "sh", "to": "agent"}],
@@ -216,7 +176,7 @@ def test_send_command_refuses_a_bare_shell(tmux_server: TmuxServer, tmp_path: Pa
     assert result.returncode == 1 and "no demo agent runs there" in result.stderr, result.stderr
     assert "PWNED" not in tmux_server.capture(bare)
     log = tmp_path / "a.jsonl"
-    agent = start_demo(tmux_server, log)
+    agent = start_agent(tmux_server, log)
     result = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "send", "-L", tmux_server.socket, agent, "-"],
         input="from\nstdin\x1b[201~",
@@ -235,7 +195,7 @@ async def test_the_first_readiness_check_of_a_resolved_pane_brings_the_screen_it
     """The first hand-off to a tile asks for the pane and the screen in one write too: the adapter says
     which screen its readiness check reads (``readiness_screen``); before, that first check learnt it by
     asking, a second round trip on the way to the paste."""
-    pane = start_demo(tmux_server, tmp_path / "agent.jsonl")
+    pane = start_agent(tmux_server, tmp_path / "agent.jsonl")
     ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     adapter = REGISTRIES.agents.get("demo")(ctx)
     await ctx.pane()  # resolved, as a follower does it long before the first hand-off
@@ -253,7 +213,7 @@ async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip
     """The screen a target's readiness check reads comes in the pane lookup's round trip (one control-mode
     write instead of two between an answer and its paste), and is of that look: a draft typed after one
     check is seen by the next."""
-    pane = start_demo(tmux_server, tmp_path / "agent.jsonl")
+    pane = start_agent(tmux_server, tmp_path / "agent.jsonl")
     ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     adapter = REGISTRIES.agents.get("demo")(ctx)
     writes: list[list[str]] = []

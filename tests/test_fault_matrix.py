@@ -1,12 +1,12 @@
 """The fault matrix: `baton run` killed with SIGKILL around every turn end, for each adapter reading files —
 as the source of the hand-offs, and as their target.
 
-As a source: one test body, parametrized over the source agents of tests/fault_sources.py (Claude Code, Codex
-and OpenCode stand-ins writing their files as the recorded ones, and the demo agent). Each turn is begun,
-finished a random moment later, and the daemon is killed at a random moment before, during or after that end,
-down for a while, and started again. What counts is what reached the target (a demo agent's own log): every
-turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS (default 30)
-sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
+As a source: one test body, parametrized over the source agents of tests/support/fault_sources.py (Claude
+Code, Codex and OpenCode stand-ins writing their files as the recorded ones, and the demo agent). Each turn is
+begun, finished a random moment later, and the daemon is killed at a random moment before, during or after
+that end, down for a while, and started again. What counts is what reached the target (a demo agent's own
+log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
+(default 30) sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 
 As a target: the Claude Code, Codex and OpenCode stand-ins of tests/fakes/agent_tui.py, which draw a long
 paste as their real agent's placeholder and keep it in their input until Enter. Besides kills at random
@@ -28,11 +28,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.cli_run import json_lines
-from tests.conftest import TmuxServer, messages, quiet_for, wait_for
-from tests.fault_sources import SOURCES, DemoSource
-from tests.standin_targets import StandinTarget
-from tests.test_faults import start_agent, wait_followed, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.cli import json_lines
+from tests.support.daemons import wait_followed, write_config
+from tests.support.fault_sources import SOURCES, DemoSource
+from tests.support.polling import quiet_for, wait_for
+from tests.support.standin_targets import StandinTarget
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 
@@ -81,7 +83,7 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
                 source.finish(i)
             else:
                 daemon.kill()
-                time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+                time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
                 daemon.start()
     expected = [f"from a: {answer}" for answer in source.expected(turns)]
     assert len(expected) == turns
@@ -206,7 +208,7 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
         else:
             source.finish(i)
             continue
-        time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+        time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
         daemon.start()
     expected = [f"from a: {answer}\n{PADDING}" for answer in source.expected(turns)]
     assert len(expected) == turns

@@ -9,10 +9,8 @@ Set BATON_FAULT_TURNS (default 10) for a longer run.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -21,81 +19,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.cli_run import json_lines
-from tests.conftest import TmuxServer, demo_agent_command, messages, quiet_for, read_log, wait_for
+from tests.support.agents import messages, read_log, start_agent, transcript_answers
+from tests.support.cli import json_lines
+from tests.support.daemons import wait_followed, write_config
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
-
-
-class Daemon:
-    """`baton run` as a subprocess, restartable, its stderr kept per start."""
-
-    def __init__(self, config: Path, tmp: Path) -> None:
-        self.config, self.tmp, self.proc, self.starts, self.kills = config, tmp, None, 0, 0
-        self.verbose = ["-v"] if os.environ.get("BATON_TEST_VERBOSE") else []
-
-    def start(self) -> None:
-        self.starts += 1
-        self.err = self.tmp / f"daemon-{self.starts}.err"
-        with self.err.open("w") as errs:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pipeline.cli", *self.verbose, "run", "-c", str(self.config)],
-                stdout=subprocess.DEVNULL,
-                stderr=errs,
-            )
-
-    def wait_running(self) -> None:
-        wait_for(lambda: "running:" in self.err.read_text() or self.proc.poll() is not None, what="baton run")
-        assert self.proc.poll() is None, self.err.read_text()
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.kills += 1
-
-    def stop(self) -> int:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise
-        return self.proc.returncode if self.proc else 0
-
-    def stderr(self) -> str:
-        return "".join((self.tmp / f"daemon-{i}.err").read_text() for i in range(1, self.starts + 1))
-
-
-def wait_followed(daemon: Daemon, tile: str) -> None:
-    """Until the daemon's first look at ``tile`` is in the journal (before that, its turns are history)."""
-    daemon.wait_running()
-    wait_for(
-        lambda: Journal(default_journal_path()).followed_until(tile) is not None, what=f"{tile} followed"
-    )
-
-
-def write_config(path: Path, socket: str, tiles: dict[str, dict], routes: list[dict], **settings) -> Path:
-    doc = {"version": 1, "tmux": {"socket_name": socket}, "tiles": tiles, "routes": routes,
-           "settings": {"catch_up_s": 120, **settings}}
-    path.write_text(json.dumps(doc))  # JSON is YAML
-    return path
-
-
-def start_agent(server: TmuxServer, log: Path, name: str, role: str = "echo", work_s: float = 0.3) -> str:
-    pane = server.new_pane(demo_agent_command(name, role=role, work_s=work_s, log=log))
-    wait_for(lambda: "demo❯" in server.capture(pane), what=f"agent {name}")
-    return pane
-
-
-def transcript_answers(state: Path) -> list[str]:
-    out = []
-    for f in sorted((state / "batonpass" / "demo-agents").glob("*.jsonl")):
-        out += [json.loads(line)["text"] for line in f.read_text().splitlines()
-                if line.strip() and json.loads(line)["type"] == "answer"]
-    return out
-
-
 
 
 def test_loop_between_two_agents_stops_at_max_hops(
@@ -164,7 +94,7 @@ def test_sigkill_at_random_moments_loses_and_repeats_nothing(tmux_server: TmuxSe
             time.sleep(0.02)  # shapes the scenario: polls until the kill moment or a's answer, if sooner
         if time.monotonic() >= next_kill:
             daemon.kill()
-            time.sleep(rng.uniform(0.0, 0.8))  # down for a while: turns may finish meanwhile
+            time.sleep(rng.uniform(0.0, 0.8))  # shapes the scenario: down for a while, turns may finish
             daemon.start()
             next_kill = time.monotonic() + rng.uniform(0.3, 2.0)
     wait_for(lambda: len(transcript_answers(private_state)) >= turns, timeout=30, what="a's last answer")

@@ -26,7 +26,7 @@ from pipeline.spool import read_records
 from pipeline.system.text import sanitize
 from plugins.claude_code.files import read_session_file
 from plugins.opencode.reader import OpenCodeStore, StoreError
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 #: a case taking longer than this is a hang in the making (generous: CI shares two cores)
 BOUND_MS = 5000

@@ -21,7 +21,7 @@ from pipeline.system.text import sanitize, strip_ansi
 from plugins.claude_code import reader as claude_transcript
 from plugins.codex import reader as codex_rollout
 from plugins.codex import turns as codex_turns
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CLAUDE_LINES = [ln for f in sorted((FIXTURES / "claude-code/home/.claude/projects").glob("*/*.jsonl"))

@@ -23,10 +23,11 @@ import pytest
 from pipeline.bus.board import _bucket
 from pipeline.bus.link import BusLink
 from pipeline.engine.hosts import BusSettings
-from tests.bus_kit import NatsServer
-from tests.cli_run import baton
-from tests.conftest import REPO, TmuxServer, wait_for
-from tests.test_bus import nats  # noqa: F401  (fixture)
+from tests.support.bus import NatsServer
+from tests.support.cli import baton
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
 
@@ -52,7 +53,7 @@ class Hosts:
                     if key.split(".", 1)[1] in self.live:
                         await bucket.put(key, orjson.dumps(rows))
                 self.puts += 1
-                await anyio.sleep(0.5)
+                await anyio.sleep(0.5)  # shapes the scenario: a publisher's beat
         finally:
             await link.close()
 

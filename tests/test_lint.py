@@ -43,3 +43,48 @@ def test_plugins_import_only_the_plugin_api() -> None:
             outside += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names
                         if name.split(".")[0] == "pipeline" and name.split(".")[:2] != ["pipeline", "plugin"]]
     assert outside == []
+
+
+def test_no_test_module_imports_another_or_the_conftest() -> None:
+    """What tests share lives in ``tests.support`` (its fixtures registered as plugins by the conftest): a
+    test module is never imported by another, nor is the conftest, so each can be read, moved or deleted
+    on its own."""
+    import ast
+
+    def banned(module: str) -> bool:
+        parts = module.split(".")
+        return len(parts) > 1 and parts[0] == "tests" and (parts[1] == "conftest" or parts[1][:5] == "test_")
+
+    found = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                module = node.module or ""
+                names = [module] + ([f"{module}.{a.name}" for a in node.names] if module == "tests" else [])
+            else:
+                continue
+            found += [f"{path.relative_to(REPO)}:{node.lineno}: {name}" for name in names if banned(name)]
+    assert found == []
+
+
+def test_every_sleep_in_a_test_shapes_its_scenario() -> None:
+    """Tests wait on a condition with ``tests.support.polling``; a fixed sleep is only there to shape the
+    scenario (a beat, an outage, a window to count in) and says so: ``# shapes the scenario`` on its line
+    or the line above."""
+    import ast
+
+    sleeps = {"time.sleep", "anyio.sleep", "asyncio.sleep"}
+    unmarked = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if path.parent.name == "fakes" or path.name in ("polling.py", "record_paste_screens.py"):
+            continue  # the fakes play agents (their sleeps are the agent's pace); polling is the waiting
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in sleeps:
+                near = " ".join(lines[max(0, node.lineno - 2): node.end_lineno or node.lineno])
+                if "shapes the scenario" not in near:
+                    where = f"{path.relative_to(REPO)}:{node.lineno}"
+                    unmarked.append(f"{where}: {lines[node.lineno - 1].strip()}")
+    assert unmarked == []

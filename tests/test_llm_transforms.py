@@ -21,8 +21,9 @@ from pipeline.plugin.events import Completion, Delivery, Response
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
 from plugins.transforms.llm import MAX_CONCURRENT_CALLS, LLMSettings, system_prompt
-from tests.conftest import demo_agent_command, messages, until
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
+from tests.support.agents import demo_agent_command, messages
+from tests.support.polling import until
 
 pytestmark = pytest.mark.anyio
 

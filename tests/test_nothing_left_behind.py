@@ -23,8 +23,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import REPO, TmuxServer, messages, wait_for
-from tests.test_faults import start_agent, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.daemons import write_config
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
 

@@ -22,10 +22,13 @@ from pipeline.engine.config import ConfigError, parse_config
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.notify import Notice, Notifier
 from pipeline.engine.notify_config import NotifyTarget
-from tests.conftest import REPO, TmuxServer, aquiet_for, quiet_for, until, wait_for
 from tests.fakes.webhook import WebhookReceiver
-from tests.test_claude_adapter import Scene
-from tests.test_faults import start_agent, wait_followed, write_config
+from tests.support.agents import start_agent
+from tests.support.claude import Scene
+from tests.support.daemons import wait_followed, write_config
+from tests.support.paths import REPO
+from tests.support.polling import aquiet_for, quiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 TOKEN = "tok-S3CRET-0a1b2c3d"
 DOWN_TOKEN = "tok-DOWN-9f8e7d6c"
@@ -286,9 +289,9 @@ async def test_the_router_reports_a_failed_transform_and_a_stopped_loop_once_per
     from pipeline.engine.stages.route import PromptRouter
     from pipeline.plugin.events import Completion, Response
     from pipeline.plugin.manager import load_registries
-    from tests import stage_kit
+    from tests.support import stages
 
-    cfg = stage_kit.config("""
+    cfg = stages.config("""
 version: 1
 tiles:
   a: {pane: '%1', agent: shell}
@@ -298,7 +301,7 @@ routes:
 settings: {max_hops: 2}
 """)
     notifier = Recording()
-    router = PromptRouter(cfg, stage_kit.tiles(cfg), load_registries().transforms, notifier=notifier)
+    router = PromptRouter(cfg, stages.tiles(cfg), load_registries().transforms, notifier=notifier)
 
     async def broken(route: object, response: object) -> str:
         raise RuntimeError("the model is down")

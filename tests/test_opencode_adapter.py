@@ -16,19 +16,14 @@ import anyio
 import pytest
 
 from pipeline import cli
-from pipeline.engine.config import Tile
-from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.system.text import strip_ansi
 from plugins.opencode.adapter import OpenCodeAdapter, input_draft
 from plugins.opencode.resolve import PEERS
-from tests.conftest import FIXTURES, REPO, TmuxServer, aquiet_for, until, wait_for
-from tests.fakes.opencode_store import StoreWriter
-from tests.fakes.standin_tui import standin_command
-from tests.stage_kit import with_catch_up
-
-SCREENS = FIXTURES / "opencode" / "screens"
+from tests.support.opencode import SCREENS, Scene
+from tests.support.polling import aquiet_for, until
+from tests.support.stages import with_catch_up
+from tests.support.tmux import TmuxServer
 
 
 def test_the_input_box_draft_is_read_from_recorded_screens() -> None:
@@ -55,41 +50,6 @@ def test_the_input_box_draft_is_read_from_recorded_screens() -> None:
 # ---- a real process named opencode -------------------------------------------------------------------
 
 
-
-class Scene:
-    """A project folder, a data folder with the store, and OpenCode stand-ins in panes."""
-
-    def __init__(self, server: TmuxServer, tmp: Path, schema: str | None = None) -> None:
-        self.server, self.tmp = server, tmp
-        self.project, self.data = tmp / "web", tmp / "data"
-        self.project.mkdir()
-        self.db = self.data / "opencode" / "opencode.db"
-        self.writer = StoreWriter(self.db, **({"schema": schema} if schema else {}))
-        self.watcher = FileWatcher()
-
-    def env(self) -> dict[str, str]:
-        return {"XDG_DATA_HOME": str(self.data), "HOME": str(self.tmp), "PYTHONPATH": str(REPO)}
-
-    def start(self, *, shell: bool = False) -> str:
-        """A pane running the stand-in (``shell``: typed into a bash, so that it can exit to a bare shell)."""
-        command = standin_command(
-            "opencode", prompt="┃  ", busy="⬝⬝■■  esc interrupt", answer="screen answer {n}"
-        )
-        if shell:
-            pane = self.server.new_pane(cwd=self.project, env=self.env())
-            self.server.type(pane, command)
-        else:
-            pane = self.server.new_pane(command, cwd=self.project, env=self.env())
-        wait_for(lambda: "opencode stand-in" in self.server.capture(pane), what="the stand-in")
-        time.sleep(1.1)  # sessions it makes are created after it started, as with the real OpenCode
-        return pane
-
-    def adapter(self, pane: str, name: str = "oc") -> OpenCodeAdapter:
-        ctx = TileContext(name=name, tile=Tile(pane=pane, agent="opencode"), tmux=self.server.tmux,
-                          watcher=self.watcher)
-        return OpenCodeAdapter(ctx)
-
-
 @contextlib.asynccontextmanager
 async def following(scene: Scene, *adapters: OpenCodeAdapter) -> AsyncIterator[dict[str, list[Completion]]]:
     got: dict[str, list[Completion]] = {a.ctx.name: [] for a in adapters}
@@ -103,8 +63,6 @@ async def following(scene: Scene, *adapters: OpenCodeAdapter) -> AsyncIterator[d
             tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
         yield got
         tg.cancel_scope.cancel()
-
-
 
 
 @pytest.mark.tmux
@@ -169,7 +127,8 @@ async def test_an_idle_follower_reads_the_store_only_when_it_changes_and_sees_it
     async with following(scene, adapter) as got:
         await until(lambda: got["oc"], what="the catch-up turn")
         await until(lambda: scans, what="the first scan")
-        await anyio.sleep(0.5)  # the watcher's own start wakes its subscribers once or twice
+        # shapes the scenario: the watcher's own start wakes its subscribers once or twice
+        await anyio.sleep(0.5)
         settled = len(scans)
         await aquiet_for(0.8, "the store read again with nothing written")
         assert len(scans) == settled and not adapter._screen_decides  # 8 more on the 0.1 s timer
@@ -218,7 +177,8 @@ async def test_two_panes_in_one_folder_get_their_own_turns(tmux_server: TmuxServ
     pane_a = scene.start()
     session_a = w.session(scene.project)  # made before b started: a's
     w.user(session_a, "a person's prompt in a")
-    time.sleep(0.5)  # b starts after a's first prompt (closer than SLACK_MS would be ambiguous)
+    # shapes the scenario: b starts after a's first prompt (closer than SLACK_MS would be ambiguous)
+    time.sleep(0.5)
     pane_b = scene.start()
     a, b = scene.adapter(pane_a, "a"), scene.adapter(pane_b, "b")
     async with following(scene, a, b) as got:

@@ -32,11 +32,13 @@ from pipeline.system import proc
 from plugins.opencode.reader import OpenCodeStore
 from plugins.opencode.screen import input_draft
 from tests.agent_versions import resolve
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, messages, read_log, until, wait_for
-from tests.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.fakes.webhook import WebhookReceiver
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 #: the release SPEC §7 was recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
@@ -134,16 +136,12 @@ async def test_real_opencode_hands_off_and_takes_prompts(
             await pipeline.submit(
                 Prompt(route="test", source="test", target="oc", text=PROMPT, turn_id="e2e-1", hop=0)
             )
-            with anyio.fail_after(30):
-                while not any(d.prompt.target == "oc" for d in deliveries):
-                    await anyio.sleep(0.05)
+            await until(lambda: any(d.prompt.target == "oc" for d in deliveries), 30, "the hand-off to oc")
             assert [d.state for d in deliveries if d.prompt.target == "oc"] == ["delivered"]
             [session] = OpenCodeStore(db).sessions(str(project))
             assert session.recent_prompts[0] == PROMPT
             # (a) its answer reaches the second pane, exactly, once
-            with anyio.fail_after(45):
-                while not messages(log):
-                    await anyio.sleep(0.05)
+            await until(lambda: messages(log), 45, "OpenCode's answer in the second pane")
             await aquiet_for(2.0, "a second hand-off")
             tg.cancel_scope.cancel()
         assert messages(log) == [ANSWER]
@@ -248,7 +246,7 @@ def test_real_opencode_as_target_killed_between_paste_and_enter_takes_the_prompt
 ) -> None:
     """``baton run`` killed the moment the real OpenCode shows the hand-off as ``[Pasted ~N lines]`` in its
     input, then started again: it recognises its own paste, presses Enter once, and the store holds the
-    prompt exactly once (tests/crash_at_paste.py)."""
+    prompt exactly once (tests/support/crash_at_paste.py)."""
     home, project = tmp_path / "home", tmp_path / "web"
     project.mkdir()
     env = opencode_env(home, opencode_bin)

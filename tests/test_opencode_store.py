@@ -18,8 +18,8 @@ from pipeline import cli
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.reader import OpenCodeStore, StoreBusy, StoreMissing, UnknownSchema, store_path
 from plugins.opencode.turns import MessageRow, newest_turn_open, turn_ends
-from tests.conftest import FIXTURES
 from tests.fakes.opencode_store import StoreWriter
+from tests.support.paths import FIXTURES
 
 DIR = FIXTURES / "opencode"
 DB = DIR / "opencode.db"

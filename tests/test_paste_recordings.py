@@ -22,8 +22,8 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.screen import composer_draft
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft
-from tests.conftest import FIXTURES
 from tests.fakes.agent_tui import placeholder
+from tests.support.paths import FIXTURES
 
 #: per agent: the recordings, the adapter, how it reads the input from a screen, and whether with escapes
 READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], bool]] = {

@@ -18,7 +18,10 @@ from pipeline.plugin import hookspecs
 from pipeline.plugin.events import Delivery
 from pipeline.plugin.manager import DEFAULT_PLUGINS, load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
-from tests.conftest import TmuxServer, aquiet_for, demo_agent_command, first_look, messages, until, wait_for
+from tests.support.agents import demo_agent_command, messages
+from tests.support.pipelines import first_look
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -179,9 +182,7 @@ async def test_a_hand_off_goes_through_the_third_party_transform(
         tmux_server.type(shell, "echo crash please")   # the plugin raises: logged, the pipeline goes on
         await until(lambda: "shout cannot handle this one" in caplog.text, what="the failure logged")
         tmux_server.type(shell, "echo quiet words")
-        with anyio.fail_after(20):
-            while not deliveries:
-                await anyio.sleep(0.05)
+        await until(lambda: deliveries, 20, "the hand-off of the quiet words")
         await aquiet_for(0.5, "a second hand-off")
         tg.cancel_scope.cancel()
     assert messages(log) == ["QUIET WORDS !!"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from tests.conftest import wait_for
 from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
+from tests.support.polling import wait_for
 
 ANSWER = "I changed src/auth/tokens.py: `refresh()` now refuses expired tokens.\n"
 MODEL_PROMPT = "Review `refresh()` in src/auth/tokens.py for expiry handling."

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.cli_run import baton, json_lines
-from tests.conftest import TmuxServer, messages, wait_for
-from tests.test_faults import start_agent, wait_followed, write_config
+from tests.support.agents import messages, start_agent
+from tests.support.cli import baton, json_lines
+from tests.support.daemons import wait_followed, write_config
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
 

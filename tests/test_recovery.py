@@ -18,8 +18,10 @@ from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
-from tests.conftest import TmuxServer, aquiet_for, until, wait_for
-from tests.standin_targets import TARGETS, StandinTarget
+from tests.support.pipelines import first_look
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.standin_targets import TARGETS, StandinTarget
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 SHORT = "review the change in src/app.py\nthen run the tests"
@@ -156,7 +158,7 @@ async def test_a_draft_in_the_target_is_waited_for(
     pipeline = pipeline_for(tmux_server, target, None, deliveries)
     async with anyio.create_task_group() as tg:
         await tg.start(pipeline.run)
-        await until(lambda: pipeline.tiles["a"].adapter._mark is not None, what="the shell tile watched")
+        await until(lambda: first_look(pipeline, "a"), what="the shell tile watched")
         source = pipeline.tiles["a"].ctx.tile.pane
         tmux_server.type(source, "echo handed over")
         await aquiet_for(2.0, "a prompt typed into the person's draft")

@@ -28,10 +28,12 @@ from plugins.claude_code.screen import dialog
 from plugins.codex.screen import approval_prompt, composer_draft
 from plugins.codex.turns import RolloutState
 from plugins.opencode.screen import permission_prompt
-from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until, wait_for
 from tests.fakes.webhook import WebhookReceiver
-from tests.test_claude_transcript import Transcript
-from tests.test_dispatch import REGISTRIES, make_config, running
+from tests.support.claude import Transcript
+from tests.support.paths import FIXTURES
+from tests.support.pipelines import REGISTRIES, make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
 
 CLAUDE_197, CLAUDE_332 = FIXTURES / "claude-code" / "screens", FIXTURES / "claude-code-2.1.332" / "screens"
 CODEX = FIXTURES / "codex" / "approval"

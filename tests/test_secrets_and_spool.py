@@ -16,9 +16,11 @@ import pytest
 
 from pipeline import spool
 from pipeline.system.logs import RedactingFormatter, redact
-from tests.cli_run import json_lines
-from tests.conftest import TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
+from tests.support.agents import demo_agent_command, messages
+from tests.support.cli import json_lines
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 
 def test_redact_masks_env_values_and_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:

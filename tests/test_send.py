@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_run import BATON, _env, baton, json_lines
-from tests.conftest import TmuxServer, messages, quiet_for, wait_for
-from tests.test_faults import start_agent, transcript_answers
+from tests.support.agents import messages, start_agent, transcript_answers
+from tests.support.cli import BATON, baton, baton_env, json_lines
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
 
@@ -161,7 +162,7 @@ def test_wait_types_once_the_draft_is_cleared(tmux_server: TmuxServer, tmp_path:
     wait_for(lambda: "demo❯ ab" in tmux_server.capture(pane), what="the person's draft")
     send = subprocess.Popen([*BATON, "send", "rev", "hello", "--wait", "60"], cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env=_env(None))
+                            env=baton_env(None))
     try:
         wait_for(lambda: _control_clients(tmux_server), what="baton send looking at the pane")
         assert messages(log) == []  # the draft is there: it waits
@@ -204,7 +205,7 @@ def test_resolve_takes_a_tile_name(tmux_server: TmuxServer, tmp_path: Path) -> N
 def _interrupt(args: list[str], cwd: Path, ready: object) -> subprocess.CompletedProcess[str]:
     """``baton ARGS`` interrupted with SIGINT, as a terminal's Ctrl-C sends it, once ``ready()`` holds."""
     proc = subprocess.Popen([*BATON, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, env=_env(None),
+                            stdin=subprocess.DEVNULL, text=True, env=baton_env(None),
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_for(ready, what="baton send to get that far")  # type: ignore[arg-type]

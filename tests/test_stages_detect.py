@@ -16,7 +16,8 @@ from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import Journal
 from pipeline.engine.stages.detect import CompletionDetector
 from pipeline.plugin.events import Completion
-from tests.stage_kit import completion, config, ended, tiles
+from tests.support.polling import until
+from tests.support.stages import completion, config, ended, tiles
 
 pytestmark = pytest.mark.anyio
 
@@ -127,9 +128,7 @@ async def test_live_reports_pass_once_whichever_signal_comes_first(tmp_path: Pat
     async with anyio.create_task_group() as tg:
         tg.start_soon(run.detector._follow, run.a)
         await run.a.adapter.live_in.send(ended("live", 0))
-        with anyio.fail_after(5):
-            while not run.a.adapter.on_disk:
-                await anyio.sleep(0.01)
+        await until(lambda: run.a.adapter.on_disk, 5, "the live turn on disk", interval=0.01)
         await run.detector.accept(completion("a", "live", signal="hook"))
         tg.cancel_scope.cancel()
     assert run.passed() == ["live"]

@@ -12,7 +12,7 @@ from pipeline.engine.stages.extract import ResponseExtractor
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TileContext
 from pipeline.plugin.events import Completion, Response
-from tests.stage_kit import completion, config, tiles
+from tests.support.stages import completion, config, tiles
 
 pytestmark = pytest.mark.anyio
 

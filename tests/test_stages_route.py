@@ -13,7 +13,7 @@ from pipeline.plugin.events import Response
 from pipeline.plugin.manager import load_registries
 from pipeline.plugin.registry import TransformRegistry
 from pipeline.plugin.transforms import Transform, TransformInput, TransformSkipped
-from tests.stage_kit import completion, config, tiles
+from tests.support.stages import completion, config, tiles
 
 pytestmark = pytest.mark.anyio
 

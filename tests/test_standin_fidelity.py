@@ -24,8 +24,10 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.codex.screen import composer_draft
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft
-from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
 from tests.fakes.agent_tui import agent_tui_command
+from tests.support.paths import FIXTURES, REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
 

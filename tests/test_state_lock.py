@@ -15,8 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import TmuxServer, demo_agent_command, wait_for
-from tests.test_faults import write_config
+from tests.support.agents import demo_agent_command
+from tests.support.daemons import write_config
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
 

@@ -25,9 +25,10 @@ from pipeline.plugin.events import Completion, Prompt
 from pipeline.plugin.usage import MatchingLines, SessionUsage
 from plugins.claude_code.usage import TranscriptUsage, price_of
 from plugins.codex.usage import RolloutUsage
-from tests.conftest import FIXTURES, REPO, TmuxServer, wait_for
-from tests.test_claude_adapter import Scene
-from tests.test_claude_transcript import text
+from tests.support.claude import Scene, text
+from tests.support.paths import FIXTURES, REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 CLAUDE_332 = FIXTURES / "claude-code-2.1.332" / "home" / ".claude" / "projects" / "-home-dev-my-app"
 CODEX = FIXTURES / "codex" / "codex_home" / "sessions" / "2026" / "12" / "02"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.system.text import sanitize, strip_ansi
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 SCREENS = (
     sorted((FIXTURES / "claude-code" / "screens").glob("*.txt"))

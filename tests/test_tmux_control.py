@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux
 from pipeline.system.tmux_control import ControlClient, quote
-from tests.conftest import TmuxServer, each_write, wait_for
+from tests.support.polling import until, wait_for
+from tests.support.tmux import TmuxServer, each_write
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 
@@ -146,9 +147,11 @@ async def test_a_killed_server_is_reached_again_and_not_kept_alive(tmux_server: 
         await tmux.pane(pane)
     assert not client.connected and proc.poll() is not None, "the control client exited with its server"
     pane = tmux_server.new_pane()  # a new server on the same socket
-    with anyio.fail_after(10):  # meanwhile each command runs as a process (failed connections back off)
-        while (await tmux.pane(pane)).pane_id != pane or not client.connected:
-            await anyio.sleep(0.1)
+
+    async def back() -> bool:  # meanwhile each command runs as a process (failed connections back off)
+        return (await tmux.pane(pane)).pane_id == pane and client.connected
+
+    await until(back, 10, "the control client back on the new server", interval=0.1)
 
 
 async def test_screen_followers_on_one_beat_share_one_activity_list_that_moves_with_output(
@@ -172,10 +175,13 @@ async def test_screen_followers_on_one_beat_share_one_activity_list_that_moves_w
             tg.start_soon(ask)
     assert sent == ["list-panes"]  # one asked; the nine others naming the server took its list
     assert len(seen) == 10 and all(s == seen[0] for s in seen) and {quiet, printing} <= set(seen[0])
-    await anyio.sleep(1.1)  # into a later second
+    await anyio.sleep(1.1)  # shapes the scenario: into a later second
     tty = tmux_server.run("display-message", "-p", "-t", printing, "#{pane_tty}").strip()
     Path(tty).write_text("printed\n")
-    await anyio.sleep(0.1)
-    later = await tmux.window_activity(fresh_s=0.0)
-    assert later[printing] > seen[0][printing]
+
+    async def moved() -> dict[str, int] | None:
+        later = await tmux.window_activity(fresh_s=0.0)
+        return later if later[printing] > seen[0][printing] else None
+
+    later = await until(moved, 10, "the printing window's activity to move")
     assert later[quiet] == seen[0][quiet]  # another window (each test pane is a session of its own)

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.system.tmux import Tmux, remove_socket_file
-from tests.conftest import TmuxServer
+from tests.support.tmux import TmuxServer
 
 
 def _started(name: str) -> Tmux:

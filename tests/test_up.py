@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.system.tmux import PaneGone
-from tests.conftest import TmuxServer, wait_for
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
 
@@ -60,7 +61,7 @@ async def test_a_missing_pane_index_is_not_the_active_pane(tmux_server: TmuxServ
 
 
 def test_status_shows_agent_transcript_state_and_last_answer(tmux_server: TmuxServer, tmp_path: Path) -> None:
-    from tests.conftest import demo_agent_command
+    from tests.support.agents import demo_agent_command
 
     pane = tmux_server.new_pane(demo_agent_command("a", role="writer", work_s=0.1))
     wait_for(lambda: "demo❯" in tmux_server.capture(pane))

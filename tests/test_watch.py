@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.system import inotify
-from tests.conftest import aquiet_for
+from tests.support.polling import aquiet_for, until
 
 pytestmark = pytest.mark.anyio
 
@@ -44,9 +44,8 @@ async def test_hints_for_files_folders_and_renames(tmp_path: Path, backend: str)
             await both.wait(0.5)
             target.parent.mkdir(parents=True)
             await hint(sub, "the new folder")  # the watch moves down to it (a restart, and one more hint)
-            with anyio.fail_after(10):
-                while watcher._roots != {tmp_path / "sessions", target.parent}:
-                    await anyio.sleep(0.01)
+            await until(lambda: watcher.watching == {tmp_path / "sessions", target.parent}, 10,
+                        "the watch on the new folder", interval=0.01)
             await sub.wait(0.2)
             target.write_text("one\n")
             assert target in await hint(sub, "the new file")

@@ -325,7 +325,7 @@ class CodexFiles:
     """A rollout held open for the life of the process, as ``codex --no-daemon`` 0.171.0 holds it."""
 
     def __init__(self) -> None:
-        from tests.codex_standins import iso, uuid7
+        from tests.support.codex import iso, uuid7
 
         self.iso = iso
         now = time.time()

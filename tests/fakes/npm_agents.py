@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.agent_versions import AGENTS, resolve
 
-__all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "install"]
+__all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "entry_name", "install"]
 
 #: the Claude Code this run tests (pinned 2.1.332, or npm's latest): see tests/agent_versions.py
 CLAUDE_CODE = resolve("claude")
@@ -42,7 +42,7 @@ def cache_root() -> Path:
     return Path(base) / "npm"
 
 
-def _entry_name(package: str, version: str) -> str:
+def entry_name(package: str, version: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", package.lstrip("@")) + f"@{version}"
 
 
@@ -75,7 +75,7 @@ def install(package: str, version: str, bin_name: str | None = None) -> Path:
     """
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    final = root / _entry_name(package, version)
+    final = root / entry_name(package, version)
     with open(root / f".{final.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / ".installed").exists():

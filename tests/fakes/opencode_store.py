@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 __all__ = ["SCHEMA", "StoreWriter"]
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import REPO, TmuxServer, demo_agent_command, messages, wait_for
 from tests.fakes.agent_tui import agent_tui_command
+from tests.support.agents import demo_agent_command, messages
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 __all__ = ["TARGETS", "StandinTarget"]
 

@@ -16,10 +16,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.cli_run import json_lines
-from tests.conftest import TmuxServer, quiet_for, wait_for
-from tests.fault_sources import DemoSource
-from tests.test_faults import Daemon, wait_followed, write_config
+from tests.support.cli import json_lines
+from tests.support.daemons import Daemon, wait_followed, write_config
+from tests.support.fault_sources import DemoSource
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 __all__ = ["LONG_TEMPLATE", "SHORT_TEMPLATE", "crash_at_paste"]
 

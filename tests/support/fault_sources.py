@@ -3,8 +3,8 @@
 Each runs a real process in a real tmux pane, named like its agent, and makes turns in two steps the test
 can time around a daemon kill: ``begin(i)`` (the prompt is on disk, the agent is busy) and ``finish(i)`` (the
 answer ``answer i`` and the turn's end are on disk). The files are written the way the recorded ones are:
-Claude Code's session file ``sessions/{PID}.json`` and transcript lines (tests/test_claude_transcript.py's
-Transcript, from tests/fixtures/claude-code), Codex's lock file and rollout lines (tests/codex_standins.py),
+Claude Code's session file ``sessions/{PID}.json`` and transcript lines (tests/support/claude.py's
+Transcript, from tests/fixtures/claude-code), Codex's lock file and rollout lines (tests/support/codex.py),
 the OpenCode store (tests/fakes/opencode_store.py), and the demo agent that writes its own transcript.
 """
 
@@ -19,11 +19,14 @@ from pathlib import Path
 from pipeline.system import proc
 from plugins.claude_code.files import project_folder_name
 from plugins.codex.resolve import find_codex_process
-from tests.codex_standins import CodexHome, append, iso, rollout_path
-from tests.conftest import REPO, TmuxServer, demo_agent_command, wait_for
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
-from tests.test_claude_transcript import Transcript, text
+from tests.support.agents import demo_agent_command
+from tests.support.claude import Transcript, text
+from tests.support.codex import CodexHome, append, iso, rollout_path
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
 
 __all__ = ["SOURCES", "Source"]
 
@@ -251,7 +254,8 @@ class OpenCodeSource(Source):
             env={"XDG_DATA_HOME": str(data), "HOME": str(self.tmp), "PYTHONPATH": str(REPO)},
         )
         wait_for(lambda: "opencode stand-in" in self.server.capture(pane), what="the opencode stand-in")
-        time.sleep(1.1)  # its session is created after it started, as with the real OpenCode
+        # shapes the scenario: its session is created after it started, as with the real OpenCode
+        time.sleep(1.1)
         self.session = self.writer.session(self.project)
         return pane
 

@@ -1,4 +1,5 @@
-"""Running the real ``baton`` command in a subprocess, as a person would, for the CLI tests."""
+"""Running the real ``baton`` command in a subprocess, as a person would, for the CLI tests; the routes.yaml
+and the shell pane a first-day test starts from."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATON", "Result", "baton", "baton_read_by_head", "json_lines", "start_baton"]
+from tests.support.paths import REPO
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+
+__all__ = [
+    "BATON", "Result", "baton_env", "baton", "baton_read_by_head", "json_lines", "shell_ready", "start_baton",
+    "write_routes",
+]
 
 _SCRIPT = Path(sys.executable).with_name("baton")
 #: the installed console script when there is one (what a person runs), else the module
 BATON = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pipeline.cli"]
-REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,7 @@ def json_lines(text: str) -> list[Any]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _env(env: dict[str, str] | None) -> dict[str, str]:
+def baton_env(env: dict[str, str] | None) -> dict[str, str]:
     merged = dict(os.environ)
     merged.pop("TMUX", None)  # tests name their server; a developer's own tmux must not leak in
     merged["PYTHONPATH"] = str(REPO) + os.pathsep + merged.get("PYTHONPATH", "")
@@ -55,7 +62,7 @@ def _env(env: dict[str, str] | None) -> dict[str, str]:
 def baton(*args: str, cwd: str | Path | None = None, input: bytes | str | None = None,
           env: dict[str, str] | None = None, timeout: float = 60) -> Result:
     data = input.encode() if isinstance(input, str) else input
-    done = subprocess.run([*BATON, *args], cwd=cwd, input=data, capture_output=True, env=_env(env),
+    done = subprocess.run([*BATON, *args], cwd=cwd, input=data, capture_output=True, env=baton_env(env),
                           timeout=timeout, stdin=None if data is not None else subprocess.DEVNULL)
     return Result(
         done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
@@ -67,7 +74,7 @@ def start_baton(*args: str, stderr: Path, cwd: str | Path | None = None,
     """A long-running ``baton`` (``run``) writing its standard error to ``stderr``."""
     with stderr.open("wb") as err:
         return subprocess.Popen([*BATON, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=err, env=_env(env))
+                                stderr=err, env=baton_env(env))
 
 
 def baton_read_by_head(*args: str, lines: int, timeout: float = 30,
@@ -76,7 +83,7 @@ def baton_read_by_head(*args: str, lines: int, timeout: float = 30,
     them. Returns the exit status, the lines read and standard error; killed if it has not exited within
     ``timeout``."""
     proc = subprocess.Popen([*BATON, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=_env(None), preexec_fn=preexec_fn)
+                            stdin=subprocess.DEVNULL, env=baton_env(None), preexec_fn=preexec_fn)
     try:
         assert proc.stdout is not None and proc.stderr is not None
         read = [proc.stdout.readline() for _ in range(lines)]
@@ -86,3 +93,16 @@ def baton_read_by_head(*args: str, lines: int, timeout: float = 30,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def write_routes(path: Path, socket: str, tiles: dict, routes: list | None = None) -> Path:
+    config = path / "routes.yaml"
+    config.write_text(json.dumps({"version": 1, "tmux": {"socket_name": socket}, "tiles": tiles,
+                                  "routes": routes or []}))
+    return config
+
+
+def shell_ready(tmux_server: TmuxServer) -> str:
+    pane = tmux_server.new_pane()
+    wait_for(lambda: "$" in tmux_server.capture(pane), what="the shell's prompt")
+    return pane

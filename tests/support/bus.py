@@ -17,10 +17,15 @@ import socket
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from pipeline.engine.journal import HandoffRecord, Journal
-from tests.conftest import TmuxServer, demo_agent_command, messages, quiet_for, wait_for
+from tests.support.agents import demo_agent_command, messages
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 
 def nats_server_binary() -> str:
@@ -231,3 +236,41 @@ def counted(log: Path, expected: list[str]) -> tuple[list[str], dict[str, int]]:
 def settle(seconds: float = 1.5) -> None:
     """After the last expected hand-off: long enough for a duplicate to show, if there were one."""
     quiet_for(seconds, "a duplicate hand-off")
+
+
+# ---- fixtures --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def nats(tmp_path: Path) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, nats: NatsServer):
+    made: list[Host] = []
+
+    def make(name: str, config: Path) -> Host:
+        host = Host(name, tmp_path, config, nats.url)
+        made.append(host)
+        return host
+
+    yield make
+    for host in made:
+        host.close()
+
+
+def two_hosts(tmp_path: Path, hosts, b_work_s: float = 0.2, **settings) -> tuple[Host, Host, Path, Path]:
+    config = write_routes(
+        tmp_path / "routes.yaml",
+        {
+            "a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
+            "b": {"pane": "title:b", "agent": "demo", "host": "beta"},
+        },
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
+        **settings,
+    )
+    alpha, beta = hosts("alpha", config), hosts("beta", config)
+    return alpha, beta, alpha.agent("a"), beta.agent("b", work_s=b_work_s)

@@ -1,32 +1,40 @@
 """Stand-ins for the tests that need no real Codex: a CODEX_HOME written the way Codex 0.171 writes it
 (rollouts, per-thread lock files, ``state_5.sqlite``), and real processes whose ``/proc/PID/comm`` is
-``codex`` (bash started through a symlink of that name) with their own CODEX_HOME and cwd."""
+``codex`` (bash started through a symlink of that name) with their own CODEX_HOME and cwd; :class:`Scene`,
+such a stand-in showing a recorded screen in a pane, with its adapter."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import shlex
 import signal
 import sqlite3
 import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from pipeline.engine.config import Tile
+from pipeline.engine.watch import FileWatcher
+from pipeline.plugin.agents import TileContext
+from pipeline.plugin.events import Completion
+from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
-from tests.conftest import wait_for
+from tests.support.paths import FIXTURES
+from tests.support.polling import wait_for
+from tests.support.stages import with_catch_up
+from tests.support.tmux import TmuxServer
 
 __all__ = [
-    "CodexHome",
-    "StandIns",
-    "append",
-    "iso",
-    "older_turns",
-    "prompt_lines",
-    "recorded_turns",
-    "rollout_path",
-    "uuid7",
+    "CODEX", "CodexHome", "ERROR_ROLLOUT", "SCREENS", "Scene", "StandIns", "TUI_ROLLOUT", "append",
+    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "upto", "uuid7",
 ]
 
 
@@ -226,3 +234,77 @@ def prompt_lines(records: list[dict[str, Any]]) -> list[int]:
             if not text.startswith(("<user_instructions>", "<environment_context>")):
                 out.append(i)
     return out
+
+
+# ---- a pane with a codex stand-in ----------------------------------------------------------------
+
+CODEX = FIXTURES / "codex"
+TUI_ROLLOUT = next((CODEX / "codex_home" / "sessions").glob("*/*/*/*01a236f2-8213*.jsonl"))
+ERROR_ROLLOUT = CODEX / "failed-turns" / "rollout-tui-with-error-turn.jsonl"
+SCREENS = CODEX / "screens"
+
+
+class Scene:
+    """A tmux pane with a codex stand-in showing a recorded screen, its CODEX_HOME, and an adapter."""
+
+    def __init__(self, server: TmuxServer, tmp: Path, screen: str | Path = "screen_done.txt", *,
+                 project: str = "api", name: str = "reviewer") -> None:
+        self.server, self.tmp = server, tmp
+        self.home = CodexHome(tmp / "codex-home")
+        self.project = tmp / project
+        self.project.mkdir(exist_ok=True)
+        self.bin = tmp / "bin"
+        self.bin.mkdir(exist_ok=True)
+        if not (self.bin / "codex").exists():
+            (self.bin / "codex").symlink_to("/bin/bash")
+        self.pane = self.start(screen)
+        self.ctx = TileContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
+        self.adapter = CodexAdapter(self.ctx)
+
+    def start(self, screen: str | Path) -> str:
+        script = f"cat {shlex.quote(str(SCREENS / screen))}; sleep 300; true"
+        # when the agent exits, a bare shell remains in the pane (as after /quit)
+        inner = f"{self.bin / 'codex'} -c {shlex.quote(script)}; exec bash --norc --noprofile"
+        pane = self.server.new_pane(f"bash -c {shlex.quote(inner)}", cwd=self.project,
+                                    env={"CODEX_HOME": str(self.home.root)})
+        pid = self.server.pane_pid(pane)
+        found = wait_for(lambda: find_codex_process(pid), what="the codex stand-in")
+        self.started_at = found.started_at
+        self.tid = self.home.thread(self.started_at + 1.0)  # the TUI's thread exists from startup
+        self.rollout = rollout_path(self.home.root, self.tid, self.started_at + 1.0)
+        return pane
+
+    def turns(self, fixture: Path = TUI_ROLLOUT) -> list[dict]:
+        return recorded_turns(fixture, self.tid, self.project, time.time())
+
+
+@asynccontextmanager
+async def following(adapter: CodexAdapter,
+                    watcher: FileWatcher | None = None) -> AsyncIterator[list[Completion]]:
+    """``adapter.follow`` running with a shared watcher, as in the daemon; yields what it emits.
+    ``watcher``: one already running, shared with other tiles' followers."""
+    own = watcher is None
+    watcher = watcher or FileWatcher()
+    adapter.ctx.watcher = watcher
+    emitted: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        emitted.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        if own:
+            tg.start_soon(watcher.run)
+        tg.start_soon(adapter.follow, with_catch_up(adapter, emit))
+        yield emitted
+        tg.cancel_scope.cancel()
+
+
+def upto(records: list[dict], kind: str, nth: int = 1) -> int:
+    """The index just past the ``nth`` line whose payload type is ``kind``."""
+    seen = 0
+    for i, r in enumerate(records):
+        if (r.get("payload") or {}).get("type") == kind:
+            seen += 1
+            if seen == nth:
+                return i + 1
+    raise AssertionError(f"no {kind} #{nth}")
