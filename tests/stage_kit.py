@@ -11,8 +11,8 @@ import anyio
 
 from pipeline.engine.config import Config, parse_config
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, Emit, TileContext
-from pipeline.plugin.events import Completion
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
+from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.turns import TurnEnd
 from pipeline.system.tmux import Tmux
 
@@ -38,6 +38,12 @@ class ScriptedAdapter(AgentAdapter):
         async for end in self.live_out:
             self.on_disk.append(end)
             await emit(end.completion(self.ctx.name, "file"))
+
+    async def response(self, completion: Completion) -> Response | None:
+        return None  # the stages under test take the answer from the completion or the fallback
+
+    async def target_state(self) -> TargetState:
+        return "ready"
 
 
 def config(text: str = "") -> Config:

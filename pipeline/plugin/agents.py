@@ -9,6 +9,7 @@ Adapters never run tmux themselves; they ask the context, which is the engine's 
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -265,9 +266,18 @@ class TileContext:
         return await self.tmux.capture(info.pane_id, start=start, end=info.cursor_y)
 
 
-class AgentAdapter:
-    """Base class of every agent adapter. Subclasses set the class attributes and override what they
-    know better than the terminal."""
+class AgentAdapter(abc.ABC):
+    """Base class of every agent adapter: the contract (docs/adapters.md, member by member).
+
+    Required: ``name``, ``process_names`` and three methods — how a turn ends (:meth:`follow`), what its
+    answer is (:meth:`response`), and whether the pane can take a prompt now (:meth:`target_state`).
+    Everything else is an opt-in capability with a neutral default, declared by overriding it: catch-up
+    after a restart (:meth:`finished_turns`), crash recovery (:meth:`received`, :meth:`input_holds`,
+    :meth:`current_draft`, :meth:`shows_paste`), start confirmation (:meth:`snapshot`,
+    :meth:`turn_started`, :meth:`prompt_submitted`), files read offline (:meth:`extract_file`), hooks
+    (:meth:`install_hooks`, :meth:`hook_completion`), the board (:meth:`last_response`, :meth:`usage`,
+    :meth:`working_since`), ``baton resolve`` (:meth:`resolve`). An agent read from its screen gets all of
+    them from :class:`pipeline.plugin.screen.ScreenAdapter`, the base the built-ins share."""
 
     #: what `agent:` in routes.yaml names
     name: ClassVar[str] = ""
@@ -292,14 +302,14 @@ class AgentAdapter:
         self.ctx = ctx
         ctx.expect_readiness_screen(self.readiness_screen)
 
+    @abc.abstractmethod
     async def follow(self, emit: Emit) -> None:
         """Run until cancelled, awaiting ``emit(Completion)`` each time the tile finishes a turn.
         The detector deduplicates by ``turn_id``, so several signals may report the same turn."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def response(self, completion: Completion) -> Response | None:
         """The clean answer of ``completion``'s turn, or None to let the terminal fallback answer."""
-        return None
 
     async def finished_turns(self, since: float) -> list[TurnEnd] | None:
         """Catch-up: the turns of this tile's current session that ended at or after ``since`` (epoch
@@ -312,6 +322,7 @@ class AgentAdapter:
         """Called by the dispatcher right after it submitted ``text`` (already sanitized) at ``at`` (epoch
         seconds). Adapters that tell panes apart by the last prompt, or treat a submit as a turn start,
         keep what they need here; the engine keeps no such field for them."""
+        return None
 
     async def last_response(self) -> Response | None:
         """The answer of the tile's latest finished turn, whenever that was (``baton status``,
@@ -331,10 +342,11 @@ class AgentAdapter:
         age; without it, the board counts from when it first saw the tile working."""
         return None
 
+    @abc.abstractmethod
     async def target_state(self) -> TargetState:
         """Whether a prompt may be typed now: ``ready``; ``busy`` or ``draft`` (wait); ``absent`` (the
-        pane shows no such agent — never type there); ``gone`` (no pane)."""
-        raise NotImplementedError
+        pane shows no such agent — never type there); ``gone`` (no pane). Asked only once the engine saw
+        the pane alive and running a process of :attr:`process_names`."""
 
     async def presence_state(self, info: PaneInfo) -> TargetState:
         """For ``baton run``'s presence log, asked every second of every tile whose agent process is not
