@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from pipeline.engine.config import Config, parse_config
+from pipeline.engine.context import EngineContext
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Response
@@ -62,7 +63,7 @@ routes:
 def tiles(cfg: Config) -> dict[str, TileRuntime]:
     out = {}
     for name, tile in cfg.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=Tmux(socket_name="stage-kit-unused"))
+        ctx = EngineContext(name=name, tile=tile, tmux=Tmux(socket_name="stage-kit-unused"))
         adapter = ScriptedAdapter(ctx)
         out[name] = TileRuntime(ctx=ctx, adapter=adapter, fallback=adapter)
     return out

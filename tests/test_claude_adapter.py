@@ -22,8 +22,8 @@ import pytest
 
 from pipeline.commands.status import tile_status
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
@@ -60,7 +60,7 @@ class Scene:
             lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell"
         ).pid
         self.session_id = str(uuid.uuid4())
-        self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
+        self.ctx = EngineContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
         self.adapter = ClaudeCodeAdapter(self.ctx)
         self.tx: Transcript | None = None
 
@@ -280,7 +280,7 @@ async def test_target_states(tmux_server: TmuxServer, tmp_path: Path) -> None:
         scene.status(status)
         assert await scene.adapter.target_state() == expected, status
     bare = ClaudeCodeAdapter(
-        TileContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux)
+        EngineContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux)
     )
     assert await bare.target_state() == "absent"
 

@@ -24,8 +24,8 @@ import anyio
 import pytest
 
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
@@ -59,7 +59,7 @@ class Scene:
         if not (self.bin / "codex").exists():
             (self.bin / "codex").symlink_to("/bin/bash")
         self.pane = self.start(screen)
-        self.ctx = TileContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
+        self.ctx = EngineContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
         self.adapter = CodexAdapter(self.ctx)
 
     def start(self, screen: str | Path) -> str:

@@ -17,8 +17,8 @@ import pytest
 
 from pipeline import cli
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.system.text import strip_ansi
 from plugins.opencode.adapter import OpenCodeAdapter, input_draft
@@ -85,7 +85,7 @@ class Scene:
         return pane
 
     def adapter(self, pane: str, name: str = "oc") -> OpenCodeAdapter:
-        ctx = TileContext(name=name, tile=Tile(pane=pane, agent="opencode"), tmux=self.server.tmux,
+        ctx = EngineContext(name=name, tile=Tile(pane=pane, agent="opencode"), tmux=self.server.tmux,
                           watcher=self.watcher)
         return OpenCodeAdapter(ctx)
 

@@ -77,6 +77,8 @@ class ScreenDialogs:
     """Mixed into :class:`ScreenAdapter`: the screen's dialogs, for every adapter that reads a screen."""
 
     ctx: TileContext
+    #: what the last :meth:`look_for_person` found the agent waits for (None: nothing)
+    waiting_now: str | None = None
 
     def waiting_for(self, screen: str) -> str | None:
         """What ``screen`` shows the agent waits for a person for (``"permission prompt"``), or None.
@@ -90,6 +92,7 @@ class ScreenDialogs:
             reason = self.waiting_for(await self.ctx.capture())
         except TmuxError:
             reason = None
+        self.waiting_now = reason
         self.ctx.waiting(reason)
         return reason
 

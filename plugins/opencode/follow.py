@@ -181,7 +181,7 @@ class StoreFollowing(ScreenAdapter):
                 log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
             # a permission prompt writes nothing: while a turn is open (or the store cannot say whether one
             # is), the screen is looked at often
-            asks = open_turn or not read or self.ctx.waiting_for
+            asks = open_turn or not read or self.waiting_now
             waiting = await self.look_for_person() if asks else None
             if open_turn or waiting:
                 timeout: float | None = self.look_s
