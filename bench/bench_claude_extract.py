@@ -29,8 +29,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.engine.config import Tile  # noqa: E402
+from pipeline.engine.context import EngineContext  # noqa: E402
 from pipeline.engine.watch import FileWatcher  # noqa: E402
-from pipeline.plugin.agents import TileContext  # noqa: E402
 from pipeline.system import proc  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
 from plugins.claude_code.adapter import ClaudeCodeAdapter  # noqa: E402
@@ -163,7 +163,7 @@ async def bench_latency(tmp: Path) -> None:
         path = folder / f"{session}.jsonl"
         make_transcript(path, 64 * 1024)
         watcher = FileWatcher()
-        ctx = TileContext(
+        ctx = EngineContext(
             name="bench", tile=Tile(pane=pane.pane_id, agent="claude"), tmux=tmux, watcher=watcher
         )
         adapter = ClaudeCodeAdapter(ctx)

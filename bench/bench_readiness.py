@@ -6,7 +6,7 @@ left in the input line). Measured on an idle Claude Code and Codex stand-in (``b
 real tmux pane, ``BENCH_LOOKS`` (300) checks each, p50 / p99:
 
 - ``one write``: as a hand-off does it now: the pane and the screen asked in one control-mode write
-  (:func:`pipeline.plugin.agents.readiness_check`);
+  (:func:`pipeline.engine.context.readiness_check`);
 - ``two writes``: the same check asking for the pane, then for the screen (each a round trip) — the way
   before, and still the way of a check outside a hand-off;
 - ``processes``: the same two asks with one ``tmux`` process per command (the naive way).
@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.engine.config import Tile  # noqa: E402
+from pipeline.engine.context import EngineContext, pane_lookups_shared, readiness_check  # noqa: E402
 from pipeline.engine.stages.dispatch import target_state  # noqa: E402
-from pipeline.plugin.agents import TileContext, pane_lookups_shared, readiness_check  # noqa: E402
 from pipeline.plugin.manager import load_registries  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
 
@@ -72,7 +72,7 @@ async def one_agent(agent: str, tmp: Path) -> None:
     try:
         pane = (await tmux.new_session("t", command, cwd=str(cwd), width=100, height=30)).pane_id
         registries = load_registries()
-        adapters = [registries.agents.get(agent)(TileContext(name="t", tile=Tile(pane=pane, agent=agent),
+        adapters = [registries.agents.get(agent)(EngineContext(name="t", tile=Tile(pane=pane, agent=agent),
                                                              tmux=t)) for t in (tmux, naive)]
         with anyio.fail_after(20):
             while await target_state(adapters[0]) != "ready":

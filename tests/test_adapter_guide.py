@@ -8,6 +8,7 @@ newer setuptools than the test environment may have; what is installed is an ord
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import json
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.plugin import AgentAdapter, Emit, TileContext
+from pipeline.plugin.screen import ScreenAdapter
 from tests.support.agents import messages, start_agent
 from tests.support.cli import json_lines
 from tests.support.daemons import wait_followed, write_config
@@ -30,9 +33,10 @@ from tests.support.tmux import TmuxServer
 GUIDE = REPO / "docs" / "adapters.md"
 
 
-def guide_files() -> dict[str, str]:
-    """The files of the guide: each fenced block right after a ``<!-- file: NAME -->`` line."""
-    found = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+def guide_files(marker: str = "file") -> dict[str, str]:
+    """The files of one of the guide's packages: each fenced block right after a ``<!-- MARKER: NAME -->``
+    line (``file``: logbot's, ``screen-file``: chatty's)."""
+    found = re.findall(rf"<!-- {marker}: (\S+) -->\n```\w*\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
     return dict(found)
 
 
@@ -81,14 +85,12 @@ def baton_script(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.fixture(scope="module")
-def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The guide's files in a folder, built into a wheel and pip-installed into a folder of their own:
-    (the source folder, the folder to put on PYTHONPATH)."""
-    tmp = tmp_path_factory.mktemp("guide")
-    src, site = tmp / "baton-logbot", tmp / "site"
+def install_guide_package(tmp: Path, marker: str) -> tuple[Path, Path]:
+    """One of the guide's packages in a folder, built into a wheel and pip-installed into a folder of its
+    own: (the source folder, the folder to put on PYTHONPATH)."""
+    src, site = tmp / marker, tmp / "site"
     src.mkdir()
-    for name, text in guide_files().items():
+    for name, text in guide_files(marker).items():
         (src / name).write_text(text)
     wheel = build_wheel(src, tmp)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
@@ -96,8 +98,62 @@ def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return src, site
 
 
+@pytest.fixture(scope="module")
+def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """logbot's package, installed."""
+    return install_guide_package(tmp_path_factory.mktemp("guide"), "file")
+
+
+@pytest.fixture(scope="module")
+def chatty_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """chatty's package (the screen-only adapter), installed."""
+    return install_guide_package(tmp_path_factory.mktemp("chatty"), "screen-file")
+
+
 def test_the_guide_has_its_three_files() -> None:
     assert set(guide_files()) == {"logbot", "baton_logbot.py", "pyproject.toml"}
+    assert set(guide_files("screen-file")) == {"chatty", "baton_chatty.py", "pyproject.toml"}
+
+
+@pytest.mark.parametrize("module", ["baton_logbot.py", "baton_chatty.py"])
+def test_the_guides_adapters_import_nothing_of_batonpass_but_the_plugin_api(module: str) -> None:
+    source = {**guide_files(), **guide_files("screen-file")}[module]
+    imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module}
+    imported |= {a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
+    ours = {m for m in imported if m.split(".")[0] in ("pipeline", "plugins")}
+    assert ours and all(m == "pipeline.plugin" or m.startswith("pipeline.plugin.") for m in ours), ours
+
+
+def test_the_contracts_required_members_fit_on_one_screen() -> None:
+    """Three methods (and ``name``, ``process_names``); an adapter that leaves one out is refused."""
+    assert AgentAdapter.__abstractmethods__ == {"follow", "response", "target_state"}
+
+    class Incomplete(AgentAdapter):
+        name = "incomplete"
+
+        async def follow(self, emit: Emit) -> None: ...
+
+    with pytest.raises(TypeError, match="response"):
+        Incomplete(None)  # type: ignore[abstract,arg-type]
+
+
+def _public(cls: type) -> set[str]:
+    """The public members a class (and the bases it brings from batonpass's plugin API) defines."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("pipeline.plugin") and klass is not object:
+            names |= {n for n in vars(klass) if not n.startswith("_")}
+            names |= {n for n in getattr(klass, "__annotations__", {}) if not n.startswith("_")}
+    return names
+
+
+@pytest.mark.parametrize("contract", [AgentAdapter, TileContext, ScreenAdapter], ids=lambda c: c.__name__)
+def test_every_public_member_of_the_contract_is_documented(contract: type) -> None:
+    """As datasette does for its hooks: a member the guide does not name is a member nobody can use."""
+    guide = GUIDE.read_text()
+    section = guide[guide.index("## The contract, member by member"):]
+    missing = sorted(n for n in _public(contract) if f"`{n}`" not in section and f"`{n}(" not in section)
+    assert missing == [], f"{contract.__name__} members missing from docs/adapters.md: {missing}"
 
 
 def test_baton_extract_and_hooks_install_take_the_installed_adapter(
@@ -188,3 +244,40 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     assert daemon.stop() == 0
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO",
                               "logbot says: logbot read 5 characters: AGAIN"]
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_the_screen_only_adapter_installed_with_pip_routes_turns_both_ways_on_real_tmux(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch,
+    chatty_wheel: tuple[Path, Path]
+) -> None:
+    """chatty, written against the public plugin API alone (ScreenAdapter), takes a hand-off and hands its
+    answer on: its turn end, answer and readiness all read from its screen."""
+    src, site = chatty_wheel
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
+    assert (rows["chatty"]["from"], rows["chatty"]["kind"]) == ("baton-chatty 0.1.0", "agent"), rows
+    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
+    bot = tmux_server.new_pane(f"{sys.executable} {src / 'chatty'}")
+    wait_for(lambda: "chatty>" in tmux_server.capture(bot), what="chatty")
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml",
+        tmux_server.socket,
+        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "chatty"},
+         "b": {"pane": b, "agent": "demo"}},
+        [{"from": "x", "to": "bot"},  # chatty as a target
+         {"from": "bot", "to": "b",
+          "transform": {"type": "template", "template": "chatty says: {response}"}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "x")
+    tmux_server.type(x, "hello")
+    wait_for(lambda: messages(blog), timeout=30, what="the hand-off through chatty")
+    # x (an echo agent) answered "hello"; chatty took it as its prompt; b got the answer cut from its screen
+    assert messages(blog) == ["chatty says: chatty heard 5 characters: HELLO"]
+    assert daemon.stop() == 0

@@ -12,9 +12,9 @@ import pytest
 
 from pipeline.commands.presence import presence
 from pipeline.engine.config import Config, Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.tiles import build_tiles, identify_agent
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries
 from plugins.terminal.adapter import AmpAdapter, ShellAdapter
@@ -35,7 +35,7 @@ def amp_tile(tmux_server: TmuxServer) -> tuple[str, AmpAdapter]:
     pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=0.6),
                                 env={"PYTHONPATH": str(REPO)})
     wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
-    adapter = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    adapter = AmpAdapter(EngineContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
     return pane, adapter
 
 
@@ -85,7 +85,7 @@ async def test_amp_as_a_target_waits_while_busy(tmux_server: TmuxServer) -> None
     pane = tmux_server.new_pane(standin_command("amp", prompt="> ", busy=BUSY, answer=ANSWER, work_s=1.5),
                                 env={"PYTHONPATH": str(REPO)})
     wait_for(lambda: "amp stand-in" in tmux_server.capture(pane), what="the amp stand-in")
-    amp = AmpAdapter(TileContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
+    amp = AmpAdapter(EngineContext(name="amp", tile=Tile(pane=pane, agent="amp"), tmux=tmux_server.tmux))
     assert await amp.target_state() == "ready"
     tmux_server.type(pane, "first")
     wait_for(lambda: BUSY in tmux_server.capture(pane), what="amp's busy marker")
@@ -221,7 +221,8 @@ async def test_a_shell_left_at_its_prompt_is_looked_at_on_the_idle_beat_and_its_
     monkeypatch.setattr(ShellAdapter, "idle_tick_s", 0.3)
     pane = tmux_server.new_pane()
     wait_for(lambda: "$" in tmux_server.capture(pane), what="the shell prompt")
-    adapter = ShellAdapter(TileContext(name="sh", tile=Tile(pane=pane, agent="shell"), tmux=tmux_server.tmux))
+    ctx = EngineContext(name="sh", tile=Tile(pane=pane, agent="shell"), tmux=tmux_server.tmux)
+    adapter = ShellAdapter(ctx)
     sent: list[str] = []
     each_write(tmux_server, sent.extend)
     emitted: list[Completion] = []

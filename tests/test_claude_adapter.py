@@ -20,8 +20,8 @@ import pytest
 
 from pipeline.commands.status import tile_status
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.hooks import install_stop_hook
@@ -222,7 +222,7 @@ async def test_target_states(tmux_server: TmuxServer, tmp_path: Path) -> None:
         scene.status(status)
         assert await scene.adapter.target_state() == expected, status
     bare = ClaudeCodeAdapter(
-        TileContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux)
+        EngineContext(name="t", tile=Tile(pane=tmux_server.new_pane()), tmux=tmux_server.tmux)
     )
     assert await bare.target_state() == "absent"
 

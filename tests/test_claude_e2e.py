@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.context import EngineContext
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
@@ -331,7 +331,7 @@ async def test_real_claude_code_wraps_long_or_multiline_pastes_and_received_sees
     wait_for(lambda: home.session_files() and input_box(tmux_server.capture(pane)) == "", 60,
              what="Claude Code's input box and session file")
     adapter = ClaudeCodeAdapter(
-        TileContext(name="coder", tile=Tile(pane=pane, agent="claude"), tmux=tmux_server.tmux)
+        EngineContext(name="coder", tile=Tile(pane=pane, agent="claude"), tmux=tmux_server.tmux)
     )
     wrapped = {}
     for name, text in PASTES.items():

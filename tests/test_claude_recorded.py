@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.context import EngineContext
 from pipeline.spool import HookRecord
 from pipeline.system.text import strip_ansi
 from pipeline.system.tmux import Tmux
@@ -49,7 +49,7 @@ async def test_only_stop_hook_records_can_be_completions() -> None:
     """Every other recorded hook (SessionStart, UserPromptSubmit, Pre/PostToolUse, PermissionRequest,
     Notification, SubagentStop, SessionEnd) is dropped before anything else is looked at."""
     adapter = ClaudeCodeAdapter(
-        TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
+        EngineContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
     )
     records = [json.loads(line) for line in (CC / "hooks" / "hooks.jsonl").read_text().splitlines()]
     events = {r["stdin"]["hook_event_name"] for r in records}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.context import EngineContext
 from pipeline.spool import HookRecord
 from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import ClaudeCodeAdapter
@@ -79,7 +79,7 @@ def test_the_notification_turn_is_the_completion_with_the_real_answer() -> None:
 @pytest.mark.anyio
 async def test_the_stop_pair_only_the_stop_without_running_agents_is_a_completion() -> None:
     adapter = ClaudeCodeAdapter(
-        TileContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
+        EngineContext(name="t", tile=Tile(pane="%0"), tmux=Tmux(socket_name="never-started"))
     )
     stops = [r for r in map(json.loads, (NEW / "hooks" / "hooks.jsonl").read_text().splitlines())
              if r["stdin"]["hook_event_name"] == "Stop"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.journal import Journal, default_journal_path
-from pipeline.plugin.agents import TileContext
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.reader import JsonlTail, thread_id_of
 from plugins.codex.resolve import find_codex_process
@@ -174,7 +174,7 @@ class OldCodex:
                                     env={"CODEX_HOME": str(self.home.root)})
         self.pid = server.pane_pid(self.pane)
         wait_for(lambda: self.rollout.exists() and find_codex_process(self.pid), what="the codex stand-in")
-        self.ctx = TileContext(name="old", tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
+        self.ctx = EngineContext(name="old", tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
         self.adapter = CodexAdapter(self.ctx)
 
     def lines(self, fixture: Path, start: float | None = None) -> list[dict]:

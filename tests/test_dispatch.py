@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.config import Tile
+from pipeline.engine.context import (
+    EngineContext,
+    look_again,
+    make_adapter,
+    pane_lookups_shared,
+    readiness_check,
+)
 from pipeline.engine.stages.dispatch import target_state, type_prompt
-from pipeline.plugin.agents import TileContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.plugin.events import Delivery, Prompt
 from tests.support.agents import demo_agent_command, messages, read_log, start_agent
 from tests.support.pipelines import REGISTRIES, first_look, make_config, running
@@ -23,7 +29,7 @@ async def test_multiline_prompt_arrives_as_one_message(tmux_server: TmuxServer, 
     log = tmp_path / "agent.jsonl"
     pane = start_agent(tmux_server, log)
     adapter = REGISTRIES.agents.get("demo")(
-        TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+        EngineContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     )
     hostile = "first line\nsecond line\x1b[201~\n\x1b[31mthird\x1b[0m line\x07\x9b\x00\n\n"
     confirmed, pane_id = await type_prompt(adapter, hostile)
@@ -196,8 +202,8 @@ async def test_the_first_readiness_check_of_a_resolved_pane_brings_the_screen_it
     which screen its readiness check reads (``readiness_screen``); before, that first check learnt it by
     asking, a second round trip on the way to the paste."""
     pane = start_agent(tmux_server, tmp_path / "agent.jsonl")
-    ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
-    adapter = REGISTRIES.agents.get("demo")(ctx)
+    ctx = EngineContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+    adapter = make_adapter(REGISTRIES.agents.get("demo"), ctx)  # as the engine makes it
     await ctx.pane()  # resolved, as a follower does it long before the first hand-off
     writes: list[list[str]] = []
     each_write(tmux_server, writes.append)
@@ -214,7 +220,7 @@ async def test_a_readiness_check_asks_tmux_for_pane_and_screen_in_one_round_trip
     write instead of two between an answer and its paste), and is of that look: a draft typed after one
     check is seen by the next."""
     pane = start_agent(tmux_server, tmp_path / "agent.jsonl")
-    ctx = TileContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
+    ctx = EngineContext(name="t", tile=Tile(pane=pane, agent="demo"), tmux=tmux_server.tmux)
     adapter = REGISTRIES.agents.get("demo")(ctx)
     writes: list[list[str]] = []
     each_write(tmux_server, writes.append)

@@ -30,6 +30,13 @@ def test_mypy_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_mypy_strict_is_clean_on_the_plugin_api() -> None:
+    """The contract plugin authors code against is typed strictly (the modules it imports are checked by
+    ``test_mypy_is_clean`` with the project's settings)."""
+    result = run_tool("mypy", "--strict", "--follow-imports=silent", "pipeline/plugin")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_plugins_import_only_the_plugin_api() -> None:
     """Built-in plugins are written like third-party ones: of batonpass they import ``pipeline.plugin``
     (and its submodules) only, so what a plugin may rely on is all in one place."""

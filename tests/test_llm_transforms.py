@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import anthropic
 import anyio
@@ -17,18 +16,17 @@ import pytest
 
 from pipeline.engine.config import Config, ConfigError, Settings, parse_config
 from pipeline.engine.runtime import Pipeline
-from pipeline.plugin.events import Completion, Delivery, Response
+from pipeline.plugin.events import Completion, Delivery
 from pipeline.plugin.manager import load_registries, make_plugin_manager
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
+from pipeline.plugin.transforms import TransformResult, TransformSkipped, Usage
 from plugins.transforms.llm import MAX_CONCURRENT_CALLS, LLMSettings, system_prompt
 from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
 from tests.support.agents import demo_agent_command, messages
 from tests.support.polling import until
+from tests.support.transforms import ANSWER, handoff, make
 
 pytestmark = pytest.mark.anyio
 
-ANSWER = ("I moved token checks into src/auth/tokens.py and added `refresh_token()`.\n\n"
-          "```python\ndef refresh_token(t: Token) -> Token:\n    return t.renew()\n```\n\nReady for review.")
 MODEL_PROMPT = "Review `refresh_token()` in src/auth/tokens.py:\ncheck that expired tokens are refused."
 
 
@@ -46,26 +44,6 @@ def anthropic_api(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture(scope="module")
 def registries():
     return load_registries(make_plugin_manager(load_external=False))
-
-
-def make(registries, kind: str, settings: Settings | None = None, **options: Any) -> Transform:
-    transform = registries.transforms.get(kind).from_config(options)
-    transform.configure(
-        settings or Settings(llm=LLMSettings(model="claude-test", max_tokens=333, timeout_s=10))
-    )
-    return transform
-
-
-def handoff(text: str = ANSWER, outcome: str = "completed") -> TransformInput:
-    async def no_terminal() -> str:
-        return ""
-
-    completion = Completion(tile="coder", turn_id="turn-7", outcome=outcome)  # type: ignore[arg-type]
-    return TransformInput(
-        response=Response(completion=completion, text=text, source="transcript", cwd="/src/app"),
-        route="review", source="coder", target="reviewer", source_agent="claude", target_agent="codex",
-        source_description="writes the code", target_description="reviews each change", cwd="/src/app",
-        terminal_text=no_terminal)
 
 
 # ---- what is sent, what comes back ------------------------------------------------------------------

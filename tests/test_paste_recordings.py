@@ -13,7 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import AgentAdapter, TileContext
+from pipeline.engine.context import EngineContext
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import ClaudeCodeAdapter
@@ -55,7 +56,7 @@ def recorded(agent: str) -> list[tuple[str, str, str, list[str], int]]:
 
 def adapter(agent: str) -> AgentAdapter:
     cls = READERS[agent][1]
-    return cls(TileContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=Tmux(socket_name="unused")))
+    return cls(EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=Tmux(socket_name="unused")))
 
 
 CASES = [(agent, *shot) for agent in READERS for shot in recorded(agent)]

@@ -30,9 +30,11 @@ import pytest
 
 from pipeline.cli import _parser
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.cli_run import baton
-from tests.conftest import TmuxServer, messages, quiet_for, wait_for
-from tests.test_faults import Daemon, start_agent, transcript_answers, wait_followed, write_config
+from tests.support.agents import messages, start_agent, transcript_answers
+from tests.support.cli import baton
+from tests.support.daemons import Daemon, wait_followed, write_config
+from tests.support.polling import quiet_for, wait_for
+from tests.support.tmux import TmuxServer
 
 HUGE = "9" * 23
 PAUSED = "delivery paused: nothing is typed until the journal can be written"
@@ -223,7 +225,7 @@ async def test_a_write_refused_by_a_lock_is_said_once_and_waited_out(tmp_path: P
     assert caplog.text.count(PAUSED) == 1 and "is locked by another process" in caplog.text
 
     async def release() -> None:
-        await anyio.sleep(0.3)
+        await anyio.sleep(0.3)  # shapes the scenario: the lock is held a moment into the wait
         holder.execute("ROLLBACK")
 
     async with anyio.create_task_group() as tg:

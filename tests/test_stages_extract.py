@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.engine.stages.extract import ResponseExtractor
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, TileContext
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
 from pipeline.plugin.events import Completion, Response
 from tests.support.stages import completion, config, tiles
 
@@ -25,6 +25,12 @@ class Answers(AgentAdapter):
     def __init__(self, ctx: TileContext, answer: str | None | Exception, source: str = "transcript") -> None:
         super().__init__(ctx)
         self.answer, self.source = answer, source
+
+    async def follow(self, emit: Emit) -> None:
+        await anyio.sleep_forever()
+
+    async def target_state(self) -> TargetState:
+        return "ready"
 
     async def response(self, completion: Completion) -> Response | None:
         if isinstance(self.answer, Exception):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.context import EngineContext
 from pipeline.system.text import sanitize, strip_ansi
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
@@ -51,7 +51,7 @@ def reading(agent: str, screen: str) -> dict[str, object]:
     """What the agent's adapter reads from ``screen``: the input (a placeholder's number as ``#K``, wrapping
     and indentation ignored), busy (from the screen's text, as the adapters look), and what it waits for."""
     cls, read, *_ = AGENTS[agent]
-    adapter = cls(TileContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=None))  # type: ignore[arg-type]
+    adapter = cls(EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=None))  # type: ignore[arg-type]
     draft = read(screen)
     shown = None if draft is None else re.sub(r"#\d+", "#K", "".join(draft.split()))
     busy = adapter.is_busy(strip_ansi(screen))

@@ -16,12 +16,14 @@ import pytest
 
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.transforms import TransformSkipped
-from tests.cli_run import baton, json_lines
-from tests.conftest import TmuxServer, messages, wait_for
 from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
-from tests.test_faults import start_agent, transcript_answers, write_config
-from tests.test_llm_transforms import ANSWER, handoff, make
-from tests.test_plugins import SHOUT, install_plugin
+from tests.support.agents import messages, start_agent, transcript_answers
+from tests.support.cli import baton, json_lines
+from tests.support.daemons import write_config
+from tests.support.plugins import SHOUT, install_plugin
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+from tests.support.transforms import ANSWER, handoff, make
 
 UNREADABLE = "the API's answer could not be read (JSONDecodeError"
 NO_MESSAGE = "the API answered HTTP 200 with no Messages response: "

@@ -47,6 +47,13 @@ from pipeline.commands.options import MAX_INPUT_BYTES
 from pipeline.commands.server import load_optional, tmux_for
 from pipeline.commands.table import json_text
 from pipeline.engine.config import Config, Tile
+from pipeline.engine.context import (
+    EngineContext,
+    look_again,
+    make_adapter,
+    pane_lookups_shared,
+    readiness_check,
+)
 from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.journal import HandoffState, Journal, default_journal_path
 from pipeline.engine.stages.dispatch import WAIT_TICK_S, target_state, type_prompt
@@ -54,10 +61,6 @@ from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import (
     AgentAdapter,
     TargetState,
-    TileContext,
-    look_again,
-    pane_lookups_shared,
-    readiness_check,
 )
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.plugin.manager import Registries, load_registries
@@ -209,8 +212,8 @@ def _no_such_target(given: str, exc: PaneGone, config: Config | None, tiles: dic
     return f"no tile {given!r} in {config.path} (tiles: {names}) and no pane {given} on {tmux.describe()}"
 
 
-def _adapter(agent: str, ctx: TileContext, registries: Registries) -> AgentAdapter:
-    return registries.agents.get(agent)(ctx)
+def _adapter(agent: str, ctx: EngineContext, registries: Registries) -> AgentAdapter:
+    return make_adapter(registries.agents.get(agent), ctx)
 
 
 def _running(info: PaneInfo, registries: Registries) -> tuple[str, str]:
@@ -232,7 +235,7 @@ def resolve_command(args: argparse.Namespace) -> int:
 
     async def resolve() -> tuple[PaneTarget, AgentAdapter, list]:
         target = await find_target(args.pane, args.agent, setup, strict=False)
-        ctx = TileContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
+        ctx = EngineContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
         agent = target.tile.agent
         if agent == "auto":
             agent = identify_agent((await ctx.pane()).pid, setup.registries.agents)
@@ -384,7 +387,7 @@ async def _on_ctrl_c(signals: AsyncIterator[int], scope: anyio.CancelScope, prog
 async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _Progress,
                 record: _SendRecord) -> int:
     target = await find_target(args.pane, args.agent, setup, strict=True)
-    ctx = TileContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
+    ctx = EngineContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
     try:
         info = await ctx.pane()
     except PaneGone as exc:  # a tile's pane: say whose

@@ -6,8 +6,9 @@ import logging
 from dataclasses import dataclass
 
 from pipeline.engine.config import Config
+from pipeline.engine.context import EngineContext, make_adapter
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import AgentAdapter, TileContext
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.registry import AgentRegistry
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
@@ -19,7 +20,7 @@ log = logging.getLogger("batonpass")
 
 @dataclass
 class TileRuntime:
-    ctx: TileContext
+    ctx: EngineContext
     adapter: AgentAdapter
     #: the terminal adapter that answers when ``adapter`` cannot (may be ``adapter`` itself)
     fallback: AgentAdapter
@@ -45,7 +46,7 @@ async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
                       watcher: FileWatcher | None = None) -> dict[str, TileRuntime]:
     tiles: dict[str, TileRuntime] = {}
     for name, tile in config.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=tmux, watcher=watcher)
+        ctx = EngineContext(name=name, tile=tile, tmux=tmux, watcher=watcher)
         kind = tile.agent
         if kind == "auto":
             try:
@@ -57,8 +58,8 @@ async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,
                 log.warning(
                     "tile %s: cannot see pane %s (%s); reading it as a plain terminal", name, tile.pane, exc
                 )
-        adapter = agents.get(kind)(ctx)
-        fallback = adapter if adapter.reads_screen else agents.get("terminal")(ctx)
+        adapter = make_adapter(agents.get(kind), ctx)
+        fallback = adapter if adapter.reads_screen else make_adapter(agents.get("terminal"), ctx)
         tiles[name] = TileRuntime(ctx=ctx, adapter=adapter, fallback=fallback)
     return tiles
 

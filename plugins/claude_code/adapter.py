@@ -379,7 +379,7 @@ class ClaudeCodeAdapter(FileFollowing):
         info = await self.ctx.pane()
         res = self._current(info)
         key = await anyio.to_thread.run_sync(latest_key, res.transcript)
-        screen = await self.ctx.tmux.capture(info.pane_id) if res.session is None else None
+        screen = await self.ctx.capture() if res.session is None else None
         return TurnMark(
             changed_at=res.session.status_updated_at if res.session else None,
             source=str(res.transcript) if res.transcript is not None else None,

@@ -19,12 +19,12 @@ import anyio
 
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
+from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import proc
 from plugins.claude_code.files import SessionFile, project_folder_name, read_session_file, session_owner
 from plugins.claude_code.reader import TranscriptTail
 from plugins.claude_code.resolve import Resolution, resolve_process
 from plugins.claude_code.turns import TurnEnd
-from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["FileFollowing", "waiting_reason"]
 
@@ -40,7 +40,7 @@ def waiting_reason(session: SessionFile) -> str | None:
     return why.strip() if isinstance(why, str) and why.strip() else "for a person"
 
 
-class FileFollowing(TerminalAdapter):
+class FileFollowing(ScreenAdapter):
     """The completion side of the Claude Code adapter (``follow``); the adapter supplies ``_resolve``."""
 
     #: how long the session file may be missing after start before the screen is followed instead

@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup
 from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
+from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import proc, strip_ansi
 from pipeline.plugin.turns import TurnEnd
 from plugins.codex.reader import ROLLOUT_NAME, JsonlTail, thread_id_of
@@ -34,7 +35,6 @@ from plugins.codex.resolve import (
     resolve_rollout,
 )
 from plugins.codex.turns import RolloutState, Turn
-from plugins.terminal.adapter import TerminalAdapter
 
 if TYPE_CHECKING:
     from pipeline.plugin.tools import Subscription
@@ -61,7 +61,7 @@ IDLE_RECHECK_S = 1.0
 LOOK_S = 0.5
 
 
-class RolloutFollowing(TerminalAdapter):
+class RolloutFollowing(ScreenAdapter):
     """The part of the Codex adapter that keeps up with the pane's rollout and reports its finished turns."""
 
     def __init__(self, ctx: Any) -> None:

@@ -20,14 +20,14 @@ from pipeline.plugin import RegisterAgent, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import AppendedLines, proc, sanitize
 from pipeline.plugin.turns import TurnEnd, TurnMark
 from plugins.demo.agent import transcript_dir
-from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["DemoAdapter"]
 
-class DemoAdapter(TerminalAdapter):
+class DemoAdapter(ScreenAdapter):
     name = "demo"
     summary = "the built-in demo agent (baton demo)"
     process_names = frozenset({"baton-demo"})

@@ -24,6 +24,7 @@ from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
+from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import proc, strip_ansi
 from plugins.opencode.reader import OpenCodeStore, StoreError, StoreMissing, UnknownSchema
 from plugins.opencode.resolve import (
@@ -35,14 +36,13 @@ from plugins.opencode.resolve import (
     read_process,
 )
 from plugins.opencode.turns import TurnEnd
-from plugins.terminal.adapter import TerminalAdapter
 
 __all__ = ["StoreFollowing"]
 
 log = logging.getLogger("batonpass")
 
 
-class StoreFollowing(TerminalAdapter):
+class StoreFollowing(ScreenAdapter):
     """The part of the OpenCode adapter that finds the pane's session and follows its turns in the store."""
 
     #: the backstop between watcher hints while they may not tell everything: a screen that newly tells
@@ -181,7 +181,7 @@ class StoreFollowing(TerminalAdapter):
                 log.info("%s: %s; trying again on the next change", self.ctx.name, exc)
             # a permission prompt writes nothing: while a turn is open (or the store cannot say whether one
             # is), the screen is looked at often
-            asks = open_turn or not read or self.ctx.waiting_for
+            asks = open_turn or not read or self.waiting_now
             waiting = await self.look_for_person() if asks else None
             if open_turn or waiting:
                 timeout: float | None = self.look_s

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.engine.config import Tile
-from pipeline.plugin.agents import TileContext
+from pipeline.engine.context import EngineContext
 from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
@@ -121,7 +121,7 @@ class Scene:
             lambda: proc.find_agent(shell, {"claude"}), what="claude under the pane's shell"
         ).pid
         self.session_id = str(uuid.uuid4())
-        self.ctx = TileContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
+        self.ctx = EngineContext(name="coder", tile=Tile(pane=self.pane, agent="claude"), tmux=server.tmux)
         self.adapter = ClaudeCodeAdapter(self.ctx)
         self.tx: Transcript | None = None
 

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.resolve import find_codex_process
@@ -258,7 +258,7 @@ class Scene:
         if not (self.bin / "codex").exists():
             (self.bin / "codex").symlink_to("/bin/bash")
         self.pane = self.start(screen)
-        self.ctx = TileContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
+        self.ctx = EngineContext(name=name, tile=Tile(pane=self.pane, agent="codex"), tmux=server.tmux)
         self.adapter = CodexAdapter(self.ctx)
 
     def start(self, screen: str | Path) -> str:

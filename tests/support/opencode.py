@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
-from pipeline.plugin.agents import TileContext
 from plugins.opencode.adapter import OpenCodeAdapter
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
@@ -50,7 +50,7 @@ class Scene:
         return pane
 
     def adapter(self, pane: str, name: str = "oc") -> OpenCodeAdapter:
-        ctx = TileContext(name=name, tile=Tile(pane=pane, agent="opencode"), tmux=self.server.tmux,
+        ctx = EngineContext(name=name, tile=Tile(pane=pane, agent="opencode"), tmux=self.server.tmux,
                           watcher=self.watcher)
         return OpenCodeAdapter(ctx)
 

@@ -10,9 +10,10 @@ from typing import Any
 import anyio
 
 from pipeline.engine.config import Config, parse_config
+from pipeline.engine.context import EngineContext
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, Emit, TileContext
-from pipeline.plugin.events import Completion
+from pipeline.plugin.agents import AgentAdapter, Emit, TargetState, TileContext
+from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.turns import TurnEnd
 from pipeline.system.tmux import Tmux
 
@@ -39,6 +40,12 @@ class ScriptedAdapter(AgentAdapter):
             self.on_disk.append(end)
             await emit(end.completion(self.ctx.name, "file"))
 
+    async def response(self, completion: Completion) -> Response | None:
+        return None  # the stages under test take the answer from the completion or the fallback
+
+    async def target_state(self) -> TargetState:
+        return "ready"
+
 
 def config(text: str = "") -> Config:
     doc = text or """
@@ -56,7 +63,7 @@ routes:
 def tiles(cfg: Config) -> dict[str, TileRuntime]:
     out = {}
     for name, tile in cfg.tiles.items():
-        ctx = TileContext(name=name, tile=tile, tmux=Tmux(socket_name="stage-kit-unused"))
+        ctx = EngineContext(name=name, tile=tile, tmux=Tmux(socket_name="stage-kit-unused"))
         adapter = ScriptedAdapter(ctx)
         out[name] = TileRuntime(ctx=ctx, adapter=adapter, fallback=adapter)
     return out

@@ -21,11 +21,12 @@ from functools import partial
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
+from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.hops import HopLedger
 from pipeline.engine.journal import MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.agents import AgentAdapter, TargetState, look_again, pane_lookups_shared, readiness_check
+from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
 from pipeline.system import proc
 from pipeline.system.text import sanitize
@@ -72,7 +73,7 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     clean = sanitize(text)
     if not clean:
         raise ValueError("nothing printable left to type after sanitizing")
-    ctx = adapter.ctx
+    ctx = engine_context(adapter)
     info = await ctx.pane()
     await ctx.tmux.paste(info.pane_id, clean)
     look_again()  # what follows looks at the pane as it is from now on
@@ -85,7 +86,7 @@ async def submit_paste(adapter: AgentAdapter, clean: str,
     """Press Enter on ``clean`` (sanitized), pasted into the adapter's input — by :func:`type_prompt`, or by
     a run that died before its Enter — then wait up to the adapter's ``confirm_timeout_s`` for it to show
     the turn started. Returns (confirmed, pane_id)."""
-    ctx = adapter.ctx
+    ctx = engine_context(adapter)
     info = await ctx.pane()
     before = await adapter.snapshot()
     adapter.prompt_submitted(clean, time.time())
