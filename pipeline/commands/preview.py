@@ -35,7 +35,7 @@ from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.manager import Registries
-from pipeline.plugin.transforms import TransformResult, TransformSkipped
+from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
 from pipeline.system.proc import SHELLS
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, TmuxError
@@ -137,35 +137,54 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
         router = PromptRouter(config, tiles, registries.transforms)
     except Exception as exc:  # a plugin's transform that cannot be set up
         raise PreviewError(f"the routes' transforms cannot be set up: {type(exc).__name__}: {exc}") from None
-    notes = []
-    if answer is None:
-        response = await last_response(tiles[route.from_])
-        notes.append(f"the answer: tile {route.from_}'s last one, from its {response.source} "
-                     f"({len(response.text)} chars)")
-    else:
-        response = Response(completion=Completion(tile=route.from_, turn_id=PREVIEW_TURN, signal="preview"),
-                            text=answer, source="input", cwd=config.tiles[route.from_].cwd)
+    notes: list[str] = []
+    response = await _answer_for(config, tiles, route, answer, notes)
     why_not = router.why_not(route, response)
     if why_not:
         return PreviewResult("", notes, skipped=why_not)
     transform = router.transform_for(route)
     data = router.input_for(route, response)
     if dry_run:
-        try:
-            request = transform.dry_run(data)
-        except Exception as exc:
-            return PreviewResult("", notes, skipped=_failed(route, exc))
-        if request is not None:
-            notes.append(
-                f"--dry-run: this is the request {route.transform_type} would send; the model was not called"
-            )
-            return PreviewResult(request, notes, request=True)
+        shown = _dry_run(route, transform, data, notes)
+        if shown is not None:
+            return shown
     try:
         result = TransformResult.of(await transform.apply(data))
     except TransformSkipped as exc:
         return PreviewResult("", notes, skipped=str(exc))
     except Exception as exc:  # a plugin's bug: run records the hand-off failed, with these words
         return PreviewResult("", notes, skipped=_failed(route, exc))
+    return _as_typed(result, notes)
+
+
+async def _answer_for(config: Config, tiles: dict[str, TileRuntime], route: Route, answer: str | None,
+                      notes: list[str]) -> Response:
+    """The answer to preview: ``answer`` as given, or (None) the source tile's last one, said in ``notes``."""
+    if answer is not None:
+        return Response(completion=Completion(tile=route.from_, turn_id=PREVIEW_TURN, signal="preview"),
+                        text=answer, source="input", cwd=config.tiles[route.from_].cwd)
+    response = await last_response(tiles[route.from_])
+    notes.append(f"the answer: tile {route.from_}'s last one, from its {response.source} "
+                 f"({len(response.text)} chars)")
+    return response
+
+
+def _dry_run(route: Route, transform: Transform, data: TransformInput,
+             notes: list[str]) -> PreviewResult | None:
+    """``--dry-run``: the request the transform would send (None: it calls no model, so it is run)."""
+    try:
+        request = transform.dry_run(data)
+    except Exception as exc:
+        return PreviewResult("", notes, skipped=_failed(route, exc))
+    if request is None:
+        return None
+    notes.append(f"--dry-run: this is the request {route.transform_type} would send; "
+                 "the model was not called")
+    return PreviewResult(request, notes, request=True)
+
+
+def _as_typed(result: TransformResult, notes: list[str]) -> PreviewResult:
+    """The transform's text as run would type it, and what sanitizing it changed."""
     if result.note:
         notes.append(result.note)
     typed = sanitize(result.text)

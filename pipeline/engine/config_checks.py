@@ -26,59 +26,100 @@ def semantic_problems(
 ) -> list[Problem]:
     """Checks pydantic cannot make on one field: names that refer to each other, regexes, plugin names,
     transform options, and the route graph."""
-    problems: list[Problem] = []
     tiles = json_object(data.get("tiles"))
-    routes = json_list(data.get("routes"))
-    if registries is not None:
-        for name, tile in tiles.items():
-            agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
-            if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
-                known = ", ".join(["auto", *registries.agents.names()])
-                problems.append(
-                    positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}")
-                )
+    problems = _agent_problems(tiles, positions, registries)
     edges: list[tuple[str, str]] = []
     names_seen: dict[str, int] = {}
-    for i, route in enumerate(routes):
-        if not isinstance(route, dict):
-            continue
-        src, dst = route.get("from"), route.get("to")
-        for key, tile in (("from", src), ("to", dst)):
-            if isinstance(tile, str) and tile not in tiles:
-                problems.append(positions.problem(("routes", i, key), _unknown_tile(tile, i, key, tiles)))
-        if isinstance(src, str) and src == dst:
-            problems.append(positions.problem(("routes", i, "to"), f"route goes from tile {src!r} to itself"))
-        elif isinstance(src, str) and isinstance(dst, str) and src in tiles and dst in tiles:
-            edges.append((src, dst))
-        label = route.get("name") or f"{src}->{dst}"
-        if isinstance(label, str):
-            if label in names_seen:
-                hint = "" if route.get("name") else "; give one of them a `name:`"
-                problems.append(
-                    positions.problem(
-                        ("routes", i, "name" if route.get("name") else "from"),
-                        f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}",
-                    )
-                )
-            names_seen.setdefault(label, i)
-        if isinstance(route.get("match"), str):
-            try:
-                re.compile(route["match"])
-            except re.error as exc:
-                problems.append(positions.problem(("routes", i, "match"), f"bad regex: {exc}"))
-        if registries is not None:
-            problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
-                                                positions, registries))
+    for i, route in enumerate(json_list(data.get("routes"))):
+        if isinstance(route, dict):
+            problems.extend(_route_problems(i, route, tiles, positions, registries, edges, names_seen))
     problems.extend(crossing_problems(data, positions))
     settings = json_object(data.get("settings"))
     if registries is not None:
         problems.extend(_section_problems(settings, positions, registries, list(engine_keys)))
     if "max_hops" not in settings:
-        for cycle in _cycles(edges):
-            path = " -> ".join([*cycle, cycle[0]])
-            problems.append(positions.problem(
-                ("routes",), f"routes form a cycle ({path}) and settings.max_hops is not set; "
-                f"the chain will stop after the default {DEFAULT_MAX_HOPS} hand-offs", severity="warning"))
+        problems.extend(_cycle_warnings(edges, positions))
+    return problems
+
+
+def _agent_problems(tiles: dict[str, Any], positions: Positions, registries: Any) -> list[Problem]:
+    """A tile's ``agent:`` must name an installed adapter (or ``auto``)."""
+    if registries is None:
+        return []
+    problems: list[Problem] = []
+    for name, tile in tiles.items():
+        agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
+        if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
+            known = ", ".join(["auto", *registries.agents.names()])
+            problems.append(
+                positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}")
+            )
+    return problems
+
+
+def _route_problems(
+    i: int, route: dict[str, Any], tiles: dict[str, Any], positions: Positions, registries: Any,
+    edges: list[tuple[str, str]], names_seen: dict[str, int],
+) -> list[Problem]:
+    """One route's problems, in the order a reader meets them; its edge joins ``edges`` and its name
+    ``names_seen`` for the checks that span routes."""
+    problems = _endpoint_problems(i, route, tiles, positions, edges)
+    problems.extend(_name_problems(i, route, positions, names_seen))
+    if isinstance(route.get("match"), str):
+        try:
+            re.compile(route["match"])
+        except re.error as exc:
+            problems.append(positions.problem(("routes", i, "match"), f"bad regex: {exc}"))
+    if registries is not None:
+        problems.extend(_transform_problems(route.get("transform", "raw"), ("routes", i, "transform"),
+                                            positions, registries))
+    return problems
+
+
+def _endpoint_problems(
+    i: int, route: dict[str, Any], tiles: dict[str, Any], positions: Positions, edges: list[tuple[str, str]]
+) -> list[Problem]:
+    """``from`` and ``to`` name defined tiles and differ; a sound route becomes an edge of the graph."""
+    problems: list[Problem] = []
+    src, dst = route.get("from"), route.get("to")
+    for key, tile in (("from", src), ("to", dst)):
+        if isinstance(tile, str) and tile not in tiles:
+            problems.append(positions.problem(("routes", i, key), _unknown_tile(tile, i, key, tiles)))
+    if isinstance(src, str) and src == dst:
+        problems.append(positions.problem(("routes", i, "to"), f"route goes from tile {src!r} to itself"))
+    elif isinstance(src, str) and isinstance(dst, str) and src in tiles and dst in tiles:
+        edges.append((src, dst))
+    return problems
+
+
+def _name_problems(
+    i: int, route: dict[str, Any], positions: Positions, names_seen: dict[str, int]
+) -> list[Problem]:
+    """A route's name (given, or ``from->to``) is unique: the journal and the board tell routes apart."""
+    label = route.get("name") or f"{route.get('from')}->{route.get('to')}"
+    if not isinstance(label, str):
+        return []
+    problems: list[Problem] = []
+    if label in names_seen:
+        hint = "" if route.get("name") else "; give one of them a `name:`"
+        problems.append(
+            positions.problem(
+                ("routes", i, "name" if route.get("name") else "from"),
+                f"route name {label!r} is already used by routes[{names_seen[label]}]{hint}",
+            )
+        )
+    names_seen.setdefault(label, i)
+    return problems
+
+
+def _cycle_warnings(edges: list[tuple[str, str]], positions: Positions) -> list[Problem]:
+    """Routes in a cycle with no ``max_hops`` set: valid, but the chain stops at the default."""
+    problems: list[Problem] = []
+    for cycle in _cycles(edges):
+        path = " -> ".join([*cycle, cycle[0]])
+        problems.append(positions.problem(
+            ("routes",), f"routes form a cycle ({path}) and settings.max_hops is not set; "
+            f"the chain will stop after the default {DEFAULT_MAX_HOPS} hand-offs", severity="warning"))
     return problems
 
 

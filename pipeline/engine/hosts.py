@@ -93,37 +93,45 @@ def crossing_problems(data: dict[str, Any], positions: Any) -> list[Any]:
     """A route between tiles on two named hosts needs a bus; tiles that name no host while a route crosses
     hosts run on every host's ``baton run`` (a warning: they would be followed twice)."""
     tiles = json_object(data.get("tiles"))
-    routes = json_list(data.get("routes"))
-    settings = json_object(data.get("settings"))
     problems = []
     for name, tile in tiles.items():
         why = host_problem(tile.get("host")) if isinstance(tile, dict) else ""
         if why:
             problems.append(positions.problem(("tiles", name, "host"), why))
-
-    def host(name: Any) -> str | None:
-        tile = tiles.get(name) if isinstance(name, str) else None
-        value = tile.get("host") if isinstance(tile, dict) else None
-        return value if isinstance(value, str) else None
-
-    has_bus = bool(os.environ.get(BUS_URL_ENV, "").strip()) or (
-        isinstance(settings.get("bus"), dict) and bool(settings["bus"].get("servers")))
-    crossing = False
-    for i, route in enumerate(routes):
-        if not isinstance(route, dict):
-            continue
-        a, b = host(route.get("from")), host(route.get("to"))
-        if a is None or b is None or a == b:
-            continue
-        crossing = True
-        if not has_bus:
+    crossings = _crossings(tiles, json_list(data.get("routes")))
+    if not _has_bus(json_object(data.get("settings"))):
+        for i, a, b in crossings:
             problems.append(positions.problem(
                 ("routes", i, "to"), f"route crosses hosts ({a} -> {b}) but no bus is configured; set "
                 f"settings.bus.servers or {BUS_URL_ENV} (nats://HOST:4222; `baton bus` starts one)"))
-    if crossing:
+    if crossings:
         for name, tile in tiles.items():
             if isinstance(tile, dict) and not tile.get("host"):
                 problems.append(positions.problem(
                     ("tiles", name), f"tile {name!r} names no host while routes cross hosts: every host's "
                     "baton run will follow it; give it `host:`", severity="warning"))
     return problems
+
+
+def _crossings(tiles: dict[str, Any], routes: list[Any]) -> list[tuple[int, str, str]]:
+    """The routes between tiles on two different named hosts: (index, from host, to host)."""
+
+    def host(name: Any) -> str | None:
+        tile = tiles.get(name) if isinstance(name, str) else None
+        value = tile.get("host") if isinstance(tile, dict) else None
+        return value if isinstance(value, str) else None
+
+    found = []
+    for i, route in enumerate(routes):
+        if not isinstance(route, dict):
+            continue
+        a, b = host(route.get("from")), host(route.get("to"))
+        if a is not None and b is not None and a != b:
+            found.append((i, a, b))
+    return found
+
+
+def _has_bus(settings: dict[str, Any]) -> bool:
+    """A bus is configured: in the environment or as ``settings.bus.servers``."""
+    return bool(os.environ.get(BUS_URL_ENV, "").strip()) or (
+        isinstance(settings.get("bus"), dict) and bool(settings["bus"].get("servers")))

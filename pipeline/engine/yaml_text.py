@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,77 +144,105 @@ class _Open:
 def compose_checked(text: str) -> yaml.Node | None:
     """The document's node tree (None for an empty file). Raises :class:`TextProblem` for nesting or alias
     expansion past the limits, and yaml.YAMLError for what the YAML parser itself refuses."""
-    resolver = yaml.resolver.Resolver()
-    anchors: dict[str, tuple[yaml.Node, int, int]] = {}  # node, expanded size, expanded height
-    stack: list[_Open] = []
-    root: yaml.Node | None = None
-    added = 0
-    documents = 0
+    composer = _Composer()
+    event: Any  # PyYAML's stubs leave every event's marks optional; the parser always sets them
+    for event in yaml.parse(text, Loader=_Parser):
+        on_event = _ON_EVENT.get(type(event))
+        if on_event is not None:
+            on_event(composer, event)
+    return composer.root
 
-    def attach(node: yaml.Node, size: int, height: int) -> None:
-        nonlocal root
-        if stack:
-            parent = stack[-1]
+
+class _Composer:
+    """What :func:`compose_checked` keeps between events: the open collections, the anchors seen with
+    what each expands to, and the nodes aliases have added so far."""
+
+    def __init__(self) -> None:
+        self.resolver = yaml.resolver.Resolver()
+        self.anchors: dict[str, tuple[yaml.Node, int, int]] = {}  # node, expanded size, expanded height
+        self.stack: list[_Open] = []
+        self.root: yaml.Node | None = None
+        self.added = 0
+        self.documents = 0
+
+    def attach(self, node: yaml.Node, size: int, height: int) -> None:
+        """``node`` becomes the next child of the innermost open collection, or the root."""
+        if self.stack:
+            parent = self.stack[-1]
             parent.children.append(node)
             parent.size += size
             parent.height = max(parent.height, height + 1)
         else:
-            root = node
+            self.root = node
 
-    event: Any  # PyYAML's stubs leave every event's marks optional; the parser always sets them
-    node: Any
-    for event in yaml.parse(text, Loader=_Parser):
-        mark = event.start_mark
-        if isinstance(event, yaml.DocumentStartEvent):
-            documents += 1
-            if documents > 1:
-                raise TextProblem(mark.line + 1, mark.column + 1,
-                                  "a second YAML document (after ---); routes.yaml holds exactly one")
-        elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
-            start, end = event.start_mark, event.end_mark
-            node = yaml.ScalarNode(tag, event.value, start, end, style=event.style)  # type: ignore[arg-type]
-            _remember(anchors, event, node, 1, 0)
-            attach(node, 1, 0)
-        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            if len(stack) >= MAX_DEPTH:
-                raise TextProblem(mark.line + 1, mark.column + 1, NESTED_TOO_DEEP)
-            kind = yaml.SequenceNode if isinstance(event, yaml.SequenceStartEvent) else yaml.MappingNode
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolver.resolve(kind, None, event.implicit)
-            start = event.start_mark
-            collection = kind(tag, [], start, None, flow_style=event.flow_style)  # type: ignore[arg-type]
-            stack.append(_Open(collection, event.anchor))
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            done = stack.pop()
-            node = done.node
-            node.end_mark = event.end_mark
-            kids = done.children
-            node.value = kids if isinstance(node, yaml.SequenceNode) else list(zip(kids[::2], kids[1::2],
-                                                                                  strict=False))
-            if done.anchor is not None:
-                _remember(anchors, event, node, done.size, done.height, anchor=done.anchor)
-            attach(node, done.size, done.height)
-        elif isinstance(event, yaml.AliasEvent):
-            where = (mark.line + 1, mark.column + 1)
-            if event.anchor not in anchors:
-                open_here = any(o.anchor == event.anchor for o in stack)
-                raise TextProblem(*where, f"alias *{event.anchor} "
-                                  + ("is inside the collection it names (a loop)" if open_here
-                                     else f"names no anchor (&{event.anchor}) written before it"))
-            node, size, height = anchors[event.anchor]
-            added += size
-            if added > ALIAS_BUDGET:
-                raise TextProblem(*where, f"aliases expand the document past {ALIAS_BUDGET} nodes "
-                                  f"(*{event.anchor} alone is {size}); write the values out instead")
-            if len(stack) + height > MAX_DEPTH:
-                raise TextProblem(*where, f"alias *{event.anchor} nests the document deeper than {MAX_DEPTH} "
-                                  "levels")
-            attach(node, size, height)
-    return root
+    def document_start(self, event: Any) -> None:
+        self.documents += 1
+        if self.documents > 1:
+            mark = event.start_mark
+            raise TextProblem(mark.line + 1, mark.column + 1,
+                              "a second YAML document (after ---); routes.yaml holds exactly one")
+
+    def scalar(self, event: Any) -> None:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        _remember(self.anchors, event, node, 1, 0)
+        self.attach(node, 1, 0)
+
+    def collection_start(self, event: Any) -> None:
+        """A sequence or mapping opens: refused past :data:`MAX_DEPTH`, before anything deeper is read."""
+        if len(self.stack) >= MAX_DEPTH:
+            mark = event.start_mark
+            raise TextProblem(mark.line + 1, mark.column + 1, NESTED_TOO_DEEP)
+        kind = yaml.SequenceNode if isinstance(event, yaml.SequenceStartEvent) else yaml.MappingNode
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.resolver.resolve(kind, None, event.implicit)
+        collection = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+        self.stack.append(_Open(collection, event.anchor))
+
+    def collection_end(self, event: Any) -> None:
+        done = self.stack.pop()
+        node: Any = done.node
+        node.end_mark = event.end_mark
+        kids = done.children
+        node.value = kids if isinstance(node, yaml.SequenceNode) else list(zip(kids[::2], kids[1::2],
+                                                                              strict=False))
+        if done.anchor is not None:
+            _remember(self.anchors, event, node, done.size, done.height, anchor=done.anchor)
+        self.attach(node, done.size, done.height)
+
+    def alias(self, event: Any) -> None:
+        """An alias adds its anchor's expanded size to the budget and its height to the depth, without
+        expanding anything."""
+        where = (event.start_mark.line + 1, event.start_mark.column + 1)
+        if event.anchor not in self.anchors:
+            open_here = any(o.anchor == event.anchor for o in self.stack)
+            raise TextProblem(*where, f"alias *{event.anchor} "
+                              + ("is inside the collection it names (a loop)" if open_here
+                                 else f"names no anchor (&{event.anchor}) written before it"))
+        node, size, height = self.anchors[event.anchor]
+        self.added += size
+        if self.added > ALIAS_BUDGET:
+            raise TextProblem(*where, f"aliases expand the document past {ALIAS_BUDGET} nodes "
+                              f"(*{event.anchor} alone is {size}); write the values out instead")
+        if len(self.stack) + height > MAX_DEPTH:
+            raise TextProblem(*where, f"alias *{event.anchor} nests the document deeper than {MAX_DEPTH} "
+                              "levels")
+        self.attach(node, size, height)
+
+
+#: the parser's events that build or check the tree (stream and document ends need nothing)
+_ON_EVENT: dict[type[yaml.Event], Callable[[_Composer, Any], None]] = {
+    yaml.DocumentStartEvent: _Composer.document_start,
+    yaml.ScalarEvent: _Composer.scalar,
+    yaml.SequenceStartEvent: _Composer.collection_start,
+    yaml.MappingStartEvent: _Composer.collection_start,
+    yaml.SequenceEndEvent: _Composer.collection_end,
+    yaml.MappingEndEvent: _Composer.collection_end,
+    yaml.AliasEvent: _Composer.alias,
+}
 
 
 def _remember(anchors: dict[str, tuple[yaml.Node, int, int]], event: yaml.Event, node: yaml.Node, size: int,

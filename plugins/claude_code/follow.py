@@ -148,47 +148,47 @@ class FileFollowing(ScreenAdapter):
         with self.ctx.watcher.subscribe(session_path, folder) as sub:
             async with proc.woken_on_exit(pid, start_ticks, sub.wake, poll_s=self.liveness_s):
                 while True:
-                    timeout = None if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
-                    if res.session is None:  # no session file: only the screen tells a prompt
-                        timeout = min(timeout if timeout is not None else self.screen_look_s,
-                                      self.screen_look_s)
-                    changed = await sub.wait(timeout)
+                    changed = await sub.wait(self._wait_s(idle_deadline, res))
                     live = proc.read_proc(pid)
                     if live is None or live.start_ticks != start_ticks:
                         log.info("%s: Claude Code pid %d exited", self.ctx.name, pid)
                         return
-                    try:
-                        session = read_session_file(session_path)
-                    except (OSError, ValueError):
-                        session = None
+                    session = _read_session(session_path)
                     if session is not None and session.session_id != session_id:
                         return  # a new session (or the file appeared): run the chain again
-                    if session is not None:
-                        self.ctx.waiting(waiting_reason(session))
-                    elif res.session is None:
-                        await self.look_for_person()
-                    news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
-                            and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
-                    for p in news:  # another live session's transcript: not looked at again while it lives
-                        owner = session_owner(res.config, p.stem) if p.stem != session_id else None
-                        if owner is not None and owner.pid != pid:
-                            others[p] = (owner.pid, owner.start_ticks)
-                    # the chain runs again only for a transcript no other live session claims (it never
-                    # picks one that is claimed): a neighbour's first write costs one look, not the chain
-                    news = [p for p in news if p not in others]
+                    await self._report_waiting(session, res)
+                    news = _unclaimed_transcripts(changed, folder, tail, others, res.config, session_id, pid)
                     if tail is None or news:
-                        fresh = resolve_process(live)
-                        if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
-                            log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript,
-                                     fresh.rule)
-                            tail = self._tail_for(fresh.transcript, existed=False)
-                            self._resolution = fresh
+                        tail = self._retarget(live, tail)
                     for end in tail.read_new() if tail else []:
                         await self._emit_end(emit, end, "transcript")
-                    status = session.status if session else None
-                    if status is None and tail is not None and tail.tracker.answered:
-                        status = "quiet" if changed else "quiet?"
+                    status = _status(session, tail, changed)
                     idle_deadline = await self._on_status(emit, tail, status, idle_deadline, handled)
+
+    def _wait_s(self, idle_deadline: float | None, res: Resolution) -> float | None:
+        """How long to wait for a file event: until the status deadline, and with no session file no
+        longer than :attr:`screen_look_s` (only the screen tells a prompt then)."""
+        timeout = None if idle_deadline is None else max(idle_deadline - time.monotonic(), 0.0)
+        if res.session is None:
+            timeout = min(timeout if timeout is not None else self.screen_look_s, self.screen_look_s)
+        return timeout
+
+    async def _report_waiting(self, session: SessionFile | None, res: Resolution) -> None:
+        """Whether the agent waits for a person: from the session file, or with none from the screen."""
+        if session is not None:
+            self.ctx.waiting(waiting_reason(session))
+        elif res.session is None:
+            await self.look_for_person()
+
+    def _retarget(self, live: proc.Proc, tail: TranscriptTail | None) -> TranscriptTail | None:
+        """Run the chain again for the live process: a transcript other than the followed one is read
+        from its first line from now on."""
+        fresh = resolve_process(live)
+        if fresh.transcript is not None and (tail is None or fresh.transcript != tail.path):
+            log.info("%s: transcript is now %s (rule %s)", self.ctx.name, fresh.transcript, fresh.rule)
+            tail = self._tail_for(fresh.transcript, existed=False)
+            self._resolution = fresh
+        return tail
 
     def _tail_for(self, path: Path | None, *, existed: bool) -> TranscriptTail | None:
         """A reader for ``path``: from its current end if it was there when following began, else from its
@@ -213,30 +213,46 @@ class FileFollowing(ScreenAdapter):
         if tail is None:
             return None
         if status in ("quiet", "quiet?"):
-            if status == "quiet" or deadline is None:
-                return time.monotonic() + self.quiet_s
-            if time.monotonic() < deadline:
-                return deadline
-            end = tail.tracker.close_answered("quiet")
-            if end is not None:
-                await self._emit_end(emit, end, "transcript")
-            return None
+            return await self._on_quiet(emit, tail, status == "quiet", deadline)
         if status == "idle" and not tail.tracker.open and tail.tracker.held is not None:
-            if deadline is None:
-                return time.monotonic() + self.held_grace_s
-            if time.monotonic() < deadline:
-                return deadline
-            held = tail.tracker.release_held()
-            if held is not None:
-                log.info(
-                    "%s: idle and no turn after the background agents of %s: that turn completes",
-                    self.ctx.name,
-                    held.key,
-                )
-                await self._emit_end(emit, held, "status")
-            return None
+            return await self._on_idle_held(emit, tail, deadline)
         if status != "idle" or not tail.tracker.open or tail.tracker.key in handled:
             return None
+        return await self._on_idle_open(emit, tail, deadline, handled)
+
+    async def _on_quiet(self, emit: Emit, tail: TranscriptTail, grew: bool, deadline: float | None
+                        ) -> float | None:
+        """No session file: an answered turn ends once the transcript stays quiet for :attr:`quiet_s`."""
+        if grew or deadline is None:
+            return time.monotonic() + self.quiet_s
+        if time.monotonic() < deadline:
+            return deadline
+        end = tail.tracker.close_answered("quiet")
+        if end is not None:
+            await self._emit_end(emit, end, "transcript")
+        return None
+
+    async def _on_idle_held(self, emit: Emit, tail: TranscriptTail, deadline: float | None) -> float | None:
+        """Idle after the background agents' work with no turn after it for :attr:`held_grace_s`: the
+        held turn is the completion."""
+        if deadline is None:
+            return time.monotonic() + self.held_grace_s
+        if time.monotonic() < deadline:
+            return deadline
+        held = tail.tracker.release_held()
+        if held is not None:
+            log.info(
+                "%s: idle and no turn after the background agents of %s: that turn completes",
+                self.ctx.name,
+                held.key,
+            )
+            await self._emit_end(emit, held, "status")
+        return None
+
+    async def _on_idle_open(self, emit: Emit, tail: TranscriptTail, deadline: float | None,
+                            handled: set[str | None]) -> float | None:
+        """Idle while a turn is open: its final answer on disk ends it now; nothing within
+        :attr:`idle_grace_s` ends it as failed (or as no turn, when it was not a prompt to the model)."""
         key = tail.tracker.key
         end = tail.tracker.pending_end()
         if end is not None:
@@ -273,6 +289,38 @@ class FileFollowing(ScreenAdapter):
         self._remember(end)
         await emit(Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal=signal,
                               detail=end.reason))
+
+
+def _read_session(path: Path) -> SessionFile | None:
+    """The session file, or None while it is missing or half-written."""
+    try:
+        return read_session_file(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _unclaimed_transcripts(changed: set[Path], folder: Path, tail: TranscriptTail | None,
+                           others: dict[Path, tuple[int, int]], config: Path, session_id: str | None,
+                           pid: int) -> list[Path]:
+    """The changed transcripts of ``folder`` other than the followed one that no other live session
+    claims. Another live session's transcript is remembered in ``others`` and not looked at again while
+    it lives: a neighbour's first write costs one look, not the chain (which never picks a claimed one)."""
+    news = [p for p in changed if p.parent == folder and p.suffix == ".jsonl"
+            and (tail is None or p != tail.path) and not _still_owned(others.get(p))]
+    for p in news:
+        owner = session_owner(config, p.stem) if p.stem != session_id else None
+        if owner is not None and owner.pid != pid:
+            others[p] = (owner.pid, owner.start_ticks)
+    return [p for p in news if p not in others]
+
+
+def _status(session: SessionFile | None, tail: TranscriptTail | None, changed: set[Path]) -> str | None:
+    """The session's status; with no session file, ``quiet`` (the transcript just grew) or ``quiet?``
+    (it did not) once the open turn has a final-looking answer."""
+    status = session.status if session else None
+    if status is None and tail is not None and tail.tracker.answered:
+        status = "quiet" if changed else "quiet?"
+    return status
 
 
 def _still_owned(owner: tuple[int, int] | None) -> bool:

@@ -323,44 +323,60 @@ class RolloutFollowing(ScreenAdapter):
         hints: set[Path] = set()
         try:
             while True:
-                try:
-                    process = await self._refresh(hints)
-                except (PaneGone, ServerGone):
-                    process = None
+                process = await self._refresh_or_none(hints)
                 self._watch_exit(tg, process)
                 hints = set()
-                waiting = False
-                if process is not None:
-                    await self._settle_idle()
-                    waiting = await self._look_for_approval()
-                else:
-                    self.ctx.waiting(None)
-                if self._switched:
-                    self._switched = False
-                    await self.ctx.resolved()
-                finished = list(self._orphans) + (self._state.take_finished() if self._state else [])
-                self._orphans = []
-                for turn in finished:
-                    await emit(self._completion(turn, "rollout"))
+                waiting = await self._look_at_screen(process)
+                await self._report_finished(emit)
                 sessions = Path(os.path.abspath(process.codex_home / "sessions")) if process else None
                 if watcher is not None and sessions is not None and (sub is None or sub.path != sessions):
                     if sub is not None:
                         sub.close()
                     sub = self._sub = watcher.subscribe(sessions, only=self._concerns)
                     continue  # read again: lines written before the subscription began
-                timeout = self._sleep_limit(process)
-                busy = waiting or (self._state is not None and self._state.busy)
-                for shorter in (self._idle_wait(), LOOK_S if busy else None):
-                    if shorter is not None:
-                        timeout = shorter if timeout is None else min(timeout, shorter)
                 if sub is not None:
-                    hints = await sub.wait(timeout)
+                    hints = await sub.wait(self._wait_s(process, waiting))
                 else:
                     await anyio.sleep(0.5)  # no shared watcher (outside the daemon)
         finally:
             self._sub = None
             if sub is not None:
                 sub.close()
+
+    async def _refresh_or_none(self, hints: set[Path]) -> CodexProcess | None:
+        """:meth:`_refresh`, with a pane or server gone read as no codex in the pane."""
+        try:
+            return await self._refresh(hints)
+        except (PaneGone, ServerGone):
+            return None
+
+    async def _look_at_screen(self, process: CodexProcess | None) -> bool:
+        """Settle an older Codex's idle turn and look for an approval prompt; whether one waits."""
+        if process is None:
+            self.ctx.waiting(None)
+            return False
+        await self._settle_idle()
+        return await self._look_for_approval()
+
+    async def _report_finished(self, emit: Emit) -> None:
+        """Tell the engine of a new rollout, then emit the turns that finished since the last look."""
+        if self._switched:
+            self._switched = False
+            await self.ctx.resolved()
+        finished = list(self._orphans) + (self._state.take_finished() if self._state else [])
+        self._orphans = []
+        for turn in finished:
+            await emit(self._completion(turn, "rollout"))
+
+    def _wait_s(self, process: CodexProcess | None, waiting: bool) -> float | None:
+        """How long to wait for a file event: the shortest of the sleep limit, an idle turn's settling, and
+        :data:`LOOK_S` while a turn runs or a person is asked."""
+        timeout = self._sleep_limit(process)
+        busy = waiting or (self._state is not None and self._state.busy)
+        for shorter in (self._idle_wait(), LOOK_S if busy else None):
+            if shorter is not None:
+                timeout = shorter if timeout is None else min(timeout, shorter)
+        return timeout
 
     async def finished_turns(self, since: float) -> list[TurnEnd] | None:
         """The turns of the pane's rollout that finished at or after ``since``."""

@@ -130,52 +130,76 @@ def _scan(text: str) -> list[tuple[int, int, bool]]:
     """Each line that starts at nesting depth 0 outside any string: (start offset, end offset, is a
     table header). Values may span lines (arrays, inline tables, multi-line strings); their inner lines
     are not listed."""
-    lines, i, n, depth = [], 0, len(text), 0
+    lines: list[tuple[int, int, bool]] = []
+    i, n, depth = 0, len(text), 0
     line_start, at_line_start = 0, True
     while i < n:
-        c = text[i]
         if at_line_start:
-            j = i
-            while j < n and text[j] in " \t":
-                j += 1
+            j = _past_blanks(text, i)
             if depth == 0:
                 lines.append((line_start, -1, j < n and text[j] == "["))
             at_line_start = False
             i = j
             continue
-        if c == "\n":
-            if depth == 0 and lines and lines[-1][1] == -1:
-                lines[-1] = (lines[-1][0], i, lines[-1][2])
+        if text[i] == "\n":
+            if depth == 0:
+                _end_open_line(lines, i)
             i += 1
             line_start, at_line_start = i, True
             continue
-        if c == "#":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        if text.startswith('"""', i) or text.startswith("'''", i):
-            quote = text[i:i + 3]
-            i += 3
-            while i < n and not text.startswith(quote, i):
-                i += 2 if quote == '"""' and text[i] == "\\" else 1
-            i += 3
-            while i < n and text[i] == quote[0]:  # up to two quotes may end the content
-                i += 1
-            continue
-        if c in "\"'":
-            i += 1
-            while i < n and text[i] != c and text[i] != "\n":
-                i += 2 if c == '"' and text[i] == "\\" else 1
-            i += 1
-            continue
-        if c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth = max(depth - 1, 0)
-        i += 1
-    if lines and lines[-1][1] == -1:
-        lines[-1] = (lines[-1][0], n, lines[-1][2])
+        past = _past_comment_or_string(text, i)
+        if past == i:
+            depth = _depth_after(text[i], depth)
+            past += 1
+        i = past
+    _end_open_line(lines, n)
     return lines
+
+
+def _past_blanks(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i
+
+
+def _end_open_line(lines: list[tuple[int, int, bool]], at: int) -> None:
+    """The last listed line, if its end is not known yet, ends at ``at``."""
+    if lines and lines[-1][1] == -1:
+        lines[-1] = (lines[-1][0], at, lines[-1][2])
+
+
+def _depth_after(c: str, depth: int) -> int:
+    """The nesting depth after the character ``c`` outside strings and comments."""
+    if c in "[{":
+        return depth + 1
+    if c in "]}":
+        return max(depth - 1, 0)
+    return depth
+
+
+def _past_comment_or_string(text: str, i: int) -> int:
+    """The offset after the comment (up to its newline) or string that starts at ``i``; ``i`` itself when
+    none starts there."""
+    n, c = len(text), text[i]
+    if c == "#":
+        while i < n and text[i] != "\n":
+            i += 1
+        return i
+    if text.startswith('"""', i) or text.startswith("'''", i):
+        quote = text[i:i + 3]
+        i += 3
+        while i < n and not text.startswith(quote, i):
+            i += 2 if quote == '"""' and text[i] == "\\" else 1
+        i += 3
+        while i < n and text[i] == quote[0]:  # up to two quotes may end the content
+            i += 1
+        return i
+    if c in "\"'":
+        i += 1
+        while i < n and text[i] != c and text[i] != "\n":
+            i += 2 if c == '"' and text[i] == "\\" else 1
+        return i + 1
+    return i
 
 
 def _insert_top_level(text: str, line: str) -> str:

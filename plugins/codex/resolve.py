@@ -30,7 +30,7 @@ import orjson
 from pipeline.plugin.agents import ResolveStep
 from pipeline.plugin.tools import proc
 from plugins.codex.reader import ROLLOUT_NAME, message_text, parse_timestamp, thread_id_of, uuid7_time
-from plugins.codex.threads import UUID, known_threads, rollout_of
+from plugins.codex.threads import UUID, ThreadInfo, known_threads, rollout_of
 
 __all__ = [
     "CodexProcess",
@@ -175,6 +175,23 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
     if process is None:
         res.steps.append(ResolveStep("process", False, f"no codex process under pid {pane_pid}"))
         return res
+    _note_process(res, process)
+    if _by_open_fd(res, process) or _by_resume_argument(res, process):
+        return res
+    mine, window, ambiguous = _candidates(res, process)
+    if last_prompt and last_prompt.strip() and _by_last_prompt(
+            res, mine, window, ambiguous, last_prompt, prompt_sent_at):
+        return res
+    if window and _by_start_time(res, process, window, ambiguous):
+        return res
+    res.steps.append(
+        ResolveStep("rollout", True, "none yet: idle, no turn (a rollout appears at the first prompt)")
+    )
+    return res
+
+
+def _note_process(res: Resolution, process: CodexProcess) -> None:
+    """The chain's first steps: the pane's codex process and its home."""
     started = datetime.fromtimestamp(process.started_at).strftime("%Y-%m-%d %H:%M:%S")
     res.steps.append(
         ResolveStep(
@@ -191,28 +208,43 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
         )
     )
 
-    def decide(rule: str, path: Path, detail: str) -> Resolution:
-        res.rollout, res.rule = path, rule
-        res.steps.append(ResolveStep(STEP_NAMES[rule], True, f"decided: {detail}", str(path)))
-        res.steps.append(ResolveStep("rollout", True, f"{path} (rule: {rule})", str(path)))
-        return res
 
+def _decide(res: Resolution, rule: str, path: Path, detail: str) -> bool:
+    """``path`` is the pane's rollout, by ``rule``: the chain ends here."""
+    res.rollout, res.rule = path, rule
+    res.steps.append(ResolveStep(STEP_NAMES[rule], True, f"decided: {detail}", str(path)))
+    res.steps.append(ResolveStep("rollout", True, f"{path} (rule: {rule})", str(path)))
+    return True
+
+
+def _by_open_fd(res: Resolution, process: CodexProcess) -> bool:
+    """A rollout the pane's codex (or a child of it) holds open is its own."""
     held = _held_rollouts(process)
     if held:
-        return decide("open fd", held[-1], f"pid {process.pid} holds {held[-1].name} open")
+        return _decide(res, "open fd", held[-1], f"pid {process.pid} holds {held[-1].name} open")
     daemon = "--no-daemon" not in process.argv and "exec" not in process.argv[1:2]
     res.steps.append(ResolveStep("open fd", True, f"no: pid {process.pid} holds no rollout open"
                                  + (" (daemon mode: the shared daemon holds it)" if daemon else "")))
+    return False
 
+
+def _by_resume_argument(res: Resolution, process: CodexProcess) -> bool:
+    """``codex resume <thread id>`` names its thread."""
     thread = next((a for a in process.argv[process.argv.index("resume") + 1:] if UUID.match(a)), None) \
         if "resume" in process.argv[1:] else None
     if thread:
         path = rollout_of(process.codex_home, thread)
         if path is not None:
-            return decide("resume argument", path, f"`codex resume {thread}`")
+            return _decide(res, "resume argument", path, f"`codex resume {thread}`")
     res.steps.append(ResolveStep("resume", True, "no: not started as `codex resume <thread id>`"
                                  if not thread else f"no: thread {thread} has no rollout"))
+    return False
 
+
+def _candidates(res: Resolution, process: CodexProcess) -> tuple[list[ThreadInfo], list[ThreadInfo], bool]:
+    """The threads of the process's cwd (not ``codex exec``'s) since it started; those among them that
+    started within :data:`MAX_STARTUP_S` of it; and whether the first two of those are too close to
+    tell apart."""
     threads, note = known_threads(process.codex_home, process.started_at - CLOCK_SLACK_S)
     mine = [
         t
@@ -224,54 +256,61 @@ def resolve_rollout(pane_pid: int, last_prompt: str | None = None, prompt_sent_a
     res.steps.append(ResolveStep("threads", True, f"{note}; {len(window)} in cwd {process.cwd} within "
                                  f"{MAX_STARTUP_S:.0f}s of the start"))
     ambiguous = len(window) > 1 and (window[1].started_at or 0) - (window[0].started_at or 0) < AMBIGUOUS_S
+    return mine, window, ambiguous
 
-    if last_prompt and last_prompt.strip():
-        wanted, since = _norm(last_prompt), prompt_sent_at - CLOCK_SLACK_S if prompt_sent_at else 0.0
-        floor = window[0].started_at or 0.0 if window and not ambiguous else 0.0
-        for info in mine:
-            if info.rollout is None or (info.started_at or 0.0) < floor:
-                continue
-            if any(at >= since and _norm(text) == wanted for at, text in user_prompts(info.rollout)):
-                return decide(
-                    "last prompt",
-                    info.rollout,
-                    f"{info.rollout.name} holds the prompt batonpass last typed here",
-                )
-        res.steps.append(ResolveStep("last prompt", True, "no: no rollout of this cwd holds the last prompt"))
 
-    if window:
-        first = window[0]
-        delay = (first.started_at or 0) - process.started_at
-        if first.rollout is None:
-            res.rule = "none yet"
-            res.steps.append(
-                ResolveStep(
-                    "start time",
-                    True,
-                    f"thread {first.thread_id} started {delay:+.1f}s after "
-                    "the process and has no rollout yet",
-                )
+def _by_last_prompt(res: Resolution, mine: list[ThreadInfo], window: list[ThreadInfo], ambiguous: bool,
+                    last_prompt: str, prompt_sent_at: float) -> bool:
+    """The rollout that received the prompt batonpass last typed here, since it was typed (of a thread
+    no older than the start-time candidate, when there is one)."""
+    wanted, since = _norm(last_prompt), prompt_sent_at - CLOCK_SLACK_S if prompt_sent_at else 0.0
+    floor = window[0].started_at or 0.0 if window and not ambiguous else 0.0
+    for info in mine:
+        if info.rollout is None or (info.started_at or 0.0) < floor:
+            continue
+        if any(at >= since and _norm(text) == wanted for at, text in user_prompts(info.rollout)):
+            return _decide(
+                res,
+                "last prompt",
+                info.rollout,
+                f"{info.rollout.name} holds the prompt batonpass last typed here",
             )
-        elif not ambiguous:
-            return decide(
-                "start time + cwd",
-                first.rollout,
-                f"thread {first.thread_id} started {delay:+.1f}s after the process, in its cwd",
+    res.steps.append(ResolveStep("last prompt", True, "no: no rollout of this cwd holds the last prompt"))
+    return False
+
+
+def _by_start_time(res: Resolution, process: CodexProcess, window: list[ThreadInfo], ambiguous: bool) -> bool:
+    """The one thread that started soon after the process, in its cwd; or why there is none yet."""
+    first = window[0]
+    delay = (first.started_at or 0) - process.started_at
+    if first.rollout is None:
+        res.rule = "none yet"
+        res.steps.append(
+            ResolveStep(
+                "start time",
+                True,
+                f"thread {first.thread_id} started {delay:+.1f}s after "
+                "the process and has no rollout yet",
             )
-        else:
-            res.rule = "ambiguous"
-            res.steps.append(
-                ResolveStep(
-                    "start time",
-                    True,
-                    f"no: {len(window)} threads started within "
-                    f"{AMBIGUOUS_S:.0f}s of each other; type a prompt through batonpass to tell them apart",
-                )
-            )
+        )
+        return False
+    if not ambiguous:
+        return _decide(
+            res,
+            "start time + cwd",
+            first.rollout,
+            f"thread {first.thread_id} started {delay:+.1f}s after the process, in its cwd",
+        )
+    res.rule = "ambiguous"
     res.steps.append(
-        ResolveStep("rollout", True, "none yet: idle, no turn (a rollout appears at the first prompt)")
+        ResolveStep(
+            "start time",
+            True,
+            f"no: {len(window)} threads started within "
+            f"{AMBIGUOUS_S:.0f}s of each other; type a prompt through batonpass to tell them apart",
+        )
     )
-    return res
+    return False
 
 
 def _held_rollouts(process: CodexProcess) -> list[Path]:

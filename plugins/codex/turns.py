@@ -20,6 +20,7 @@ every read of the file. Lines and events of any other type are skipped, never fa
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,44 +224,66 @@ class RolloutState:
             self.task_events = True
         if event in WORK_ITEMS:
             self._work()
-        elif event == "task_started":
-            self._task_started(turn_id or self._synthetic(ordinal), at)
-        elif event == "item_completed":
-            if turn_id is not None and self._finished(turn_id):
-                return  # e.g. a shell command that outlived its turn: not a new turn
-            item = json_object(payload.get("item"))
-            if turn_id is not None and self.open_turn is None:
-                self._start(turn_id, at)
-            if item.get("type") == "AgentMessage":
-                self._message(turn_id, message_text(item.get("content")))
-            elif item.get("type") == "UserMessage":
-                self._prompt(turn_id, message_text(item.get("content")))
-        elif event == "user_message":  # older Codex: the prompt opens the turn
-            open_turn = self._current(turn_id)
-            if open_turn is not None and not open_turn.by_prompt:
-                self._prompt(turn_id, _str(payload.get("message")))  # inside a task_started turn
-            else:
-                self._user_prompt(_str(payload.get("message")), at, turn_id)
-        elif event == "agent_message":  # older Codex
-            if self.open_turn is None and turn_id is None:
-                return
-            self._message(turn_id, _str(payload.get("message")))
-        elif event == "task_complete":
-            error = payload.get("error")
-            message = error.get("message") if isinstance(error, dict) else error
-            self._finish(
-                turn_id,
-                at,
-                "failed" if error else "completed",
-                answer=_str(payload.get("last_agent_message")),
-                error=str(message) if error else None,
-                ordinal=ordinal,
-            )
-        elif event == "turn_aborted":
-            self._finish(
-                turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal
-            )
-        elif event == "error" and self.open_turn is not None:  # older Codex: the turn ends in an error
+            return
+        on_event = _ON_EVENT.get(event) if isinstance(event, str) else None
+        if on_event is not None:
+            on_event(self, payload, turn_id, at, ordinal)
+
+    def _on_task_started(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                         ordinal: Any) -> None:
+        self._task_started(turn_id or self._synthetic(ordinal), at)
+
+    def _on_item_completed(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                           ordinal: Any) -> None:
+        if turn_id is not None and self._finished(turn_id):
+            return  # e.g. a shell command that outlived its turn: not a new turn
+        item = json_object(payload.get("item"))
+        if turn_id is not None and self.open_turn is None:
+            self._start(turn_id, at)
+        if item.get("type") == "AgentMessage":
+            self._message(turn_id, message_text(item.get("content")))
+        elif item.get("type") == "UserMessage":
+            self._prompt(turn_id, message_text(item.get("content")))
+
+    def _on_user_message(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                         ordinal: Any) -> None:
+        """Older Codex: the prompt opens the turn, unless it is inside a ``task_started`` one."""
+        open_turn = self._current(turn_id)
+        if open_turn is not None and not open_turn.by_prompt:
+            self._prompt(turn_id, _str(payload.get("message")))
+        else:
+            self._user_prompt(_str(payload.get("message")), at, turn_id)
+
+    def _on_agent_message(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                          ordinal: Any) -> None:
+        """Older Codex's answer."""
+        if self.open_turn is None and turn_id is None:
+            return
+        self._message(turn_id, _str(payload.get("message")))
+
+    def _on_task_complete(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                          ordinal: Any) -> None:
+        error = payload.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        self._finish(
+            turn_id,
+            at,
+            "failed" if error else "completed",
+            answer=_str(payload.get("last_agent_message")),
+            error=str(message) if error else None,
+            ordinal=ordinal,
+        )
+
+    def _on_turn_aborted(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                         ordinal: Any) -> None:
+        self._finish(
+            turn_id, at, "failed", error=str(payload.get("reason") or "aborted"), ordinal=ordinal
+        )
+
+    def _on_error(self, payload: dict[str, Any], turn_id: str | None, at: float | None,
+                  ordinal: Any) -> None:
+        """Older Codex: the turn ends in an error."""
+        if self.open_turn is not None:
             self._finish(turn_id, at, "failed", error=str(payload.get("message") or "error"), ordinal=ordinal)
 
     def _user_prompt(self, text: str | None, at: float | None, turn_id: str | None = None) -> None:
@@ -350,6 +373,18 @@ class RolloutState:
         if self.open_turn is not None and self.turns.get(self.open_turn) in (None, turn):
             self.open_turn = None
         self._pending.append(turn)
+
+
+#: what each ``event_msg`` type does to the state (types not listed change nothing)
+_ON_EVENT: dict[str, Callable[[RolloutState, dict[str, Any], str | None, float | None, Any], None]] = {
+    "task_started": RolloutState._on_task_started,
+    "item_completed": RolloutState._on_item_completed,
+    "user_message": RolloutState._on_user_message,
+    "agent_message": RolloutState._on_agent_message,
+    "task_complete": RolloutState._on_task_complete,
+    "turn_aborted": RolloutState._on_turn_aborted,
+    "error": RolloutState._on_error,
+}
 
 
 def _str(value: Any) -> str | None:

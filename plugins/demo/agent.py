@@ -41,14 +41,7 @@ def answer(role: str, name: str, turn: int, message: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="baton-demo")
-    ap.add_argument("--name", default="demo")
-    ap.add_argument("--role", choices=["writer", "reviewer", "echo"], default="writer")
-    ap.add_argument("--work-s", type=float, default=1.0, help="how long each turn 'works'")
-    ap.add_argument("--log", help="append each received message to this JSONL file")
-    ap.add_argument("--no-transcript", action="store_true",
-                    help="keep no transcript (then batonpass reads this agent from its screen only)")
-    args = ap.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         with open("/proc/self/comm", "w") as f:
             f.write("baton-demo")
@@ -63,64 +56,110 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.name} — a batonpass demo agent ({args.role}). Type a prompt, Enter to send.\r\n\r\n{PROMPT}"
     )
     out.flush()
-    buf: list[str] = []
-    turn, pasting, pending = 0, False, b""
+    session = _Session(args, out, fd)
     try:
         while True:
             data = os.read(fd, 65536)
-            if not data:
+            if not data or not session.feed(data):
                 return 0
-            pending += data
-            while pending:
-                if pasting:
-                    end = pending.find(PASTE_END)
-                    if end < 0:
-                        keep = len(PASTE_END) - 1  # the terminator may be split across reads
-                        chunk, pending = pending[:-keep] if len(pending) > keep else b"", pending[-keep:]
-                        if not chunk:
-                            break
-                        _take(chunk, buf, out)
-                        continue
-                    _take(pending[:end], buf, out)
-                    pending, pasting = pending[end + len(PASTE_END):], False
-                    continue
-                if pending.startswith(PASTE_START):
-                    pending, pasting = pending[len(PASTE_START):], True
-                    continue
-                if PASTE_START.startswith(pending):
-                    break  # wait for the rest of a split start marker
-                byte, pending = pending[:1], pending[1:]
-                if byte in (b"\r", b"\n"):
-                    message = "".join(buf)
-                    buf.clear()
-                    out.write("\r\n")
-                    if message.strip():
-                        turn += 1
-                        pending += _work(args, turn, message, out, fd)
-                    out.write(PROMPT)
-                    out.flush()
-                elif byte in (b"\x03", b"\x04"):
-                    return 0
-                elif byte == b"\x7f":
-                    if buf:
-                        buf.pop()
-                        out.write("\b \b")
-                        out.flush()
-                elif byte == b"\x1b":
-                    pending = pending.lstrip(b"[O0123456789;ABCDHF~")  # drop arrow keys and the like
-                elif byte >= b" ":
-                    # printable, possibly part of a UTF-8 sequence: collect whole characters
-                    raw = byte
-                    while pending and 0x80 <= pending[0] < 0xC0:
-                        raw, pending = raw + pending[:1], pending[1:]
-                    text = raw.decode("utf-8", "replace")
-                    buf.append(text)
-                    out.write(text)
-                    out.flush()
     finally:
         out.write("\x1b[?2004l")
         out.flush()
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="baton-demo")
+    ap.add_argument("--name", default="demo")
+    ap.add_argument("--role", choices=["writer", "reviewer", "echo"], default="writer")
+    ap.add_argument("--work-s", type=float, default=1.0, help="how long each turn 'works'")
+    ap.add_argument("--log", help="append each received message to this JSONL file")
+    ap.add_argument("--no-transcript", action="store_true",
+                    help="keep no transcript (then batonpass reads this agent from its screen only)")
+    return ap
+
+
+class _Session:
+    """The terminal's input as the agent reads it: the line being typed, whether a bracketed paste is
+    open, and bytes not consumed yet (a marker or a UTF-8 character may be split across reads)."""
+
+    def __init__(self, args: argparse.Namespace, out: TextIO, fd: int) -> None:
+        self.args, self.out, self.fd = args, out, fd
+        self.buf: list[str] = []
+        self.turn = 0
+        self.pasting = False
+        self.pending = b""
+
+    def feed(self, data: bytes) -> bool:
+        """Consume what can be consumed of the input so far; False when the user quits (Ctrl-C, Ctrl-D)."""
+        self.pending += data
+        while self.pending:
+            if self.pasting:
+                if not self._paste():
+                    break
+                continue
+            if self.pending.startswith(PASTE_START):
+                self.pending, self.pasting = self.pending[len(PASTE_START):], True
+                continue
+            if PASTE_START.startswith(self.pending):
+                break  # wait for the rest of a split start marker
+            byte, self.pending = self.pending[:1], self.pending[1:]
+            if not self._key(byte):
+                return False
+        return True
+
+    def _paste(self) -> bool:
+        """Take pasted text up to the end marker; False when more input is needed first."""
+        end = self.pending.find(PASTE_END)
+        if end < 0:
+            keep = len(PASTE_END) - 1  # the terminator may be split across reads
+            pending = self.pending
+            chunk, self.pending = pending[:-keep] if len(pending) > keep else b"", pending[-keep:]
+            if not chunk:
+                return False
+            _take(chunk, self.buf, self.out)
+            return True
+        _take(self.pending[:end], self.buf, self.out)
+        self.pending, self.pasting = self.pending[end + len(PASTE_END):], False
+        return True
+
+    def _key(self, byte: bytes) -> bool:
+        """One typed byte; False for Ctrl-C or Ctrl-D."""
+        if byte in (b"\r", b"\n"):
+            self._submit()
+        elif byte in (b"\x03", b"\x04"):
+            return False
+        elif byte == b"\x7f":
+            if self.buf:
+                self.buf.pop()
+                self.out.write("\b \b")
+                self.out.flush()
+        elif byte == b"\x1b":
+            self.pending = self.pending.lstrip(b"[O0123456789;ABCDHF~")  # drop arrow keys and the like
+        elif byte >= b" ":
+            self._printable(byte)
+        return True
+
+    def _submit(self) -> None:
+        """Enter: a non-empty line is a turn (input typed while it works is read after it)."""
+        message = "".join(self.buf)
+        self.buf.clear()
+        self.out.write("\r\n")
+        if message.strip():
+            self.turn += 1
+            self.pending += _work(self.args, self.turn, message, self.out, self.fd)
+        self.out.write(PROMPT)
+        self.out.flush()
+
+    def _printable(self, byte: bytes) -> None:
+        """A printable byte, possibly the start of a UTF-8 sequence: collect the whole character."""
+        raw = byte
+        while self.pending and 0x80 <= self.pending[0] < 0xC0:
+            raw, self.pending = raw + self.pending[:1], self.pending[1:]
+        text = raw.decode("utf-8", "replace")
+        self.buf.append(text)
+        self.out.write(text)
+        self.out.flush()
 
 
 def _take(chunk: bytes, buf: list[str], out: TextIO) -> None:

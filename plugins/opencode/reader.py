@@ -182,41 +182,53 @@ class OpenCodeStore:
         with self._lock:
             for attempt in range(self.retries + 1):
                 try:
-                    conn = self._connection()
-                    conn.execute("BEGIN")
-                    try:
-                        return query(conn)
-                    finally:
-                        if conn.in_transaction:  # a read transaction: nothing to keep, release at once
-                            conn.execute("ROLLBACK")
-                except sqlite3.OperationalError as exc:
-                    if _busy(exc) and attempt < self.retries:
+                    return self._read_once(query)
+                except sqlite3.OperationalError as exc:  # only a locked store gets here
+                    if attempt < self.retries:
                         time.sleep(delay)
                         delay = min(delay * 2, 0.5)
                         continue
-                    if _busy(exc):
-                        raise StoreBusy(
-                            f"{self.path} stayed locked ({exc}) through {self.retries} retries"
-                        ) from None
-                    if "no such" in str(exc):
-                        self._drop()
-                        raise UnknownSchema(f"{self.path}: {exc} (a newer OpenCode?)") from None
-                    if "unable to open" in str(exc):
-                        self._drop()
-                        raise StoreMissing(f"{self.path} cannot be opened: {exc}") from None
-                    raise StoreError(f"{self.path}: {exc}") from None
-                except sqlite3.DatabaseError as exc:
-                    self._drop()
-                    raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
-                except UnicodeDecodeError:
-                    self._drop()
-                    raise UnknownSchema(f"{self.path} is not a readable SQLite database (damaged text)") \
-                        from None
-                except ValueError:  # a damaged page can leave text in a number column (SQLite keeps it)
-                    self._drop()
-                    raise UnknownSchema(f"{self.path} is not a readable SQLite database (text where a "
-                                        "number belongs)") from None
+                    raise StoreBusy(
+                        f"{self.path} stayed locked ({exc}) through {self.retries} retries"
+                    ) from None
         raise AssertionError("unreachable")
+
+    def _read_once(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """``query`` in one read transaction. A locked store raises sqlite3's own error (to retry); every
+        other failure is a :class:`StoreError` that says what is wrong with the store."""
+        try:
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                return query(conn)
+            finally:
+                if conn.in_transaction:  # a read transaction: nothing to keep, release at once
+                    conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if _busy(exc):
+                raise
+            raise self._operational_error(exc) from None
+        except sqlite3.DatabaseError as exc:
+            self._drop()
+            raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
+        except UnicodeDecodeError:
+            self._drop()
+            raise UnknownSchema(f"{self.path} is not a readable SQLite database (damaged text)") \
+                from None
+        except ValueError:  # a damaged page can leave text in a number column (SQLite keeps it)
+            self._drop()
+            raise UnknownSchema(f"{self.path} is not a readable SQLite database (text where a "
+                                "number belongs)") from None
+
+    def _operational_error(self, exc: sqlite3.OperationalError) -> StoreError:
+        """What an error other than a lock says about the store (a table gone, the file gone, ...)."""
+        if "no such" in str(exc):
+            self._drop()
+            return UnknownSchema(f"{self.path}: {exc} (a newer OpenCode?)")
+        if "unable to open" in str(exc):
+            self._drop()
+            return StoreMissing(f"{self.path} cannot be opened: {exc}")
+        return StoreError(f"{self.path}: {exc}")
 
     # ---- queries ---------------------------------------------------------------------------------
 

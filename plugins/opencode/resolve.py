@@ -144,23 +144,15 @@ def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Se
     where = me.cwd or "?"
     if not sessions:
         return Match(None, "none", f"no session in {where} yet (OpenCode creates one at the first prompt)")
-    newest = max(sessions, key=lambda s: s.updated_ms)
-    eligible = [s for s in sessions if s.created_ms >= me.started_ms - SLACK_MS or s.id == me.argv_session]
-    if me.continues and me.argv_session is None:
-        before = [s for s in sessions if s.created_ms < me.started_ms - SLACK_MS]
-        if before:
-            eligible.append(max(before, key=lambda s: s.updated_ms))
-
-    def pick(group: list[SessionRow]) -> SessionRow:
-        return max(group, key=lambda s: (s.updated_ms, s.created_ms))
-
+    eligible = _eligible(sessions, me)
     if last_prompt:
         typed = [s for s in eligible if s.recent_prompts and same_prompt(s.recent_prompts[0], last_prompt)]
         if typed:
-            return Match(pick(typed), "prompt", "holds the prompt batonpass last typed into this pane")
+            return Match(_latest(typed), "prompt", "holds the prompt batonpass last typed into this pane")
     taken = {c.session_id for c in peers if c.rule in STRONG_RULES and c.session_id}
     eligible = [s for s in eligible if s.id not in taken]
     if not eligible:
+        newest = max(sessions, key=lambda s: s.updated_ms)
         why = (
             "another pane's prompt is in it"
             if taken
@@ -169,11 +161,32 @@ def choose_session(sessions: list[SessionRow], *, me: OpenCodeProcess, peers: Se
         return Match(None, "none", f"no session in {where} is this pane's yet: {why}")
     seen = [s for s in eligible if _on_screen(s, screen)]
     if seen:
-        return Match(pick(seen), "screen", "its newest prompt is on this pane's screen")
+        return Match(_latest(seen), "screen", "its newest prompt is on this pane's screen")
+    return _by_start(eligible, peers, where, previous)
+
+
+def _eligible(sessions: list[SessionRow], me: OpenCodeProcess) -> list[SessionRow]:
+    """The sessions this process may be writing: created since it started, the one its argv names, and
+    with ``--continue`` the latest one before it."""
+    eligible = [s for s in sessions if s.created_ms >= me.started_ms - SLACK_MS or s.id == me.argv_session]
+    if me.continues and me.argv_session is None:
+        before = [s for s in sessions if s.created_ms < me.started_ms - SLACK_MS]
+        if before:
+            eligible.append(max(before, key=lambda s: s.updated_ms))
+    return eligible
+
+
+def _latest(group: list[SessionRow]) -> SessionRow:
+    return max(group, key=lambda s: (s.updated_ms, s.created_ms))
+
+
+def _by_start(eligible: list[SessionRow], peers: Sequence[Claim], where: str, previous: str | None) -> Match:
+    """With neither prompt nor screen to tell: a session no other OpenCode of the folder could have
+    created, else the one matched before, else none yet."""
     contested = {s.id for s in eligible for c in peers if c.started_ms - SLACK_MS <= s.created_ms}
     clear = [s for s in eligible if s.id not in contested]
     if clear:
-        return Match(pick(clear), "start", f"created in {where} since this OpenCode started"
+        return Match(_latest(clear), "start", f"created in {where} since this OpenCode started"
                      + (" and before any other OpenCode there" if peers else ""))
     if previous is not None and any(s.id == previous for s in eligible):
         return Match(next(s for s in eligible if s.id == previous), "kept",

@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import anyio
 
-from pipeline.plugin import PaneGone, RegisterAgent, ServerGone, TurnMark
+from pipeline.plugin import PaneGone, PaneInfo, RegisterAgent, ServerGone, TurnMark
 from pipeline.plugin.agents import Emit, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -49,6 +50,20 @@ class TerminalAdapter(ScreenAdapter):
     summary = "any program, from its screen: quiet and no busy marker = done"
 
 
+@dataclass
+class _ShellWatch:
+    """What :meth:`ShellAdapter.follow` carries from one look to the next (monotonic times, except
+    ``looked_at``: wall time, as tmux reports window activity)."""
+
+    last_change: float
+    last_look: float
+    looked_at: float
+    was_busy: bool = False
+    last_check: float = 0.0
+    prompt_text: str | None = None
+    info: PaneInfo | None = None
+
+
 class ShellAdapter(ScreenAdapter):
     """A shell: one command is one turn, done when the shell has no foreground job again."""
 
@@ -65,58 +80,77 @@ class ShellAdapter(ScreenAdapter):
         A shell left at its prompt for ``idle_after_s`` is looked at on the idle beat instead, and only
         when tmux says its window printed since the last look (or ``idle_capture_s`` passed); a job it
         then finds running, or a moved prompt, brings back the quick beat."""
-        was_busy, last_check, prompt_text, info = False, 0.0, None, None
-        last_change = last_look = time.monotonic()
-        looked_at = time.time()
+        now = time.monotonic()
+        st = _ShellWatch(last_change=now, last_look=now, looked_at=time.time())
         while True:
-            if time.monotonic() - last_change > self.idle_after_s and info is not None:
-                nudged = await self._next_look(True)
-                if not nudged and await self._unchanged_since(looked_at, last_look):
-                    continue  # a job starts from a typed or pasted command line, which is echoed
-            else:
-                await anyio.sleep(self.tick_s)
+            if not await self._tick(st):
+                continue  # a job starts from a typed or pasted command line, which is echoed
             now = time.monotonic()
-            busy = proc.foreground_busy(info.pid) if info is not None else None
-            if busy:
-                was_busy = self._in_turn = True
-                last_change = now
+            if self._busy_or_too_soon(st, now):
                 continue
-            if info is not None and busy is not None and not was_busy and now - last_check < self.recheck_s:
-                continue
-            last_check = last_look = now
-            looked_at = time.time()  # what printed after this, a look on the idle beat must see
+            st.last_check = st.last_look = now
+            st.looked_at = time.time()  # what printed after this, a look on the idle beat must see
             try:
-                info = await self.ctx.pane()
+                st.info = await self.ctx.pane()
             except (PaneGone, ServerGone):
-                info = None
+                st.info = None
                 await anyio.sleep(1.0)
                 continue
-            busy = proc.foreground_busy(info.pid)
-            if busy is None or busy:
-                continue
-            if self._mark is None or prompt_text is None:
-                self._mark, prompt_text = info.cursor_line, await self._prompt_text(info)
-                log.debug("%s: shell prompt %r on line %d; a command from here on is a turn", self.ctx.name,
-                          prompt_text, self._mark)
-                continue
-            if info.cursor_line == self._mark:
-                was_busy = self._in_turn = False
-                continue
-            last_change = now
-            current = await self._prompt_text(info)
-            if not was_busy and not (prompt_text and current.startswith(prompt_text)):
-                continue  # the line moved without a new prompt: a long draft wrapping, not a turn
-            start, end = self._mark, info.cursor_line
-            captured = await self.ctx.capture_from(start)
-            lines = strip_ansi(captured).split("\n")
-            command = lines[0][len(prompt_text):].strip() if lines else ""
-            text = clean_turn_text(captured, None, None, drop_last=True)
-            self._mark, self._in_turn, was_busy, prompt_text = end, False, False, current or prompt_text
-            if not command and not text:
-                continue  # Enter on an empty line
-            turn_id = f"shell:{info.pane_id}:{start}-{end}"
-            self._answers[turn_id] = text
-            await emit(Completion(tile=self.ctx.name, turn_id=turn_id, signal="process", detail=command))
+            await self._look_at_prompt(st, st.info, now, emit)
+
+    async def _tick(self, st: _ShellWatch) -> bool:
+        """Wait for the next look: the quick beat, or for a shell idle at its prompt the idle beat. False
+        when the idle beat finds nothing printed since the last look (nothing to look at)."""
+        if time.monotonic() - st.last_change > self.idle_after_s and st.info is not None:
+            nudged = await self._next_look(True)
+            return nudged or not await self._unchanged_since(st.looked_at, st.last_look)
+        await anyio.sleep(self.tick_s)
+        return True
+
+    def _busy_or_too_soon(self, st: _ShellWatch, now: float) -> bool:
+        """From /proc alone: a job runs (a turn is on), or no job ended and the recheck is not due."""
+        busy = proc.foreground_busy(st.info.pid) if st.info is not None else None
+        if busy:
+            st.was_busy = self._in_turn = True
+            st.last_change = now
+            return True
+        no_job_ended = st.info is not None and busy is not None and not st.was_busy
+        return no_job_ended and now - st.last_check < self.recheck_s
+
+    async def _look_at_prompt(self, st: _ShellWatch, info: PaneInfo, now: float, emit: Emit) -> None:
+        """The shell is at a prompt: a first prompt sets the mark; a new prompt below the mark ends a
+        turn (a line that moved with no new prompt is a long draft wrapping, not a turn)."""
+        busy = proc.foreground_busy(info.pid)
+        if busy is None or busy:
+            return
+        if self._mark is None or st.prompt_text is None:
+            self._mark, st.prompt_text = info.cursor_line, await self._prompt_text(info)
+            log.debug("%s: shell prompt %r on line %d; a command from here on is a turn", self.ctx.name,
+                      st.prompt_text, self._mark)
+            return
+        if info.cursor_line == self._mark:
+            st.was_busy = self._in_turn = False
+            return
+        st.last_change = now
+        current = await self._prompt_text(info)
+        if st.was_busy or (st.prompt_text and current.startswith(st.prompt_text)):
+            await self._end_turn(st, info, current, emit)
+
+    async def _end_turn(self, st: _ShellWatch, info: PaneInfo, current: str, emit: Emit) -> None:
+        """Cut the command and its output from the mark to the new prompt and emit it as a turn."""
+        prompt_text = st.prompt_text or ""
+        start, end = self._mark, info.cursor_line
+        assert start is not None
+        captured = await self.ctx.capture_from(start)
+        lines = strip_ansi(captured).split("\n")
+        command = lines[0][len(prompt_text):].strip() if lines else ""
+        text = clean_turn_text(captured, None, None, drop_last=True)
+        self._mark, self._in_turn, st.was_busy, st.prompt_text = end, False, False, current or prompt_text
+        if not command and not text:
+            return  # Enter on an empty line
+        turn_id = f"shell:{info.pane_id}:{start}-{end}"
+        self._answers[turn_id] = text
+        await emit(Completion(tile=self.ctx.name, turn_id=turn_id, signal="process", detail=command))
 
     async def last_response(self) -> Response | None:
         """The output of the last command on screen, cut as :meth:`follow` cuts a turn (``baton status``

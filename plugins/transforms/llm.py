@@ -192,28 +192,10 @@ class LLMTransform(Transform[LLMOptionsT]):
             log.warning("%s: the answer has %d characters; %s", where, len(data.response.text), notes[-1])
         if not os.environ.get(API_KEY_ENV):
             return self._fall_back(data, where, f"{API_KEY_ENV} is not set", notes)
-        import anthropic  # here, not at the top: it costs ~1 s of start-up to every `baton` command
-
         try:
             text, stop_reason, usage = await self._ask(request)
-        except TimeoutError:
-            return self._fall_back(
-                data, where, f"no answer from {self.model} within timeout_s={self.timeout_s:g}", notes
-            )
-        except anthropic.APIStatusError as exc:
-            return self._fall_back(
-                data, where, f"the API answered HTTP {exc.status_code}: {_api_message(exc)}", notes
-            )
-        except anthropic.APIConnectionError as exc:
-            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
-            return self._fall_back(data, where, f"cannot reach the API at {base}: {exc}", notes)
-        except anthropic.AnthropicError as exc:
-            return self._fall_back(data, where, f"{type(exc).__name__}: {exc}", notes)
-        except NotAMessage as exc:
-            return self._fall_back(data, where, str(exc), notes)
-        except Exception as exc:  # any other failure of the call (a body that is no JSON): still no loss
-            return self._fall_back(data, where, f"the API's answer could not be read ({type(exc).__name__}: "
-                                   f"{exc})", notes)
+        except Exception as exc:  # any failure of the call, whatever its shape: the answer is not lost
+            return self._fall_back(data, where, self._why_failed(exc), notes)
         if not text:
             return self._fall_back(data, where, f"{self.model} returned no text (stop_reason: {stop_reason})",
                                    notes, usage)
@@ -224,6 +206,23 @@ class LLMTransform(Transform[LLMOptionsT]):
                  usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens, usage.output_tokens,
                  "" if usage.cost_usd is None else f", ${usage.cost_usd:.4f}")
         return TransformResult(text, note="; ".join(notes), usage=usage)
+
+    def _why_failed(self, exc: Exception) -> str:
+        """One line on why the model call failed, for the log and ``baton history``."""
+        import anthropic  # here, not at the top: it costs ~1 s of start-up to every `baton` command
+
+        if isinstance(exc, TimeoutError):
+            return f"no answer from {self.model} within timeout_s={self.timeout_s:g}"
+        if isinstance(exc, anthropic.APIStatusError):
+            return f"the API answered HTTP {exc.status_code}: {_api_message(exc)}"
+        if isinstance(exc, anthropic.APIConnectionError):
+            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+            return f"cannot reach the API at {base}: {exc}"
+        if isinstance(exc, anthropic.AnthropicError):
+            return f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, NotAMessage):
+            return str(exc)
+        return f"the API's answer could not be read ({type(exc).__name__}: {exc})"  # a body that is no JSON
 
     async def _ask(self, request: dict[str, Any]) -> tuple[str, str | None, Usage]:
         """One call, bounded by the shared limiter (waiting for a slot does not count against the
