@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.commands.presence import presence
+from pipeline.engine.presence import presence
 from pipeline.engine.config import Config, Tile
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.tiles import build_tiles, identify_agent

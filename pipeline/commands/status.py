@@ -11,10 +11,11 @@ import anyio
 
 from pipeline.commands.preview import PreviewError, last_response
 from pipeline.commands.server import load, no_tiles_on, this_host, tmux_for
-from pipeline.commands.table import count, json_text, table
+from pipeline.commands.table import json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.manager import Registries, load_registries
+from pipeline.system.text import count
 from pipeline.system.tmux import Tmux, TmuxError
 
 __all__ = ["status_command", "tile_row", "tile_status"]

@@ -1,4 +1,4 @@
-"""Output shared by the commands: counted nouns, tables with a header row, and JSON.
+"""Output shared by the commands: tables with a header row, and JSON.
 
 A table's columns are as wide as their widest cell (header included), so a long pane name or route name
 shifts the columns instead of running into the next one; the last column is never padded.
@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["count", "json_line", "json_text", "table"]
+__all__ = ["json_line", "json_text", "table"]
 
 
 def json_text(value: Any) -> str:
@@ -21,11 +21,6 @@ def json_text(value: Any) -> str:
 def json_line(value: Any) -> str:
     """One JSON object on one line, for commands that stream (``history``, ``history --follow``)."""
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 route``, ``2 routes``, ``0 problems``."""
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
