@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.examples import ExamplesFormatter, epilog
-from pipeline.commands.history import parse_since, quiet_stdout
-from pipeline.commands.options import (
+from pipeline.cmdline.examples import ExamplesFormatter, epilog
+from pipeline.cmdline.options import (
     OneLineParser,
     add_common,
     bounded_float,
@@ -24,7 +23,9 @@ from pipeline.commands.options import (
     name_value,
     non_blank,
     pane_target,
+    parse_since,
 )
+from pipeline.cmdline.output import quiet_stdout
 from pipeline.engine.journal import STATES
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.engine.presence import presence
 from pipeline.engine.config import Config, Tile
+from pipeline.engine.presence import presence
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.tiles import build_tiles, identify_agent
 from pipeline.plugin.agents import TileContext

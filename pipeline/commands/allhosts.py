@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 
+from pipeline.cmdline.output import json_line, json_text, table
 from pipeline.commands.handoff_table import handoff_table
-from pipeline.commands.table import json_line, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.engine.journal import HistoryFilter

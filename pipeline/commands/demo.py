@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from pipeline.commands.history import quiet_stdout
+from pipeline.cmdline.output import quiet_stdout
 from pipeline.engine.config import Config, Route, Settings, Tile
 from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline

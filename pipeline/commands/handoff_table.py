@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.commands.table import table
+from pipeline.cmdline.output import table
 from pipeline.engine.journal import STATES
 from pipeline.system.text import fit, sanitize, text_width
 

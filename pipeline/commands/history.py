@@ -8,42 +8,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sqlite3
 import sys
 import time
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pipeline.cmdline.output import json_line, quiet_stdout
 from pipeline.commands.handoff_table import FollowTable, handoff_table
-from pipeline.commands.table import json_line
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
 
-__all__ = ["describe_filter", "history_command", "no_match", "parse_since", "quiet_stdout", "record_row"]
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
-_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
-
-
-def parse_since(value: str) -> float:
-    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
-    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
-    ValueError into a usage error."""
-    value = value.strip()
-    ago = _AGO.fullmatch(value)
-    if ago:
-        return time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is neither a duration (10m, 2h, 1d) nor an ISO time (2026-03-01T14:00)"
-        ) from None
-
+__all__ = ["describe_filter", "history_command", "no_match", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
@@ -57,8 +34,8 @@ def history_command(args: argparse.Namespace) -> int:
             print("baton history: --follow reads this host's journal; it does not go with --all-hosts",
                   file=sys.stderr)
             return 2
+        from pipeline.cmdline.config import load_optional
         from pipeline.commands.allhosts import print_all_hosts
-        from pipeline.commands.server import load_optional
         from pipeline.plugin.manager import load_registries
 
         config, ok = load_optional(args, load_registries())
@@ -163,10 +140,3 @@ class _FollowPrinter:
         total = self.table.total() if self.table is not None else ""
         if total:  # on a line of its own, not after the ^C a terminal echoes
             print(("\n" if sys.stdout.isatty() else "") + total, flush=True)
-
-
-def quiet_stdout() -> None:
-    """Point standard output at /dev/null, so the interpreter's final flush of a closed pipe stays quiet."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)

@@ -43,9 +43,9 @@ from typing import IO
 
 import anyio
 
-from pipeline.commands.options import MAX_INPUT_BYTES
-from pipeline.commands.server import load_optional, tmux_for
-from pipeline.commands.table import json_text
+from pipeline.cmdline.config import load_optional, tmux_for
+from pipeline.cmdline.options import MAX_INPUT_BYTES
+from pipeline.cmdline.output import json_text
 from pipeline.engine.config import Config, Tile
 from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.journal import HandoffState, Journal, default_journal_path

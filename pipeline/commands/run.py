@@ -8,7 +8,7 @@ import sys
 
 import anyio
 
-from pipeline.commands.server import config_path, load, no_tiles_on, tmux_for
+from pipeline.cmdline.config import config_path, load, no_tiles_on, tmux_for
 from pipeline.plugin.manager import load_registries
 
 __all__ = ["run_command"]

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
+from pipeline.cmdline.config import load, no_tiles_on, this_host, tmux_for
+from pipeline.cmdline.output import json_text, table
 from pipeline.commands.preview import PreviewError, last_response
-from pipeline.commands.server import load, no_tiles_on, this_host, tmux_for
-from pipeline.commands.table import json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.manager import Registries, load_registries

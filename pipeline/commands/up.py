@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from pipeline.commands.server import load, no_tiles_on, this_host, tmux_for
+from pipeline.cmdline.config import load, no_tiles_on, this_host, tmux_for
 from pipeline.engine.config import Config
 from pipeline.plugin.manager import load_registries
 from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, Tmux, TmuxError

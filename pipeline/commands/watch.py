@@ -26,8 +26,8 @@ import anyio
 from anyio import CancelScope
 from anyio.abc import TaskGroup
 
+from pipeline.cmdline.config import tmux_for
 from pipeline.commands.board import Board, read_handoffs, render, state_words
-from pipeline.commands.server import tmux_for
 from pipeline.commands.status import tile_row
 from pipeline.engine.config import Config
 from pipeline.engine.journal import default_journal_path

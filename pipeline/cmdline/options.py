@@ -12,7 +12,9 @@ import argparse
 import difflib
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
 
@@ -25,6 +27,7 @@ __all__ = [
     "name_value",
     "non_blank",
     "pane_target",
+    "parse_since",
 ]
 
 #: the most text ``baton send`` / ``baton preview --input`` take: far above any agent's answer, far below
@@ -182,6 +185,27 @@ def bounded_float(low: float, high: float) -> Callable[[str], float]:
 
 def _range(low: float, high: float | None) -> str:
     return f"at least {low}" if high is None else f"{low} to {high}"
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
+_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
+
+
+def parse_since(value: str) -> float:
+    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
+    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
+    ValueError into a usage error."""
+    value = value.strip()
+    ago = _AGO.fullmatch(value)
+    if ago:
+        return time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a duration (10m, 2h, 1d) nor an ISO time (2026-03-01T14:00)"
+        ) from None
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
