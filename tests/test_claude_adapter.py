@@ -20,13 +20,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Tile
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.agents import TileContext
 from pipeline.plugin.events import Completion
 from pipeline.spool import HookRecord
 from pipeline.system import proc
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.hooks import install_stop_hook

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from tests.conftest import FIXTURES, TmuxServer, aquiet_for, until
 from tests.test_claude_adapter import Scene

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.tmux import Tmux, remove_socket_file
+from pipeline.views.board import Board, columns, render
 from tests.cli_run import BATON, _env, baton, baton_read_by_head, json_lines, start_baton
 from tests.conftest import REPO, TmuxServer, wait_for
 from tests.test_cli_first_day import shell_ready, write_routes

@@ -23,12 +23,12 @@ import anyio
 import pytest
 
 from pipeline.cli import main as baton
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.spool import spool_dir
+from pipeline.views.tile_status import tile_status
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft

@@ -23,12 +23,12 @@ import anyio
 import pytest
 
 from pipeline import cli
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
+from pipeline.views.tile_status import tile_status
 from plugins.opencode.reader import OpenCodeStore
 from plugins.opencode.screen import input_draft
 from tests.agent_versions import resolve

@@ -1,6 +1,6 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs as the journal records them (:mod:`pipeline.commands.history_follow`). The table
-is :mod:`pipeline.commands.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
+keeps printing hand-offs as the journal records them (:mod:`pipeline.views.history_follow`). The table
+is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
 exit status 0.
 """
 
@@ -11,16 +11,15 @@ import os
 import shutil
 import sqlite3
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
-from pipeline.commands.handoff_table import FollowTable, handoff_table
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
+from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
 
-__all__ = ["describe_filter", "history_command", "no_match", "record_row"]
+__all__ = ["history_command", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
@@ -35,8 +34,8 @@ def history_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         from pipeline.cmdline.config import load_optional
-        from pipeline.commands.allhosts import print_all_hosts
         from pipeline.plugin.manager import load_registries
+        from pipeline.views.all_hosts import print_all_hosts
 
         config, ok = load_optional(args, load_registries())
         return print_all_hosts("history", config, args.json, args.limit, match) if ok else 1
@@ -52,27 +51,6 @@ def history_command(args: argparse.Namespace) -> int:
         hint = hint if unreadable else ""
         print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
-
-
-def _filtered(match: HistoryFilter) -> bool:
-    return match != HistoryFilter()
-
-
-def describe_filter(match: HistoryFilter) -> str:
-    """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
-    words = [f"--{name} {value}" for name, value in
-             (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
-    if match.since is not None:
-        words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
-    return " ".join(words)
-
-
-def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
-    """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
-    if not _filtered(match) or not others:
-        return f"no hand-offs{where} yet"
-    holder = "the bus" if where else "the journal"
-    return f"no hand-offs match {describe_filter(match)}; {holder} holds others (fewer filters show them)"
 
 
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
@@ -97,7 +75,7 @@ def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe. Ctrl-C
     ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
     per line, nothing else."""
-    from pipeline.commands.history_follow import follow_journal
+    from pipeline.views.history_follow import follow_journal
 
     printer = _JsonLines() if as_json else _FollowPrinter()
     try:
