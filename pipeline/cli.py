@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
-    sp = cmd("send", _command("pane:send_command"), "hand text to a tile's agent exactly as the dispatcher "
+    sp = cmd("send", _command("send"), "hand text to a tile's agent exactly as the dispatcher "
              "does: refused (exit 1, nothing typed) when the pane is gone, busy, holds a draft or runs no "
              "agent of the kind expected")
     sp.add_argument("pane", type=pane_target, help=target_help)
@@ -156,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="type even when the pane runs no agent of the kind expected: types into whatever "
                     "program runs in the pane (a shell runs the text as a command)")
 
-    sp = cmd("resolve", _command("pane:resolve_command"),
+    sp = cmd("resolve", _command("resolve"),
              "run the resolution chain for one pane and show every step")
     sp.add_argument("pane", type=pane_target, help=target_help)
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),

@@ -16,23 +16,50 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 __all__ = [
     "MAX_INPUT_BYTES",
+    "InputTooLarge",
     "OneLineParser",
     "add_common",
     "bounded_float",
     "bounded_int",
+    "check_size",
     "name_value",
     "non_blank",
     "pane_target",
     "parse_since",
+    "read_input",
 ]
 
 #: the most text ``baton send`` / ``baton preview --input`` take: far above any agent's answer, far below
 #: what would make tmux or a terminal stall
 MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+
+class InputTooLarge(ValueError):
+    """More text than batonpass types into a pane."""
+
+
+def read_input(stream: IO[bytes] | IO[str], what: str) -> str:
+    """At most :data:`MAX_INPUT_BYTES` from ``stream``, decoded as UTF-8 (bad bytes replaced); more is an
+    error, found after reading one byte past the limit, never the whole stream. A text stream (no
+    ``.buffer``, as under a test's captured stdin) is read the same way."""
+    raw = getattr(stream, "buffer", stream)
+    data = raw.read(MAX_INPUT_BYTES + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    check_size(len(data), what)
+    return data.decode("utf-8", "replace")
+
+
+def check_size(size: int, what: str) -> None:
+    if size > MAX_INPUT_BYTES:
+        raise InputTooLarge(
+            f"{what} is over {MAX_INPUT_BYTES // (1024 * 1024)} MB ({MAX_INPUT_BYTES} bytes); "
+            "nothing was typed"
+        )
 
 
 class OneLineParser(argparse.ArgumentParser):
