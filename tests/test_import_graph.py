@@ -9,7 +9,12 @@ still ties two modules together; a circle is broken by moving code to where it b
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = ("pipeline", "plugins")
@@ -102,6 +107,16 @@ def test_the_import_graph_has_no_circles() -> None:
     graph = import_graph()
     found = circles(graph)
     assert not found, "import circles:\n" + "\n".join(describe(graph, c) for c in found)
+
+
+def test_each_command_is_the_module_of_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """pipeline/commands/ holds the handlers and nothing else, one module per ``baton`` subcommand, named
+    after it; what they share lives in pipeline/cmdline/, what they show in pipeline/views/."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    commands = set(re.findall(r"^    ([a-z]+) ", capsys.readouterr().out, re.M))
+    modules = {p.stem for p in (REPO / "pipeline" / "commands").glob("*.py")} - {"__init__"}
+    assert commands and modules == commands
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
