@@ -157,7 +157,8 @@ async def test_real_claude_code_answer_is_handed_over_once(
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
         await until(lambda: (input_box(tmux_server.capture(pane)) or "").endswith("interrupt me"), 20,
                     "the typed prompt in the input box")
-        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted (SPEC §5)
+        # shapes the input, not a wait: an Enter sooner than this after typing is taken as pasted
+        # (docs/agents.md, Claude Code)
         await anyio.sleep(ClaudeCodeAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", pane, "Enter")
         await until(

@@ -1,5 +1,5 @@
-"""The real OpenCode (``opencode-ai`` from npm, the release SPEC §7 was recorded from) in a real tmux pane,
-talking to the fake OpenAI-compatible server on 127.0.0.1, with the real pipeline:
+"""The real OpenCode (``opencode-ai`` from npm, the release docs/agents.md's OpenCode facts were recorded
+from) in a real tmux pane, talking to the fake OpenAI-compatible server on 127.0.0.1, with the real pipeline:
 
 * a prompt handed to OpenCode starts a turn — confirmed by the new user message in its store;
 * that turn's answer is handed to a second pane exactly once, exactly as the model wrote it;
@@ -38,7 +38,7 @@ from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.fakes.webhook import WebhookReceiver
 
-#: the release SPEC §7 was recorded from
+#: the release the facts of docs/agents.md (OpenCode) were recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
 PROMPT = "Write the greeting helper and show it to me (e2e)"
 ANSWER = (
