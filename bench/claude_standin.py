@@ -3,7 +3,8 @@
 It keeps ``$CLAUDE_CONFIG_DIR/sessions/<pid>.json`` (status ``idle``/``busy``) and the transcript
 ``projects/<enc(cwd)>/<sessionId>.jsonl`` (a ``user`` line with ``promptId`` when a turn starts; at its end,
 in one write, the final ``assistant`` line with ``stop_reason: end_turn`` and ``system/turn_duration``, as
-SPEC §5 says Claude Code does), turns on bracketed paste and shows an input box between two rules.
+docs/agents.md, Claude Code says Claude Code does), turns on bracketed paste and shows an input box between
+two rules.
 
 Two measurement points go to ``--log`` (JSONL, ``time.time()``):
 - ``answer``: right after the turn's end lines were written (the answer's last line is on disk);

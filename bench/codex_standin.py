@@ -1,4 +1,5 @@
-"""A Codex stand-in for the benches: a process named ``codex`` writing its rollout as 0.171 does (SPEC §6).
+"""A Codex stand-in for the benches: a process named ``codex`` writing its rollout as 0.171 does
+(docs/agents.md, Codex).
 
 Like ``codex --no-daemon`` it holds its own rollout open (so the pane's rollout is found by its open file,
 the first rule of :mod:`plugins.codex.resolve`):

@@ -14,11 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from pipeline.commands.examples import ExamplesFormatter, epilog
-from pipeline.commands.history import parse_since, quiet_stdout
-from pipeline.commands.options import (
+from pipeline.cmdline.examples import ExamplesFormatter, epilog
+from pipeline.cmdline.options import (
     OneLineParser,
     add_common,
     bounded_float,
@@ -26,10 +23,10 @@ from pipeline.commands.options import (
     name_value,
     non_blank,
     pane_target,
+    parse_since,
 )
-from pipeline.commands.server import config_path, load, no_tiles_on, this_host, tmux_for
+from pipeline.cmdline.output import quiet_stdout
 from pipeline.engine.journal import STATES
-from pipeline.plugin.manager import load_registries
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
 from pipeline.system.tmux import TmuxError
@@ -122,13 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     def json_flag(sp: argparse.ArgumentParser, what: str) -> None:
         sp.add_argument("--json", action="store_true", help=f"{what} as JSON")
 
-    sp = cmd("run", _run, "the routing daemon, in the foreground")
+    sp = cmd("run", _command("run"), "the routing daemon, in the foreground")
     sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
     sp.add_argument("--host", type=non_blank("--host"), default=None,
                     help="run the tiles of this host (default: this machine's host name)")
 
-    sp = cmd("bus", _bus, "start a local nats-server with JetStream (in $XDG_STATE_HOME/batonpass/bus) for "
-             "routes that cross hosts")
+    sp = cmd("bus", _command("bus"), "start a local nats-server with JetStream (in "
+             "$XDG_STATE_HOME/batonpass/bus) for routes that cross hosts")
     sp.add_argument("--listen", default="127.0.0.1", type=non_blank("--listen"),
                     help="the address to listen on (default 127.0.0.1; 0.0.0.0 for other machines)")
     sp.add_argument("--port", type=bounded_int(1, 65535), default=4222, help="the client port (default 4222)")
@@ -138,7 +135,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("check", _command("check"), "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
 
-    sp = cmd("demo", _demo, "a self-contained demo on real tmux panes (no API key, no agents needed)")
+    sp = cmd("demo", _command("demo"),
+             "a self-contained demo on real tmux panes (no API key, no agents needed)")
     sp.add_argument("--handoffs", type=bounded_int(1, 100), default=4,
                     help="stop after this many hand-offs, 1 to 100 (default 4)")
     sp.add_argument("--work-s", type=bounded_float(0.0, 10.0), default=1.0,
@@ -146,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
-    sp = cmd("send", _command("pane:send_command"), "hand text to a tile's agent exactly as the dispatcher "
+    sp = cmd("send", _command("send"), "hand text to a tile's agent exactly as the dispatcher "
              "does: refused (exit 1, nothing typed) when the pane is gone, busy, holds a draft or runs no "
              "agent of the kind expected")
     sp.add_argument("pane", type=pane_target, help=target_help)
@@ -161,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="type even when the pane runs no agent of the kind expected: types into whatever "
                     "program runs in the pane (a shell runs the text as a command)")
 
-    sp = cmd("resolve", _command("pane:resolve_command"),
+    sp = cmd("resolve", _command("resolve"),
              "run the resolution chain for one pane and show every step")
     sp.add_argument("pane", type=pane_target, help=target_help)
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
@@ -169,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
                     "from the pane's process tree)")
     json_flag(sp, "the steps")
 
-    sp = cmd("up", _up, "create the panes of tiles that declare a command, and start their agents")
+    sp = cmd("up", _command("up"), "create the panes of tiles that declare a command, and start their agents")
     host_flag(sp, "bring up")
 
     sp = cmd("status", _command("status"), "per tile: pane, agent, agent PID, state, session, transcript, "
@@ -195,8 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("hooks", None, "the agents' own completion hooks")
     hooks = sp.add_subparsers(metavar="ACTION")
     sp.set_defaults(help_of=sp)
-    hp = cmd("install", _hooks_install, "add the agents' completion hooks (Claude Code's Stop hook, Codex's "
-             "notify, a plugin's own), pointing at batonpass", parent=hooks)
+    hp = cmd("install", _command("hooks:install_command"), "add the agents' completion hooks (Claude Code's "
+             "Stop hook, Codex's notify, a plugin's own), pointing at batonpass", parent=hooks)
     hp.set_defaults(command="hooks install")
     hp.add_argument("--agent", metavar="NAME", dest="agents", action="append", default=[],
                     type=non_blank("--agent"),
@@ -235,82 +233,6 @@ def _parser() -> argparse.ArgumentParser:
              "loaded agent adapters and transforms, and where each comes from")
     json_flag(sp, "the plugins and their classes")
     return p
-
-
-# ---- commands ------------------------------------------------------------------------------------
-
-
-def _run(args: argparse.Namespace) -> int:
-    from pipeline.commands.daemon import run_daemon
-
-    registries = load_registries()
-    config, _ = load(args, registries)
-    if config is None:
-        return 1
-    if note := no_tiles_on(config, args.host):  # it runs on: a reload may bring this host's tiles
-        print(f"baton run: {note}", file=sys.stderr)
-    anyio.run(lambda: run_daemon(config, config_path(args), registries, lambda c: tmux_for(args, c),
-                                 dry_run=args.dry_run, host=args.host))
-    return 0
-
-
-def _bus(args: argparse.Namespace) -> int:
-    from pipeline.bus.server import NoServerBinary, serve
-    from pipeline.engine.hosts import local_host
-
-    try:
-        serve(args.listen, args.port, args.name or f"batonpass-{local_host()}")
-    except (NoServerBinary, OSError) as exc:
-        print(f"baton bus: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _demo(args: argparse.Namespace) -> int:
-    import contextlib
-    import logging
-    import signal
-
-    from pipeline.commands.demo import DemoProgress, run_demo
-
-    logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    progress = DemoProgress()
-    try:
-        status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
-                                            progress=progress))
-    except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
-        progress.stopped_by, status = signal.SIGINT, 130
-    # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of
-    # whatever exit step it landed in (the tmux control client's reaping, say)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if progress.stopped_by is not None:
-        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            print(progress.stopped(), flush=True)
-    return status
-
-
-def _up(args: argparse.Namespace) -> int:
-    from pipeline.commands.up import bring_up
-
-    config, _ = load(args, load_registries())
-    if config is None:
-        return 1
-    if note := no_tiles_on(config, args.host):  # nothing to do here is no failure (one `up` per machine)
-        print(f"baton up: nothing to bring up: {note}", file=sys.stderr)
-        return 0
-    config = this_host(config, args.host)
-    results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
-    for r in results:
-        print(f"{r.tile:<14} {r.action:<10} {r.detail}")
-        if r.action == "error":
-            print(f"{r.tile}: {r.detail}", file=sys.stderr)
-    return 1 if any(r.action == "error" for r in results) else 0
-
-
-def _hooks_install(args: argparse.Namespace) -> int:
-    from pipeline.commands.hooks import install_hooks
-
-    return install_hooks(load_registries(), args.agents)
 
 
 if __name__ == "__main__":

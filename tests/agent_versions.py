@@ -1,11 +1,11 @@
 """The one place that says which agent CLI versions the real-agent tests run.
 
-The pins are the releases SPEC.md's facts were recorded from (or re-checked against). ``BATON_AGENTS=latest``
-switches every agent to whatever npm calls ``latest`` today, resolved once per test process with
-``npm view PACKAGE version`` — the canary step of ``.ci/run`` runs the real-CLI tests that way, so a new
-release
-that breaks batonpass fails CI instead of a user's day. ``BATON_AGENTS=pinned`` (or unset) keeps the pins.
-The npm cache (:mod:`tests.fakes.npm_agents`) is keyed by the resolved version, never by the word ``latest``.
+The pins are the releases the facts of docs/agents.md were recorded from (or re-checked against).
+``BATON_AGENTS=latest`` switches every agent to whatever npm calls ``latest`` today, resolved once per test
+process with ``npm view PACKAGE version`` — the canary step of ``.ci/run`` runs the real-CLI tests that way,
+so a new release that breaks batonpass fails CI instead of a user's day. ``BATON_AGENTS=pinned`` (or unset)
+keeps the pins. The npm cache (:mod:`tests.fakes.npm_agents`) is keyed by the resolved version, never by the
+word ``latest``.
 
 ``python -m tests.agent_versions`` prints the versions a run would use (``.ci/run`` prints them first).
 """
@@ -20,7 +20,7 @@ import subprocess
 
 __all__ = ["AGENTS", "PINNED", "AgentVersionError", "mode", "npm_latest", "resolve", "version"]
 
-#: package and pinned version per agent (SPEC §5 and §5.1: Claude Code 2.1.332, §6: Codex, §7: OpenCode)
+#: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)
 PINNED: dict[str, tuple[str, str]] = {
     "claude": ("@anthropic-ai/claude-code", "2.1.332"),
     "codex": ("@openai/codex", "0.171.0"),

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.commands.presence import presence
 from pipeline.engine.config import Config, Tile
 from pipeline.engine.context import EngineContext
+from pipeline.engine.presence import presence
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.tiles import build_tiles, identify_agent
 from pipeline.plugin.events import Completion, Delivery

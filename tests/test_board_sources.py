@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, render
 from pipeline.plugin.usage import SessionUsage
+from pipeline.views.board import Board, render
 from plugins.codex.reader import parse_timestamp
 from plugins.opencode.reader import OpenCodeStore
 from tests.support.claude import Scene as ClaudeScene

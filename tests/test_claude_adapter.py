@@ -1,8 +1,8 @@
 """The Claude Code adapter's signals, answers and target states, with a real watcher on real files.
 
 The pane runs a copy of ``sleep`` named ``claude`` under a shell; the test writes the session file and
-transcript lines as Claude Code 2.1.197 does (timings and order from SPEC §5), and checks what the
-adapter reports. The real CLI is exercised in test_claude_e2e.py.
+transcript lines as Claude Code 2.1.197 does (timings and order from docs/agents.md, Claude Code), and checks
+what the adapter reports. The real CLI is exercised in test_claude_e2e.py.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.events import Completion
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.hooks import install_stop_hook
 from plugins.claude_code.screen import input_box, screen_answer
@@ -292,7 +292,7 @@ def test_the_hook_returns_at_once_and_never_fails_the_turn(tmp_path: Path) -> No
     assert record["pane"] == "%7" and record["payload"]["prompt_id"] == "p"
 
 
-# ---- 2.1.332: background agents (SPEC §5.1; tests/fixtures/claude-code-2.1.332 lines 44–62) ----
+# ---- 2.1.332: background agents (docs/agents.md; tests/fixtures/claude-code-2.1.332 lines 44–62) ----
 
 
 def agent_turn(scene: Scene, prompt: str) -> str:

@@ -159,7 +159,8 @@ async def test_real_claude_code_answer_is_handed_over_once(
         tmux_server.type(pane, f"{SLOW}: interrupt me", enter=False)
         await until(lambda: (input_box(tmux_server.capture(pane)) or "").endswith("interrupt me"), 20,
                     "the typed prompt in the input box")
-        # shapes the scenario (the input): an Enter sooner than this after typing is taken as pasted (SPEC §5)
+        # an Enter sooner than this after typing is taken as pasted (docs/agents.md, Claude Code):
+        # shapes the scenario (the input)
         await anyio.sleep(ClaudeCodeAdapter.submit_delay_s)
         tmux_server.run("send-keys", "-t", pane, "Enter")
         await until(

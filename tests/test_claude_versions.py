@@ -1,5 +1,6 @@
 """Turn ends of every Claude Code transcript shape: the recorded 2.1.197 and 2.1.332 files (background agents
-included) and the older shapes of SPEC §5.2 (tests/fixtures/claude-code-old, written from those facts)."""
+included) and the older shapes (docs/agents.md, Older Claude Code; tests/fixtures/claude-code-old, written
+from those facts)."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def test_a_subagent_transcript_has_no_main_chain_and_extract_says_so() -> None:
     assert result.returncode == 1 and "no main-chain turn" in result.stderr
 
 
-# ---- older shapes (SPEC §5.2) --------------------------------------------------------------------
+# ---- older shapes (docs/agents.md, Older Claude Code) ------------------------------------------
 
 
 def test_1_0_98_turns_keyed_by_uuid_end_at_the_next_prompt() -> None:

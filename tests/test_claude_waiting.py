@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from tests.support.claude import Scene
 from tests.support.paths import FIXTURES

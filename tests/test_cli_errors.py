@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.options import MAX_INPUT_BYTES
+from pipeline.cmdline.options import MAX_INPUT_BYTES
 from pipeline.system.tmux import PaneGone
 from tests.support.cli import baton
 from tests.support.polling import wait_for
@@ -208,7 +208,7 @@ HELD_IMPORT = """
 import sys, time
 class Hold:
     def find_spec(self, name, path=None, target=None):
-        if name == "pipeline.commands.examples":
+        if name == "pipeline.cmdline.examples":
             print("loading", flush=True)
             time.sleep(60)
         return None

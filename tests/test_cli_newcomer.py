@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, columns, render
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.usage import SessionUsage
 from pipeline.system.tmux import Tmux, remove_socket_file
+from pipeline.views.board import Board, columns, render
 from tests.support.cli import (
     BATON,
     baton,

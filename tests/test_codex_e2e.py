@@ -1,9 +1,9 @@
 """End to end with the REAL Codex CLI (``@openai/codex`` from npm, cached) against a fake Responses API.
 
 One CODEX_HOME serves the whole test session (the first TUI start copies a 315 MB binary into it and
-starts the shared app-server daemon, SPEC §6); the daemon is stopped by PID at the end. Each test runs
-Codex in its own tmux server, in daemon mode (the default), with ``baton hooks install --codex``'s notify
-chained to a notify program that was there before, and the real pipeline routing between the panes.
+starts the shared app-server daemon: docs/agents.md, Codex); the daemon is stopped by PID at the end. Each
+test runs Codex in its own tmux server, in daemon mode (the default), with ``baton hooks install --codex``'s
+notify chained to a notify program that was there before, and the real pipeline routing between the panes.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import psutil
 import pytest
 
 from pipeline.cli import main as baton
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.spool import spool_dir
+from pipeline.views.tile_status import tile_status
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
@@ -44,7 +44,7 @@ from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
-#: the release SPEC §6 was recorded from
+#: the release the facts of docs/agents.md (Codex) were recorded from
 CODEX = resolve("codex")  # pinned, or npm latest with BATON_AGENTS=latest
 NOTIFY_LOGGER = """import json, os, sys, time
 with open(os.environ["BATON_TEST_NOTIFY_LOG"], "a") as f:

@@ -2,7 +2,8 @@
 
 A stand-in for the Codex TUI is a real process whose ``/proc/PID/comm`` is ``codex`` (bash started
 through a symlink of that name), with its own CODEX_HOME and cwd, holding files open where a test needs
-it. The rollouts, lock files and ``state_5.sqlite`` are written the way Codex 0.171 writes them (SPEC §6).
+it. The rollouts, lock files and ``state_5.sqlite`` are written the way Codex 0.171 writes them
+(docs/agents.md, Codex).
 """
 
 from __future__ import annotations

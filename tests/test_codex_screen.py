@@ -19,7 +19,7 @@ SCREENS = {
     "screen_startup.txt": ("", False),
     "screen_startup_hooks_bypass.txt": ("", False),
     "screen_working_before_first_token.txt": ("", True),
-    "screen_working_streaming.txt": ("", False),  # SPEC §6: nothing shows while the answer streams
+    "screen_working_streaming.txt": ("", False),  # nothing shows while the answer streams (docs/agents.md)
     "screen_working.txt": ("", False),
     "screen_tool_running.txt": ("", True),
     "screen_tool_done.txt": ("", False),

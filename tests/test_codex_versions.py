@@ -1,5 +1,5 @@
-"""Turn ends of the older Codex rollout shapes (SPEC §6.1; tests/fixtures/codex-old, written from those
-facts):
+"""Turn ends of the older Codex rollout shapes (docs/agents.md, Older Codex rollouts;
+tests/fixtures/codex-old, written from those facts):
 Codex before ~0.104 (no task events: a turn ends at the next prompt, the last one when the session goes idle
 or codex exits) and the legacy format (no envelope). Through the real ``baton extract``, the adapter's
 catch-up (``finished_turns``), its live follow, and a real ``baton run`` handing the answers on."""

@@ -107,6 +107,14 @@ def test_check_ok_exit_zero(tmp_path: Path) -> None:
     assert "ok" in result.stdout
 
 
+def test_a_transform_type_that_is_no_name_is_a_problem_not_a_crash(registries) -> None:
+    text = ("version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\n"
+            "routes:\n  - {from: a, to: b, transform: {type: [x]}}\n")
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "r.yaml", registries)
+    assert "routes[0].transform.type: unknown transform type ['x']; known: " in str(err.value)
+
+
 def test_cycle_without_max_hops_is_a_warning(registries) -> None:
     text = (
         "version: 1\ntiles:\n  a: {pane: '%1'}\n  b: {pane: '%2'}\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.commands.pane import read_input
+from pipeline.cmdline.options import read_input
 from pipeline.engine.config import ConfigError, load_config
 from pipeline.plugin.manager import load_registries
 from pipeline.spool import read_records

@@ -53,7 +53,7 @@ def test_single_machine_config_is_unchanged_and_loads_no_nats_client() -> None:
         "import sys; from pipeline.engine.config import parse_config; "
         'c, _ = parse_config(\'version: 1\\ntiles: {a: {pane: "%1"}, b: {pane: "%2"}}\\n'
         "routes: [{from: a, to: b}]\\n'); "
-        "import pipeline.engine.runtime, pipeline.commands.daemon; "
+        "import pipeline.engine.runtime, pipeline.engine.daemon; "
         "assert not c.crosses_hosts('any'), c; assert set(c.tiles_on('any')) == {'a', 'b'}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nats', 'nkeys') or "
         "m.startswith('pipeline.bus')))"

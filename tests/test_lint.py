@@ -95,3 +95,14 @@ def test_every_sleep_in_a_test_shapes_its_scenario() -> None:
                     where = f"{path.relative_to(REPO)}:{node.lineno}"
                     unmarked.append(f"{where}: {lines[node.lineno - 1].strip()}")
     assert unmarked == []
+
+
+def test_the_code_cites_the_projects_own_docs() -> None:
+    """The facts the code relies on are written in docs/ (docs/agents.md for the agents' files and screens):
+    no file under pipeline/, plugins/, tests/ or bench/ cites a specification a person who clones the
+    project does not have."""
+    word = "SP" + "EC"  # spelt apart, so this file does not cite it either
+    citing = [str(path.relative_to(REPO)) for folder in ("pipeline", "plugins", "tests", "bench")
+              for path in sorted((REPO / folder).rglob("*"))
+              if path.is_file() and "__pycache__" not in path.parts and word.encode() in path.read_bytes()]
+    assert citing == []

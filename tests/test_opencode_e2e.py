@@ -1,5 +1,5 @@
-"""The real OpenCode (``opencode-ai`` from npm, the release SPEC §7 was recorded from) in a real tmux pane,
-talking to the fake OpenAI-compatible server on 127.0.0.1, with the real pipeline:
+"""The real OpenCode (``opencode-ai`` from npm, the release docs/agents.md's OpenCode facts were recorded
+from) in a real tmux pane, talking to the fake OpenAI-compatible server on 127.0.0.1, with the real pipeline:
 
 * a prompt handed to OpenCode starts a turn — confirmed by the new user message in its store;
 * that turn's answer is handed to a second pane exactly once, exactly as the model wrote it;
@@ -23,12 +23,12 @@ import anyio
 import pytest
 
 from pipeline import cli
-from pipeline.commands.status import tile_status
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from pipeline.system import proc
+from pipeline.views.tile_status import tile_status
 from plugins.opencode.reader import OpenCodeStore
 from plugins.opencode.screen import input_draft
 from tests.agent_versions import resolve
@@ -40,7 +40,7 @@ from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
-#: the release SPEC §7 was recorded from
+#: the release the facts of docs/agents.md (OpenCode) were recorded from
 OPENCODE = resolve("opencode")  # pinned, or npm latest with BATON_AGENTS=latest
 PROMPT = "Write the greeting helper and show it to me (e2e)"
 ANSWER = (

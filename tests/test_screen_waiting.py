@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.status import tile_status
 from pipeline.plugin.events import Delivery, Prompt
 from pipeline.system import proc
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.screen import dialog

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.board import Board, HandoffView, columns, render
 from pipeline.engine.journal import Journal
 from pipeline.plugin.events import Completion, Prompt
 from pipeline.plugin.usage import MatchingLines, SessionUsage
+from pipeline.views.board import Board, HandoffView, columns, render
 from plugins.claude_code.usage import TranscriptUsage, price_of
 from plugins.codex.usage import RolloutUsage
 from tests.support.claude import Scene, text

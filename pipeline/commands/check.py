@@ -6,9 +6,10 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from pipeline.commands.server import config_path, load, no_config_here
-from pipeline.commands.table import count, json_text
+from pipeline.cmdline.config import config_path, load, no_config_here
+from pipeline.cmdline.output import json_text
 from pipeline.plugin.manager import load_registries
+from pipeline.system.text import count
 
 __all__ = ["check_command"]
 

@@ -9,7 +9,9 @@ demo`` exits with status 128 + the signal's number (130 for Ctrl-C).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from pipeline.commands.history import quiet_stdout
+from pipeline.cmdline.output import quiet_stdout
 from pipeline.engine.config import Config, Route, Settings, Tile
 from pipeline.engine.journal import Journal, JournalUnusable, check_folder
 from pipeline.engine.runtime import Pipeline
@@ -32,7 +34,7 @@ from pipeline.spool import spool_dir
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
 
-__all__ = ["DemoProgress", "run_demo"]
+__all__ = ["DemoProgress", "demo_command", "run_demo"]
 
 FIRST_PROMPT = "Plan a small feature: a --version flag for our CLI.\nKeep it to two steps."
 
@@ -205,3 +207,20 @@ async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0
 def _first_line(text: str, width: int = 70) -> str:
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    progress = DemoProgress()
+    try:
+        status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
+                                            progress=progress))
+    except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
+        progress.stopped_by, status = signal.SIGINT, 130
+    # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of
+    # whatever exit step it landed in (the tmux control client's reaping, say)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if progress.stopped_by is not None:
+        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+            print(progress.stopped(), flush=True)
+    return status

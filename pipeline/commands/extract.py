@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.commands.table import json_text
+from pipeline.cmdline.output import json_text
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import Registries
 

@@ -1,6 +1,6 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs as the journal records them (:mod:`pipeline.commands.history_follow`). The table
-is :mod:`pipeline.commands.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
+keeps printing hand-offs as the journal records them (:mod:`pipeline.views.history_follow`). The table
+is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
 exit status 0.
 """
 
@@ -8,49 +8,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sqlite3
 import sys
-import time
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.commands.handoff_table import FollowTable, handoff_table
-from pipeline.commands.table import json_line
+from pipeline.cmdline.output import json_line, quiet_stdout
 from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
+from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
 
-__all__ = ["describe_filter", "history_command", "no_match", "parse_since", "quiet_stdout", "record_row"]
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
-_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
-
-
-def parse_since(value: str) -> float:
-    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
-    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
-    ValueError into a usage error."""
-    value = value.strip()
-    ago = _AGO.fullmatch(value)
-    if ago:
-        since = time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
-        try:  # a time is shown as a local time (the "nothing matches" line): one this far back cannot be
-            time.localtime(since)
-        except (OverflowError, OSError, ValueError):
-            shown = value if len(value) <= 24 else f"{value[:24]}… ({len(value)} characters)"
-            raise argparse.ArgumentTypeError(f"{shown} ago is before any time this machine can show") \
-                from None
-        return since
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is neither a duration (10m, 2h, 1d) nor an ISO time (2026-03-01T14:00)"
-        ) from None
-
+__all__ = ["history_command", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
@@ -64,9 +33,9 @@ def history_command(args: argparse.Namespace) -> int:
             print("baton history: --follow reads this host's journal; it does not go with --all-hosts",
                   file=sys.stderr)
             return 2
-        from pipeline.commands.allhosts import print_all_hosts
-        from pipeline.commands.server import load_optional
+        from pipeline.cmdline.config import load_optional
         from pipeline.plugin.manager import load_registries
+        from pipeline.views.all_hosts import print_all_hosts
 
         config, ok = load_optional(args, load_registries())
         return print_all_hosts("history", config, args.json, args.limit, match) if ok else 1
@@ -82,27 +51,6 @@ def history_command(args: argparse.Namespace) -> int:
         hint = hint if unreadable else ""
         print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
-
-
-def _filtered(match: HistoryFilter) -> bool:
-    return match != HistoryFilter()
-
-
-def describe_filter(match: HistoryFilter) -> str:
-    """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
-    words = [f"--{name} {value}" for name, value in
-             (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
-    if match.since is not None:
-        words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
-    return " ".join(words)
-
-
-def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
-    """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
-    if not _filtered(match) or not others:
-        return f"no hand-offs{where} yet"
-    holder = "the bus" if where else "the journal"
-    return f"no hand-offs match {describe_filter(match)}; {holder} holds others (fewer filters show them)"
 
 
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
@@ -127,7 +75,7 @@ def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe. Ctrl-C
     ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
     per line, nothing else."""
-    from pipeline.commands.history_follow import follow_journal
+    from pipeline.views.history_follow import follow_journal
 
     printer = _JsonLines() if as_json else _FollowPrinter()
     try:
@@ -170,10 +118,3 @@ class _FollowPrinter:
         total = self.table.total() if self.table is not None else ""
         if total:  # on a line of its own, not after the ^C a terminal echoes
             print(("\n" if sys.stdout.isatty() else "") + total, flush=True)
-
-
-def quiet_stdout() -> None:
-    """Point standard output at /dev/null, so the interpreter's final flush of a closed pipe stays quiet."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)

@@ -7,11 +7,12 @@ Driven by the registry: ``--agent NAME`` names any registered adapter, a third-p
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from pipeline.plugin.manager import Registries
+from pipeline.plugin.manager import Registries, load_registries
 
-__all__ = ["hook_command", "install_hooks"]
+__all__ = ["hook_command", "install_command", "install_hooks"]
 
 
 def hook_command(agent: str) -> list[str]:
@@ -38,3 +39,7 @@ def install_hooks(registries: Registries, agents: list[str]) -> int:
             print(f"baton hooks install --agent {name}: {exc}", file=sys.stderr)
             status = 1
     return status
+
+
+def install_command(args: argparse.Namespace) -> int:
+    return install_hooks(load_registries(), args.agents)

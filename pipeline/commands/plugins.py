@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from pipeline.commands.table import json_text, table
+from pipeline.cmdline.output import json_text, table
 from pipeline.plugin.manager import load_registries, make_plugin_manager
 
 __all__ = ["plugins_command"]

@@ -219,9 +219,9 @@ def _notes_only(verbose: bool) -> Iterator[None]:
 def preview_command(args: argparse.Namespace) -> int:
     """``baton preview``: 0 with the text; 1 when the route would not fire or there is nothing to preview.
     With ``--json`` one object (the text, or why it would not fire, and the notes) on standard output."""
-    from pipeline.commands.pane import InputTooLarge, read_input
-    from pipeline.commands.server import load, tmux_for
-    from pipeline.commands.table import json_text
+    from pipeline.cmdline.config import load, tmux_for
+    from pipeline.cmdline.options import InputTooLarge, read_input
+    from pipeline.cmdline.output import json_text
     from pipeline.plugin.manager import load_registries
 
     registries = load_registries()

@@ -1,5 +1,6 @@
 """``baton status``: per tile, what batonpass sees — pane, agent, its PID, session, transcript, state,
-and a preview of the last answer."""
+and a preview of the last answer (the rows: :mod:`pipeline.views.tile_status`); ``--watch`` draws the live
+board (:mod:`pipeline.views.live_board`), ``--all-hosts`` every host's tiles, from the bus."""
 
 from __future__ import annotations
 
@@ -9,63 +10,13 @@ from typing import Any
 
 import anyio
 
-from pipeline.commands.preview import PreviewError, last_response
-from pipeline.commands.server import load, no_tiles_on, this_host, tmux_for
-from pipeline.commands.table import count, json_text, table
-from pipeline.engine.config import Config
-from pipeline.engine.tiles import TileRuntime, build_tiles
-from pipeline.plugin.manager import Registries, load_registries
-from pipeline.system.tmux import Tmux, TmuxError
+from pipeline.cmdline.config import load, no_tiles_on, this_host, tmux_for
+from pipeline.cmdline.output import json_text, table
+from pipeline.plugin.manager import load_registries
+from pipeline.system.text import count
+from pipeline.views.tile_status import tile_status
 
-__all__ = ["status_command", "tile_row", "tile_status"]
-
-#: resolve steps whose value is worth a column of its own
-FILE_STEPS = {
-    "session": ("session", "session file", "session-file", "thread"),
-    "transcript": ("transcript", "rollout", "store"),
-}
-
-
-async def tile_status(
-    config: Config, registries: Registries, tmux: Tmux, preview_chars: int = 80
-) -> list[dict[str, Any]]:
-    tiles = await build_tiles(config, registries.agents, tmux)
-    return [await tile_row(name, runtime, preview_chars) for name, runtime in tiles.items()]
-
-
-async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> dict[str, Any]:
-    """One tile's row. ``baton status --watch`` keeps its tiles between calls, so adapters that read
-    their agent's files as they grow only read what was appended."""
-    row: dict[str, Any] = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
-                           "pane_id": None, "agent_pid": None, "session": None, "transcript": None,
-                           "state": None, "last_response": None}
-    try:
-        info = await runtime.ctx.pane()
-        found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
-        row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
-                   state=await runtime.adapter.target_state())
-        if info.dead:
-            status = f" with status {info.dead_status}" if info.dead_status is not None else ""
-            row["error"] = f"the command in pane {info.pane_id} exited{status}; baton up starts it again"
-        for step in await runtime.adapter.resolve():
-            if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
-                row["state"] = step.detail
-            for column, names in FILE_STEPS.items():
-                if step.step in names and step.ok and row[column] is None:
-                    value = step.value
-                    if isinstance(value, dict) and "path" in value:  # the session file's step: path and more
-                        value = value["path"]
-                    row[column] = str(value) if value is not None else step.detail
-    except TmuxError as exc:
-        row.update(state="gone", error=str(exc))
-        return row
-    try:
-        text = (await last_response(runtime)).text.strip().replace("\n", " ⏎ ")
-        row["last_response"] = text if len(text) <= preview_chars else text[: preview_chars - 1] + "…"
-    except PreviewError:
-        pass
-    return row
-
+__all__ = ["status_command"]
 
 def status_command(args: argparse.Namespace) -> int:
     """0; 1 when routes.yaml is invalid; 3 when none of the tiles has its pane."""
@@ -74,18 +25,18 @@ def status_command(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     if args.all_hosts and args.watch:
-        from pipeline.commands.hosts_watch import watch_all_hosts
+        from pipeline.views.hosts_board import show_hosts_board
 
-        return watch_all_hosts(args, config)
+        return show_hosts_board(args, config)
     if args.all_hosts:
-        from pipeline.commands.allhosts import print_all_hosts
+        from pipeline.views.all_hosts import print_all_hosts
 
         return print_all_hosts("tiles", config, args.json)
     whole, config = config, this_host(config, args.host)
     if args.watch:
-        from pipeline.commands.watch import watch_command
+        from pipeline.views.live_board import show_live_board
 
-        return watch_command(args, config, registries)
+        return show_live_board(args, config, registries)
     rows = anyio.run(lambda: tile_status(config, registries, tmux_for(args, config)))
     status = 3 if rows and all(r["state"] == "gone" for r in rows) else 0
     # every tile failing the same way (no tmux server): said once, not once per tile

@@ -8,16 +8,20 @@ target creates the session (or splits its window); a ``title:NAME`` target creat
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import sys
 from dataclasses import dataclass
 
 import anyio
 
+from pipeline.cmdline.config import load, no_tiles_on, this_host, tmux_for
 from pipeline.engine.config import Config
+from pipeline.plugin.manager import load_registries
 from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, Tmux, TmuxError
 
-__all__ = ["UpResult", "bring_up"]
+__all__ = ["UpResult", "bring_up", "up_command"]
 
 _ADDRESS = re.compile(r"^(?P<session>[^:]+):(?P<window>[^.]+)(?:\.(?P<pane>\d+))?$")
 DEFAULT_SESSION = "batonpass"
@@ -142,3 +146,19 @@ async def _create(tmux: Tmux, target: str, command: str, cwd: str | None) -> Pan
         out = await tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", split_target,
                              *(["-c", cwd] if cwd else []), command)
         return await tmux.pane(out.strip())
+
+
+def up_command(args: argparse.Namespace) -> int:
+    config, _ = load(args, load_registries())
+    if config is None:
+        return 1
+    if note := no_tiles_on(config, args.host):  # nothing to do here is no failure (one `up` per machine)
+        print(f"baton up: nothing to bring up: {note}", file=sys.stderr)
+        return 0
+    config = this_host(config, args.host)
+    results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
+    for r in results:
+        print(f"{r.tile:<14} {r.action:<10} {r.detail}")
+        if r.action == "error":
+            print(f"{r.tile}: {r.detail}", file=sys.stderr)
+    return 1 if any(r.action == "error" for r in results) else 0

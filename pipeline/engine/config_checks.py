@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from pipeline.engine.config_positions import Positions, Problem, dotted, message
 from pipeline.engine.hosts import crossing_problems
-from pipeline.plugin.registry import UnknownName
 from pipeline.system.jsonl import json_list, json_object
 
 __all__ = ["DEFAULT_MAX_HOPS", "KNOWN_SHOWN", "semantic_problems"]
@@ -147,12 +146,10 @@ def _transform_problems(
             return [positions.problem(path, "a transform mapping needs a 'type' key")]
     else:
         return []
-    try:
-        cls = registries.transforms.get(kind)
-    except UnknownName as exc:
-        return [
-            positions.problem(type_path, f"unknown transform type {kind!r}; known: {', '.join(exc.known)}")
-        ]
+    if not isinstance(kind, str) or kind not in registries.transforms:  # as the agents are asked, above
+        known = ", ".join(registries.transforms.names())
+        return [positions.problem(type_path, f"unknown transform type {kind!r}; known: {known}")]
+    cls = registries.transforms.get(kind)
     try:
         validated = cls.Options.model_validate(options)
     except ValidationError as exc:

@@ -20,15 +20,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from pipeline.engine.notify_config import NotifyEvent, NotifyTarget
-from pipeline.engine.notify_sinks import Sink, TmuxSink, make_sink
+from pipeline.engine.notify_config import NotifyTarget
+from pipeline.engine.notify_sinks import Notice, Sink, TmuxSink, make_sink
 from pipeline.system.tmux import Tmux
 
 __all__ = ["Notice", "Notifier"]
@@ -40,26 +38,6 @@ QUEUE_SIZE = 64
 MEMORY = 1024
 #: how long a waiting episode carried over a reload waits for the new pipeline's first look at its tile
 CARRY_S = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """One thing a person should know, in a line."""
-
-    event: NotifyEvent
-    tile: str
-    title: str
-    message: str
-    route: str | None = None
-    #: the hand-off (``route@turn``) it is about, if any
-    handoff: str | None = None
-    at: float = field(default_factory=time.time)
-
-    def as_json(self) -> dict[str, Any]:
-        """The webhook's body: stable field names."""
-        return {"source": "batonpass", "event": self.event, "tile": self.tile, "title": self.title,
-                "message": self.message, "route": self.route, "handoff": self.handoff,
-                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.at))}
 
 
 class Notifier:

@@ -1,4 +1,5 @@
-"""The places a notice goes to: the tmux clients, the desktop, a webhook.
+"""The places a notice goes to: the tmux clients, the desktop, a webhook; and the notice itself
+(:class:`Notice`), which the :class:`~pipeline.engine.notify.Notifier` posts and each place sends.
 
 Each place sends on its own, at most :data:`PARALLEL` notices at a time, with its backlog capped (a place
 that cannot keep up loses notices, the pipeline never waits). A webhook whose POST fails in a way that may
@@ -19,24 +20,23 @@ import shutil
 import socket
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from pipeline.engine.notify_config import NotifyTarget
+from pipeline.engine.notify_config import NotifyEvent, NotifyTarget
 from pipeline.system.logs import add_secret
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 
-if TYPE_CHECKING:
-    from pipeline.engine.notify import Notice
-
-__all__ = ["Sink", "make_sink"]
+__all__ = ["Notice", "Sink", "make_sink"]
 
 log = logging.getLogger("batonpass")
 
@@ -52,6 +52,26 @@ def one_line(text: str, limit: int = SHORT) -> str:
     """Printable, one line, at most ``limit`` characters (agents' files and names are not trusted)."""
     flat = " ".join(sanitize(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """One thing a person should know, in a line."""
+
+    event: NotifyEvent
+    tile: str
+    title: str
+    message: str
+    route: str | None = None
+    #: the hand-off (``route@turn``) it is about, if any
+    handoff: str | None = None
+    at: float = field(default_factory=time.time)
+
+    def as_json(self) -> dict[str, Any]:
+        """The webhook's body: stable field names."""
+        return {"source": "batonpass", "event": self.event, "tile": self.tile, "title": self.title,
+                "message": self.message, "route": self.route, "handoff": self.handoff,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.at))}
 
 
 class _GaveUp(Exception):

@@ -1,5 +1,5 @@
 """Making text safe: ANSI stripping for screens, and the sanitizer that guards every pane we type into;
-and how wide text is in a terminal, for the tables that must fit one.
+how wide text is in a terminal, for the tables that must fit one; and counted nouns (``2 routes``).
 
 Both work on ``str``. The sanitizer is the last step before tmux: whatever an agent printed, only printable
 characters, newline and tab get through, so no escape sequence (and so no bracketed-paste terminator
@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-__all__ = ["fit", "sanitize", "strip_ansi", "text_width"]
+__all__ = ["count", "fit", "sanitize", "strip_ansi", "text_width"]
 
 # ESC-introduced sequences (ECMA-48): CSI, OSC/DCS/SOS/PM/APC strings, two-byte escapes; plus the 8-bit
 # C1 forms of CSI (0x9b) and of the string introducers (0x90, 0x98, 0x9d, 0x9e, 0x9f).
@@ -90,3 +90,8 @@ def fit(text: str, width: int, *, pad: bool = False, measure: Callable[[str], in
         text = "".join(kept) + "…"
         used = measure(text)
     return text + " " * (width - used) if pad else text
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 route``, ``2 routes``, ``0 problems``."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"

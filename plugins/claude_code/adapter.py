@@ -65,7 +65,7 @@ class ClaudeCodeAdapter(FileFollowing):
     name = "claude"
     summary = "Claude Code: transcript answers; completion from session status, transcript and Stop hook"
     process_names = PROCESS_NAMES
-    # SPEC §5: Claude Code needs >= 150 ms between paste and Enter
+    # Claude Code needs >= 150 ms between paste and Enter (docs/agents.md, Claude Code: typing)
     submit_delay_s = 0.3
     busy_markers = BUSY_MARKERS
     #: how long response() waits for the transcript to show a turn first reported by the hook
@@ -363,8 +363,8 @@ class ClaudeCodeAdapter(FileFollowing):
 
     async def received(self, text: str) -> bool | None:
         """Whether one of the last prompts in the session's transcript is ``text`` (its paste wrapper
-        removed, SPEC §5.1); False when the session file names a session whose transcript does not exist
-        yet (Claude Code creates it with the first prompt); None when nothing can tell."""
+        removed: docs/agents.md, Claude Code); False when the session file names a session whose transcript
+        does not exist yet (Claude Code creates it with the first prompt); None when nothing can tell."""
         res = await self._resolve()
         if res.transcript is None:
             return False if res.session is not None else None

@@ -1,14 +1,15 @@
 """Claude Code's wrapper around pasted text, removed from prompts read back from its transcript.
 
-Seen on the real 2.1.332 (SPEC §5.1): a bracketed paste of 4 lines or more, or of more than 800 characters
-(tests/test_claude_e2e.py finds these limits on the real CLI), reaches the transcript — and the model — as
-``\\n\\n<pasted_content id="00d6">\\n<the text>\\n</pasted_content id="00d6">\\n``, the text inside intact.
-Anything that looks for a hand-off's prompt in the target's transcript (``received()`` after a crash
-mid-delivery, "was this prompt already typed?") compares the unwrapped text, or a delivered prompt would be
-taken for undelivered and typed twice. The dispatcher pastes a hand-off as one unit, so a template's own
-instruction travels inside the same wrapper as the answer it frames: the model reads it all as the user's
-paste, which is what a person pasting the same text would get — splitting the paste to keep the instruction
-outside would break the one-unit rule that keeps a half-delivered prompt from ever being submitted.
+Seen on the real 2.1.332 (docs/agents.md, Claude Code 2.1.332): a bracketed paste of 4 lines or more, or of
+more than 800 characters (tests/test_claude_e2e.py finds these limits on the real CLI), reaches the transcript
+— and the model — as ``\\n\\n<pasted_content id="00d6">\\n<the text>\\n</pasted_content id="00d6">\\n``, the
+text inside intact. Anything that looks for a hand-off's prompt in the target's transcript (``received()``
+after a crash mid-delivery, "was this prompt already typed?") compares the unwrapped text, or a delivered
+prompt would be taken for undelivered and typed twice. The dispatcher pastes a hand-off as one unit, so a
+template's own instruction travels inside the same wrapper as the answer it frames: the model reads it all as
+the user's paste, which is what a person pasting the same text would get — splitting the paste to keep the
+instruction outside would break the one-unit rule that keeps a half-delivered prompt from ever being
+submitted.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The resolution chain of Claude Code: pane → process → session file → transcript (SPEC §5).
+"""The resolution chain of Claude Code: pane → process → session file → transcript (docs/agents.md, Claude
+Code, which says why each link holds).
 
 Each step is recorded as a :class:`~pipeline.plugin.agents.ResolveStep`, so ``baton resolve`` shows where the
 chain went, where it stopped and which fallback rule it took:

@@ -1,4 +1,5 @@
-"""Claude Code's screen (SPEC §5), for when its files cannot be read: the input box and the last answer.
+"""Claude Code's screen (docs/agents.md, Claude Code), for when its files cannot be read: the input box and
+the last answer.
 
 The input box is a ``❯`` line between two ``─`` rules (``❯`` alone is also the cursor of dialogs, so the
 rule above it is what marks the box); an answer block starts with ``●``, continuation lines are indented
@@ -40,7 +41,8 @@ def _box_top(lines: list[str]) -> int | None:
 
 
 #: the dialogs Claude Code draws in place of its input box, by a line of each, and what the session file
-#: calls them in ``waitingFor`` (SPEC §5: the approval prompt, and 2.1.332's auto-mode dialog)
+#: calls them in ``waitingFor`` (docs/agents.md, Claude Code 2.1.332: the approval prompt, and the auto-mode
+#: dialog)
 DIALOGS = (("Do you want to proceed?", "permission prompt"), ("Enter to stay in auto mode", "dialog open"))
 
 

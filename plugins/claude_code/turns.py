@@ -7,7 +7,7 @@ later user line of the turn — tool results, the interrupt marker — carries t
 ``uuid`` where there is none (1.0.x). An assistant message is split into one line per content block sharing
 ``message.id``; the answer is the text blocks of the turn's last assistant message with text, in order.
 
-What proves that a turn ended, by version (SPEC §5, §5.1, §5.2):
+What proves that a turn ended, by version (docs/agents.md, Claude Code and its versions):
 
 - ``system/turn_duration`` — 2.1.x after every turn; 1.0.98…2.1.39 only after turns longer than ~30 s.
 - the final message's ``stop_reason`` (``end_turn``…) — 2.1.x; older versions write ``null`` on nearly every
@@ -21,12 +21,13 @@ What proves that a turn ended, by version (SPEC §5, §5.1, §5.2):
 
 An interrupt (``[Request interrupted by user…``) or an API error ends a turn as ``failed``.
 
-**Background agents** (2.1.332, SPEC §5.1): a turn whose ``turn_duration`` has ``pendingBackgroundAgentCount``
-> 0 ended while subagents still run; its answer is "I launched an agent…". It is *held*, not reported: the
-work goes on in the turns the agents' ``<task-notification>`` lines start, and the first later turn that ends
-with none pending is the tile's completion (its answer is the real one). A held turn fires no route — not
-even ``on: any`` — and uses no hop (no completion is reported for it). :meth:`TurnTracker.release_held`
-gives it up when the session goes idle with no notification turn (the adapter waits a few seconds first).
+**Background agents** (docs/agents.md, Claude Code 2.1.332): a turn whose ``turn_duration`` has
+``pendingBackgroundAgentCount`` > 0 ended while subagents still run; its answer is "I launched an agent…". It
+is *held*, not reported: the work goes on in the turns the agents' ``<task-notification>`` lines start, and
+the first later turn that ends with none pending is the tile's completion (its answer is the real one). A held
+turn fires no route — not even ``on: any`` — and uses no hop (no completion is reported for it).
+:meth:`TurnTracker.release_held` gives it up when the session goes idle with no notification turn (the adapter
+waits a few seconds first).
 
 A turn is named by ``claude:<sessionId>:<key>`` (:func:`turn_id`): the Stop hook's stdin carries
 ``session_id`` and ``prompt_id`` too, so hook, session status and transcript name one turn alike.

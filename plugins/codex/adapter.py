@@ -59,7 +59,7 @@ class CodexAdapter(RolloutFollowing):
     process_names = frozenset({"codex"})
     submit_delay_s = 0.2
     confirm_timeout_s = 8.0
-    # SPEC §6: nothing shows while the answer streams; the rollout says busy, the screen only helps
+    # nothing shows while the answer streams (docs/agents.md, Codex): the rollout says busy, the screen helps
     busy_markers = ("esc to interrupt",)
     input_line = re.compile(r"^›\s?(.*)$")
     placeholders = ("Ask Codex to do anything",)

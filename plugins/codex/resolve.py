@@ -1,4 +1,4 @@
-"""Which rollout belongs to a pane: the Codex resolution chain (SPEC §6).
+"""Which rollout belongs to a pane: the Codex resolution chain (docs/agents.md, Codex).
 
 The pane's process tree holds ``node → codex`` (the TUI). By default the TUI runs its turns in a shared
 daemon outside the pane, and only the daemon holds rollouts open, so the chain is:

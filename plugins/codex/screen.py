@@ -1,6 +1,6 @@
 """Codex, seen from its screen: the input line (a draft, or the dim placeholder) and the furniture around
-an answer. The screen is the last resort for answers and the second opinion for busy (SPEC §6: nothing
-shows while the answer streams, so the rollout says busy first)."""
+an answer. The screen is the last resort for answers and the second opinion for busy (docs/agents.md, Codex:
+nothing shows while the answer streams, so the rollout says busy first)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A rollout (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``) is one thread's journal:
 lines ``{"timestamp", "ordinal", "type", "payload"}``, read by :class:`~plugins.codex.reader.JsonlTail`;
-:class:`RolloutState` folds them into turns. Every Codex shape is understood (SPEC §6,
+:class:`RolloutState` folds them into turns. Every Codex shape is understood (docs/agents.md, Codex,
 docs/agent-versions.md):
 
 - 0.104+ (0.171): ``task_started`` / ``item_completed`` / ``task_complete`` / ``turn_aborted`` name each

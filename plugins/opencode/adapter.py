@@ -69,7 +69,8 @@ class OpenCodeAdapter(StoreFollowing):
         p = await self._process()
         if p is None:
             return [*steps[:-1], ResolveStep("process", False, "the opencode process exited")]
-        waiting = await self.waiting_step()  # a permission prompt is only on the screen (SPEC §7)
+        # a permission prompt is only on the screen (docs/agents.md, OpenCode)
+        waiting = await self.waiting_step()
         if waiting is not None:
             steps.append(waiting)
         steps.append(

@@ -1,12 +1,12 @@
 """OpenCode's SQLite store, read safely: where it is, and the queries for sessions, turns and answers.
 
-OpenCode (SPEC §7) keeps every session in ``$XDG_DATA_HOME/opencode/opencode.db`` (``OPENCODE_DB`` overrides
-it: an absolute path as is, a relative one under the data folder), in WAL mode with the WAL often not
-checkpointed. So the store is opened **read-only, in place** (``file:…?mode=ro``): a copy of the ``.db``
-without its ``-wal`` would miss the newest turns. Every read is one short transaction (a consistent snapshot
-of messages and parts, released at once so OpenCode's checkpoints are never held up); ``SQLITE_BUSY`` is
-waited out and retried; a schema this module does not know raises :class:`UnknownSchema` instead of
-guessing.
+OpenCode (docs/agents.md, OpenCode) keeps every session in ``$XDG_DATA_HOME/opencode/opencode.db``
+(``OPENCODE_DB`` overrides it: an absolute path as is, a relative one under the data folder), in WAL mode with
+the WAL often not checkpointed. So the store is opened **read-only, in place** (``file:…?mode=ro``): a copy of
+the ``.db`` without its ``-wal`` would miss the newest turns. Every read is one short transaction (a
+consistent snapshot of messages and parts, released at once so OpenCode's checkpoints are never held up);
+``SQLITE_BUSY`` is waited out and retried; a schema this module does not know raises :class:`UnknownSchema`
+instead of guessing.
 
 What the rows mean — a turn, when it is finished, its answer — is :mod:`plugins.opencode.turns`'s.
 """

@@ -1,9 +1,9 @@
 """Which OpenCode session a pane is showing: nothing in the store names a PID or a pane, so it is inferred.
 
-The facts to go on (SPEC §7): the pane's ``opencode`` process has a cwd and a start time; each session has a
-``directory`` (the cwd it was started in) and a creation time; OpenCode creates a session at the first
-prompt, so a session the process made was created after the process started. The rules, in order — the
-first that decides wins, and its name is shown by ``baton resolve``:
+The facts to go on (docs/agents.md, OpenCode): the pane's ``opencode`` process has a cwd and a start time;
+each session has a ``directory`` (the cwd it was started in) and a creation time; OpenCode creates a session
+at the first prompt, so a session the process made was created after the process started. The rules, in order
+— the first that decides wins, and its name is shown by ``baton resolve``:
 
 ``prompt``  the session's newest user message is the prompt batonpass last typed into this pane;
 ``screen``  the session's newest user message is on this pane's screen (and not claimed by a peer's prompt);

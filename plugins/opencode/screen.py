@@ -1,8 +1,8 @@
 """OpenCode's screen: the text waiting in its input box, and the permission dialog that replaces it.
 
-A permission prompt is not in OpenCode's store (the tool part stays ``running``, SPEC §7), so the screen is
-the only place that tells it: a ``△ Permission required`` panel over the input box, with ``Allow once`` /
-``Allow always`` / ``Reject`` buttons on its bottom row (1.18.33).
+A permission prompt is not in OpenCode's store (the tool part stays ``running``, docs/agents.md, OpenCode), so
+the screen is the only place that tells it: a ``△ Permission required`` panel over the input box, with ``Allow
+once`` / ``Allow always`` / ``Reject`` buttons on its bottom row (1.18.33).
 """
 
 from __future__ import annotations

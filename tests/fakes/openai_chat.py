@@ -195,7 +195,8 @@ def _completion(body: dict[str, Any], kind: str, payload: Any) -> dict[str, Any]
 
 
 def opencode_config(base_url: str) -> dict[str, Any]:
-    """``$XDG_CONFIG_HOME/opencode/opencode.json`` pointing OpenCode at this server (SPEC §7's recipe)."""
+    """``$XDG_CONFIG_HOME/opencode/opencode.json`` pointing OpenCode at this server (docs/agents.md, OpenCode:
+    offline)."""
     return {"$schema": "https://opencode.ai/config.json",
             "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
                                   "options": {"baseURL": base_url, "apiKey": "sk-fake"},

@@ -1,4 +1,5 @@
-"""A generated OpenCode store, written the way OpenCode 1.18.33 writes it (SPEC §7, fixtures/opencode/).
+"""A generated OpenCode store, written the way OpenCode 1.18.33 writes it (docs/agents.md, OpenCode,
+fixtures/opencode/).
 
 The schema is the one recorded from the real CLI (``fixtures/opencode/db_schema.sql``); rows carry the same
 JSON shapes (``message.data`` with ``role``, ``parentID``, ``time.created/completed``, ``finish``, ``error``;

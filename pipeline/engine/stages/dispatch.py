@@ -49,9 +49,10 @@ HOLD_TICK_S = 60.0
 
 
 async def target_state(adapter: AgentAdapter) -> TargetState:
-    """SPEC §8, held by the engine for every adapter: ``gone`` when the pane (or its program) is gone,
-    ``absent`` when the pane's process tree does not hold the tile's agent (a bare shell left by an agent
-    that exited: a prompt typed there would run as commands); only then the adapter's own answer."""
+    """The dispatch rules (docs/agents.md), held by the engine for every adapter: ``gone`` when the pane (or
+    its program) is gone, ``absent`` when the pane's process tree does not hold the tile's agent (a bare shell
+    left by an agent that exited: a prompt typed there would run as commands); only then the adapter's own
+    answer."""
     try:
         info = await adapter.ctx.pane()
     except (PaneGone, ServerGone):

@@ -1,12 +1,5 @@
-"""``baton send`` and ``baton resolve``: one pane, looked at or typed into exactly as the daemon does.
-
-Which pane, and which agent is expected there: a tile's name (from routes.yaml: ``./routes.yaml`` or
-``-c FILE``) names the tile's pane and its agent; a pane (``%N``, ``session:window.pane``, ``title:NAME``)
-that is a tile's pane — the same target, or one tmux resolves to the same ``%N`` — expects that tile's
-agent too. ``--agent`` names the agent of a pane no tile declares; a ``send --agent`` that contradicts the
-tile's is bad usage (exit 2; ``resolve --agent`` only reads, so it reads with the adapter named). Without
-either, the agent is found from the pane's process tree. The tiles count only on routes.yaml's own tmux
-server (``-L``/``-S`` naming another leaves them out).
+"""``baton send``: one pane, typed into exactly as the daemon does (which pane and which agent:
+:mod:`pipeline.cmdline.target`).
 
 ``send`` is the dispatcher's delivery: its checks (:func:`~pipeline.engine.stages.dispatch.target_state`:
 gone, then no agent of that kind, then the adapter's own busy/draft) and its one way of typing
@@ -26,8 +19,10 @@ lets the Enter that submits it go out (a paste is never left half done in an age
 confirmation end (at most the adapter's ``confirm_timeout_s``); a second one stops at once, saying what may
 be left in the pane.
 
-Text from outside (an argument, standard input, a file) is capped at :data:`MAX_INPUT_BYTES` before
-anything else happens, so a runaway pipe is refused instead of filling a pane."""
+Text from outside (an argument, standard input, a file) is capped at
+:data:`~pipeline.cmdline.options.MAX_INPUT_BYTES` before anything else happens, so a runaway pipe is refused
+instead of filling a pane.
+"""
 
 from __future__ import annotations
 
@@ -39,228 +34,26 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import IO
 
 import anyio
 
-from pipeline.commands.options import MAX_INPUT_BYTES
-from pipeline.commands.server import load_optional, tmux_for
-from pipeline.commands.table import json_text
-from pipeline.engine.config import Config, Tile
-from pipeline.engine.context import (
-    EngineContext,
-    look_again,
-    make_adapter,
-    pane_lookups_shared,
-    readiness_check,
-)
-from pipeline.engine.hosts import local_host, tile_host
+from pipeline.cmdline.options import InputTooLarge, check_size, read_input
+from pipeline.cmdline.target import Setup, TargetError, adapter_for, find_target, running_in, target_setup
+from pipeline.engine.context import EngineContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.journal import HandoffState, Journal, default_journal_path
 from pipeline.engine.stages.dispatch import WAIT_TICK_S, target_state, type_prompt
-from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import (
     AgentAdapter,
     TargetState,
 )
 from pipeline.plugin.events import Completion, Prompt
-from pipeline.plugin.manager import Registries, load_registries
 from pipeline.system.text import sanitize
-from pipeline.system.tmux import PaneGone, PaneInfo, Tmux, TmuxError
+from pipeline.system.tmux import PaneGone, TmuxError
 
-__all__ = ["SEND_ROUTE", "InputTooLarge", "PaneTarget", "TargetError", "check_size", "find_target",
-           "read_input", "resolve_command", "send_command"]
+__all__ = ["SEND_ROUTE", "send_command"]
 
 #: the route (and source) a send is journaled under: ``baton history --route send``
 SEND_ROUTE = "send"
-
-
-class InputTooLarge(ValueError):
-    """More text than batonpass types into a pane."""
-
-
-class TargetError(Exception):
-    """The target named cannot be used as asked; ``status`` is the exit status (2: bad usage)."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def read_input(stream: IO[bytes] | IO[str], what: str) -> str:
-    """At most :data:`MAX_INPUT_BYTES` from ``stream``, decoded as UTF-8 (bad bytes replaced); more is an
-    error, found after reading one byte past the limit, never the whole stream. A text stream (no
-    ``.buffer``, as under a test's captured stdin) is read the same way."""
-    raw = getattr(stream, "buffer", stream)
-    data = raw.read(MAX_INPUT_BYTES + 1)
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")
-    check_size(len(data), what)
-    return data.decode("utf-8", "replace")
-
-
-def check_size(size: int, what: str) -> None:
-    if size > MAX_INPUT_BYTES:
-        raise InputTooLarge(
-            f"{what} is over {MAX_INPUT_BYTES // (1024 * 1024)} MB ({MAX_INPUT_BYTES} bytes); "
-            "nothing was typed"
-        )
-
-
-# ---- which pane, which agent ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PaneTarget:
-    """What a one-pane command was pointed at: the tile it belongs to, if any, and the agent expected."""
-
-    given: str
-    #: the tile's name, or None for a pane no tile declares
-    name: str | None
-    #: the tile (for a pane no tile declares, one made up for it), its ``agent`` the one expected there
-    tile: Tile
-
-    def where(self, pane_id: str) -> str:
-        """``%3 (tile rev)``, ``%3 (work:0.1)`` or ``%3``: the pane, as the person will recognise it."""
-        label = f"tile {self.name}" if self.name else (self.given if self.given != pane_id else "")
-        return f"{pane_id} ({label})" if label else pane_id
-
-
-@dataclass(frozen=True)
-class _Setup:
-    registries: Registries
-    config: Config | None
-    tmux: Tmux
-    #: routes.yaml's tiles, when the tmux server asked is routes.yaml's own
-    tiles: dict[str, Tile]
-
-
-def _setup(args: argparse.Namespace) -> _Setup | None:
-    """What a one-pane command needs; None when routes.yaml is named or found and broken (said already)."""
-    registries = load_registries()
-    if args.agent != "auto":
-        registries.agents.get(args.agent)  # an unknown name: one line from main(), before anything else
-    config, ok = load_optional(args, registries)
-    if not ok:
-        return None
-    # -L/-S naming another server than routes.yaml's: a %N there is not a tile's pane
-    other_server = config is not None and (args.socket_path is not None or args.socket not in (
-        None, config.tmux.socket_name))
-    tiles = {} if config is None or other_server else dict(config.tiles)
-    return _Setup(registries, config, tmux_for(args, config), tiles)
-
-
-def _looks_like_pane(target: str) -> bool:
-    return target.startswith(("%", "title:")) or ":" in target
-
-
-async def find_target(given: str, agent: str, setup: _Setup, *, strict: bool) -> PaneTarget:
-    """The tile ``given`` names or whose pane it is, and the agent expected there. ``agent`` is
-    ``--agent`` (``auto`` when not given); one that contradicts the tile's is a :class:`TargetError`
-    (status 2) when ``strict``, else it wins. Raises :class:`~pipeline.system.tmux.TmuxError` when
-    ``given`` is no tile and tmux knows no such pane."""
-    config, tiles, here = setup.config, setup.tiles, local_host()
-    name: str | None = None
-    if given in tiles:
-        name, tile = given, tiles[given]
-        if tile_host(tile, here) != here:
-            raise TargetError(f"tile {given} is on host {tile.host}: its pane is on that machine; run baton "
-                              "there")
-    else:
-        try:
-            info = await setup.tmux.resolve(given)
-        except PaneGone as exc:
-            raise PaneGone(_no_such_target(given, exc, config, tiles, setup.tmux)) from None
-        found = await _tile_of(info, given, tiles, setup.tmux)
-        name, tile = found if found else (None, Tile(pane=given, agent="auto"))
-    if name is not None and tile.agent != "auto" and agent not in ("auto", tile.agent):
-        if strict:
-            raise TargetError(f"--agent {agent} contradicts tile {name}'s agent {tile.agent} in "
-                              f"{config.path if config else 'routes.yaml'}: leave --agent out", status=2)
-    elif name is not None and tile.agent != "auto":
-        agent = tile.agent
-    return PaneTarget(given, name, tile.model_copy(update={"agent": agent}))
-
-
-async def _tile_of(info: PaneInfo, given: str, tiles: dict[str, Tile],
-                   tmux: Tmux) -> tuple[str, Tile] | None:
-    """The tile (of this host) whose pane is ``info``: named as ``given`` is, or resolving to its ``%N``."""
-    here = {n: t for n, t in tiles.items() if tile_host(t, local_host()) == local_host()}
-    for name, tile in here.items():
-        if tile.pane == given:
-            return name, tile
-    for name, tile in here.items():
-        try:
-            if (await tmux.resolve(tile.pane)).pane_id == info.pane_id:
-                return name, tile
-        except TmuxError:  # that tile's pane is not there: it is not this one
-            continue
-    return None
-
-
-def _no_such_target(given: str, exc: PaneGone, config: Config | None, tiles: dict[str, Tile],
-                    tmux: Tmux) -> str:
-    """tmux's "no such pane", and for a word that reads as a tile's name, which tiles there are."""
-    if _looks_like_pane(given):
-        return str(exc)
-    if config is None:
-        return (f"no pane {given} on {tmux.describe()}, and no routes.yaml here declares a tile "
-                "(-c FILE names one)")
-    if given in config.tiles:
-        return (f"tile {given} of {config.path} is on its own tmux server "
-                f"({Tmux(config.tmux.socket_name).describe()}), not on {tmux.describe()}")
-    names = ", ".join(sorted(tiles)) or "none"
-    return f"no tile {given!r} in {config.path} (tiles: {names}) and no pane {given} on {tmux.describe()}"
-
-
-def _adapter(agent: str, ctx: EngineContext, registries: Registries) -> AgentAdapter:
-    return make_adapter(registries.agents.get(agent), ctx)
-
-
-def _running(info: PaneInfo, registries: Registries) -> tuple[str, str]:
-    """(the agent found in the pane's process tree, or "" for none; a few words on what runs there)."""
-    found = identify_agent(info.pid, registries.agents)
-    agent = "" if found == "shell" else found
-    running = f"it runs {info.current_command or 'an unknown program'}"
-    return agent, running + (f", a {agent} agent" if agent else "")
-
-
-# ---- resolve --------------------------------------------------------------------------------------------
-
-
-def resolve_command(args: argparse.Namespace) -> int:
-    """``baton resolve``: every step of the resolution chain; 1 when one stopped it."""
-    setup = _setup(args)
-    if setup is None:
-        return 1
-
-    async def resolve() -> tuple[PaneTarget, AgentAdapter, list]:
-        target = await find_target(args.pane, args.agent, setup, strict=False)
-        ctx = EngineContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
-        agent = target.tile.agent
-        if agent == "auto":
-            agent = identify_agent((await ctx.pane()).pid, setup.registries.agents)
-        adapter = _adapter(agent, ctx, setup.registries)
-        return target, adapter, await adapter.resolve()
-
-    try:
-        target, adapter, steps = anyio.run(resolve)
-    except TargetError as exc:
-        print(f"baton resolve: {exc}", file=sys.stderr)
-        return exc.status
-    ok = all(s.ok for s in steps)
-    pane = target.tile.pane if target.name == target.given else target.given
-    if args.json:
-        print(json_text({"pane": pane, "tile": target.name, "agent": adapter.name, "ok": ok,
-                         "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail, "value": s.value}
-                                   for s in steps]}))
-    else:
-        print(f"{pane}: agent {adapter.name}" + (f" (tile {target.name})" if target.name else ""))
-        for s in steps:
-            print(f"  {'ok ' if s.ok else 'STOP'} {s.step:<12} {s.detail}")
-    return 0 if ok else 1
-
-
-# ---- send -----------------------------------------------------------------------------------------------
 
 
 class _SendRecord:
@@ -337,7 +130,7 @@ def send_command(args: argparse.Namespace) -> int:
         return 1
     progress, record = _Progress(), _SendRecord()
     try:
-        setup = _setup(args)
+        setup = target_setup(args)
         if setup is None:
             return 1
         return anyio.run(lambda: _send_under_ctrl_c(args, text, setup, progress, record))
@@ -352,7 +145,7 @@ def send_command(args: argparse.Namespace) -> int:
         record.close()
 
 
-async def _send_under_ctrl_c(args: argparse.Namespace, text: str, setup: _Setup, progress: _Progress,
+async def _send_under_ctrl_c(args: argparse.Namespace, text: str, setup: Setup, progress: _Progress,
                              record: _SendRecord) -> int:
     status, error = 130, None
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
@@ -384,7 +177,7 @@ async def _on_ctrl_c(signals: AsyncIterator[int], scope: anyio.CancelScope, prog
             progress.typing.cancel()
 
 
-async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _Progress,
+async def _send(args: argparse.Namespace, text: str, setup: Setup, progress: _Progress,
                 record: _SendRecord) -> int:
     target = await find_target(args.pane, args.agent, setup, strict=True)
     ctx = EngineContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
@@ -403,17 +196,17 @@ async def _send(args: argparse.Namespace, text: str, setup: _Setup, progress: _P
         return 1
 
     force = "--force types into whatever runs there"
-    agent, running = _running(info, setup.registries)
+    agent, running = running_in(info, setup.registries)
     expected = target.tile.agent
     if expected == "auto" and not agent and not args.force:
         return refuse(f"no agent runs there ({running}; a shell would run the text as a command)",
                       f"--agent NAME names the agent expected, {force}")
-    adapter = _adapter((agent or "terminal") if expected == "auto" else expected, ctx, setup.registries)
+    adapter = adapter_for((agent or "terminal") if expected == "auto" else expected, ctx, setup.registries)
     state = await _ready(adapter, args.wait)
     if state == "absent":
         if not args.force:
             return refuse(f"no {adapter.name} agent runs there ({running})", force)
-        adapter = _adapter(agent or "terminal", ctx, setup.registries)
+        adapter = adapter_for(agent or "terminal", ctx, setup.registries)
         state = await _ready(adapter, args.wait)
     if state == "gone":
         return refuse("the pane is gone (or its program exited)")

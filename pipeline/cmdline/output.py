@@ -1,4 +1,5 @@
-"""Output shared by the commands: counted nouns, tables with a header row, and JSON.
+"""Output shared by the commands: tables with a header row, JSON, and a quiet end when the reader of a pipe is
+gone.
 
 A table's columns are as wide as their widest cell (header included), so a long pane name or route name
 shifts the columns instead of running into the next one; the last column is never padded.
@@ -7,10 +8,12 @@ shifts the columns instead of running into the next one; the last column is neve
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["count", "json_line", "json_text", "table"]
+__all__ = ["json_line", "json_text", "quiet_stdout", "table"]
 
 
 def json_text(value: Any) -> str:
@@ -23,11 +26,6 @@ def json_line(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def count(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 route``, ``2 routes``, ``0 problems``."""
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
-
-
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(c) for c in header]] + [["" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
@@ -36,3 +34,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         padded = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
         lines.append("  ".join(padded).rstrip())
     return "\n".join(lines)
+
+
+def quiet_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush of a closed pipe stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,7 +1,7 @@
 """What ``baton status --watch`` shows, as lines: one row per tile (two lines), never wider than the
 terminal.
 
-The data comes from :func:`pipeline.commands.status.tile_row` (state, last answer), the journal (queued
+The data comes from :func:`pipeline.views.tile_status.tile_row` (state, last answer), the journal (queued
 and last hand-offs) and the adapters' :meth:`~pipeline.plugin.agents.AgentAdapter.usage`. The board keeps
 when each tile's state began (a working turn's start from the agent's own records where it has them,
 :meth:`~pipeline.plugin.agents.AgentAdapter.working_since`), so a clock (``working 2m10s``) can tick between
@@ -10,7 +10,7 @@ refreshes without asking anything again.
 :func:`render` lays each frame out with rich (:class:`~rich.text.Text` cells, colour per state kind),
 each cell cut and padded by :func:`columns` (rich's cell widths, or more where rich counts a cluster
 narrower than tmux draws it) and prints it to a string, one line per board line; the board's own
-loop (:mod:`pipeline.commands.watch`) writes only the lines that changed — rich's ``Live`` would redraw
+loop (:mod:`pipeline.views.live_board`) writes only the lines that changed — rich's ``Live`` would redraw
 from a thread of its own, on a timer. Everything from an agent (answers, pane commands, names from the bus)
 is stripped of control characters before it reaches rich, and only ever becomes ``Text``, never markup.
 """

@@ -7,7 +7,8 @@ perhaps by another version of batonpass: a field that is missing or of the wrong
 ``?``), never as a traceback. Every cell is one line of printable text.
 
 ``--follow`` prints the same columns one row at a time, for as long as it runs (:class:`FollowTable`): its
-widths are fixed when it starts, so a later row lines up with the earlier ones.
+widths are fixed when it starts, so a later row lines up with the earlier ones. When no hand-off matches,
+both views say so the same way (:func:`no_match`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.commands.table import table
-from pipeline.engine.journal import STATES
+from pipeline.cmdline.output import table
+from pipeline.engine.journal import STATES, HistoryFilter
 from pipeline.system.text import fit, sanitize, text_width
 
-__all__ = ["HEADER", "FollowTable", "ai_total", "ai_use", "handoff_cells", "handoff_table", "header"]
+__all__ = ["HEADER", "FollowTable", "ai_total", "ai_use", "describe_filter", "handoff_cells", "handoff_table",
+           "header", "no_match"]
 
 HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
 #: how much of a turn id the table shows
@@ -175,3 +177,24 @@ class FollowTable:
 
     def _cut(self, line: str) -> str:
         return line if self.width is None else fit(line, self.width)
+
+
+def _filtered(match: HistoryFilter) -> bool:
+    return match != HistoryFilter()
+
+
+def describe_filter(match: HistoryFilter) -> str:
+    """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
+    words = [f"--{name} {value}" for name, value in
+             (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
+    if match.since is not None:
+        words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
+    return " ".join(words)
+
+
+def no_match(match: HistoryFilter, others: bool, where: str = "") -> str:
+    """What to say when nothing matches: which filters, and whether hand-offs exist without them."""
+    if not _filtered(match) or not others:
+        return f"no hand-offs{where} yet"
+    holder = "the bus" if where else "the journal"
+    return f"no hand-offs match {describe_filter(match)}; {holder} holds others (fewer filters show them)"

@@ -21,14 +21,14 @@ from typing import Any
 import anyio
 
 from pipeline.bus.board import BOARD_EVERY_S
-from pipeline.commands.allhosts import REACH_S
-from pipeline.commands.board import Board, handoffs_of
-from pipeline.commands.watch import BoardScreen, Wake, quiet_log, refusal
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.system.terminal import FullScreen
+from pipeline.views.all_hosts import REACH_S
+from pipeline.views.board import Board, handoffs_of
+from pipeline.views.live_board import BoardScreen, Wake, quiet_log, refusal
 
-__all__ = ["watch_all_hosts"]
+__all__ = ["show_hosts_board"]
 
 #: how often the bucket is read
 LOOK_S = BOARD_EVERY_S / 2
@@ -132,7 +132,7 @@ async def _run(config: Config, stdin: Any, stdout: Any) -> int:
     return 0
 
 
-def watch_all_hosts(args: argparse.Namespace, config: Config) -> int:
+def show_hosts_board(args: argparse.Namespace, config: Config) -> int:
     """``baton status --watch --all-hosts``: 0 when quit; 1 without a bus or a terminal; 2 with ``--json``."""
     if not args.json and not bus_servers(config.settings.bus):
         print("baton status --all-hosts: no bus configured (settings.bus.servers in routes.yaml, or "

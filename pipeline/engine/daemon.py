@@ -1,4 +1,4 @@
-"""``baton run``: the pipeline under signals and live reload.
+"""The daemon ``baton run`` starts (:mod:`pipeline.commands.run`): the pipeline under signals and live reload.
 
 The daemon runs one :class:`~pipeline.engine.runtime.Pipeline` at a time. When routes.yaml changes it is read
 again: if it is invalid, every problem is reported with its position and the running config stays; if it
@@ -22,17 +22,17 @@ from pathlib import Path
 
 import anyio
 
-from pipeline.commands.presence import watch_presence
-from pipeline.commands.table import count
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal, JournalUnusable, check_folder, open_journal
 from pipeline.engine.notify import Notifier
+from pipeline.engine.presence import watch_presence
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.state_lock import StateFolderBusy, hold_state_folder
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
 from pipeline.spool import spool_dir, state_dir
+from pipeline.system.text import count
 from pipeline.system.tmux import Tmux
 
 __all__ = ["run_daemon"]

@@ -26,9 +26,7 @@ import anyio
 from anyio import CancelScope
 from anyio.abc import TaskGroup
 
-from pipeline.commands.board import Board, read_handoffs, render, state_words
-from pipeline.commands.server import tmux_for
-from pipeline.commands.status import tile_row
+from pipeline.cmdline.config import tmux_for
 from pipeline.engine.config import Config
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.tiles import TileRuntime, build_tiles
@@ -36,8 +34,10 @@ from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
 from pipeline.system.terminal import FullScreen
 from pipeline.system.tmux import Tmux, TmuxError
+from pipeline.views.board import Board, read_handoffs, render, state_words
+from pipeline.views.tile_status import tile_row
 
-__all__ = ["BoardScreen", "Wake", "quiet_log", "refusal", "watch_board", "watch_command"]
+__all__ = ["BoardScreen", "Wake", "quiet_log", "refusal", "run_live_board", "show_live_board"]
 
 log = logging.getLogger("batonpass")
 #: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
@@ -267,7 +267,7 @@ def quiet_log(board: Board) -> Iterator[None]:
         root.handlers[:] = saved
 
 
-async def watch_board(config: Config, registries: Registries, tmux: Tmux,
+async def run_live_board(config: Config, registries: Registries, tmux: Tmux,
                       stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     """Show the board until ``q``, Ctrl-C, SIGTERM or a hang-up; 0 when quit that way."""
     tiles = await build_tiles(config, registries.agents, tmux)
@@ -299,9 +299,9 @@ def refusal(args: argparse.Namespace) -> int | None:
     return None
 
 
-def watch_command(args: argparse.Namespace, config: Config, registries: Registries) -> int:
+def show_live_board(args: argparse.Namespace, config: Config, registries: Registries) -> int:
     """``baton status --watch`` for ``config``'s tiles on this host: 0 when quit; 1 without a terminal."""
     refused = refusal(args)
     if refused is not None:
         return refused
-    return anyio.run(lambda: watch_board(config, registries, tmux_for(args, config)))
+    return anyio.run(lambda: run_live_board(config, registries, tmux_for(args, config)))

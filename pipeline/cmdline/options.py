@@ -12,24 +12,54 @@ import argparse
 import difflib
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 __all__ = [
     "MAX_INPUT_BYTES",
+    "InputTooLarge",
     "OneLineParser",
     "add_common",
     "bounded_float",
     "bounded_int",
+    "check_size",
     "name_value",
     "non_blank",
     "pane_target",
+    "parse_since",
+    "read_input",
 ]
 
 #: the most text ``baton send`` / ``baton preview --input`` take: far above any agent's answer, far below
 #: what would make tmux or a terminal stall
 MAX_INPUT_BYTES = 8 * 1024 * 1024
+
+
+class InputTooLarge(ValueError):
+    """More text than batonpass types into a pane."""
+
+
+def read_input(stream: IO[bytes] | IO[str], what: str) -> str:
+    """At most :data:`MAX_INPUT_BYTES` from ``stream``, decoded as UTF-8 (bad bytes replaced); more is an
+    error, found after reading one byte past the limit, never the whole stream. A text stream (no
+    ``.buffer``, as under a test's captured stdin) is read the same way."""
+    raw = getattr(stream, "buffer", stream)
+    data = raw.read(MAX_INPUT_BYTES + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    check_size(len(data), what)
+    return data.decode("utf-8", "replace")
+
+
+def check_size(size: int, what: str) -> None:
+    if size > MAX_INPUT_BYTES:
+        raise InputTooLarge(
+            f"{what} is over {MAX_INPUT_BYTES // (1024 * 1024)} MB ({MAX_INPUT_BYTES} bytes); "
+            "nothing was typed"
+        )
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -197,6 +227,34 @@ def _shown(value: str, width: int = 24, *, quote: bool = False) -> str:
 
 def _range(low: float, high: float) -> str:
     return f"{low} to {high}"
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
+_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
+
+
+def parse_since(value: str) -> float:
+    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
+    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
+    ValueError into a usage error."""
+    value = value.strip()
+    ago = _AGO.fullmatch(value)
+    if ago:
+        since = time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
+        try:  # a time is shown as a local time (the "nothing matches" line): one this far back cannot be
+            time.localtime(since)
+        except (OverflowError, OSError, ValueError):
+            shown = value if len(value) <= 24 else f"{value[:24]}… ({len(value)} characters)"
+            raise argparse.ArgumentTypeError(f"{shown} ago is before any time this machine can show") \
+                from None
+        return since
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError, OSError):  # not a time; or one the platform cannot count (year 1)
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a duration (10m, 2h, 1d) nor an ISO time (2026-03-01T14:00)"
+        ) from None
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 
-from pipeline.commands.handoff_table import handoff_table
-from pipeline.commands.table import json_line, json_text, table
+from pipeline.cmdline.output import json_line, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.engine.journal import HistoryFilter
+from pipeline.views.handoff_table import handoff_table, no_match
 
 __all__ = ["print_all_hosts"]
 
@@ -63,8 +63,6 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         )
         return 0
     if not rows:
-        from pipeline.commands.history import no_match
-
         print(no_match(match or HistoryFilter(), others=everyone > 0, where=" on the bus"))
         return 0
     print(handoff_table(rows, host=True))

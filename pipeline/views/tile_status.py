@@ -1,0 +1,61 @@
+"""What batonpass sees of each tile — pane, agent, its PID, session, transcript, state, and a preview of the
+last answer: the rows of ``baton status`` and of the live board (:mod:`pipeline.views.live_board`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.commands.preview import PreviewError, last_response
+from pipeline.engine.config import Config
+from pipeline.engine.tiles import TileRuntime, build_tiles
+from pipeline.plugin.manager import Registries
+from pipeline.system.tmux import Tmux, TmuxError
+
+__all__ = ["FILE_STEPS", "tile_row", "tile_status"]
+
+#: resolve steps whose value is worth a column of its own
+FILE_STEPS = {
+    "session": ("session", "session file", "session-file", "thread"),
+    "transcript": ("transcript", "rollout", "store"),
+}
+
+
+async def tile_status(
+    config: Config, registries: Registries, tmux: Tmux, preview_chars: int = 80
+) -> list[dict[str, Any]]:
+    tiles = await build_tiles(config, registries.agents, tmux)
+    return [await tile_row(name, runtime, preview_chars) for name, runtime in tiles.items()]
+
+
+async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> dict[str, Any]:
+    """One tile's row. ``baton status --watch`` keeps its tiles between calls, so adapters that read
+    their agent's files as they grow only read what was appended."""
+    row: dict[str, Any] = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
+                           "pane_id": None, "agent_pid": None, "session": None, "transcript": None,
+                           "state": None, "last_response": None}
+    try:
+        info = await runtime.ctx.pane()
+        found = await runtime.adapter.agent_process() if runtime.adapter.process_names else None
+        row.update(pane_id=info.pane_id, agent_pid=found.pid if found else None,
+                   state=await runtime.adapter.target_state())
+        if info.dead:
+            status = f" with status {info.dead_status}" if info.dead_status is not None else ""
+            row["error"] = f"the command in pane {info.pane_id} exited{status}; baton up starts it again"
+        for step in await runtime.adapter.resolve():
+            if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
+                row["state"] = step.detail
+            for column, names in FILE_STEPS.items():
+                if step.step in names and step.ok and row[column] is None:
+                    value = step.value
+                    if isinstance(value, dict) and "path" in value:  # the session file's step: path and more
+                        value = value["path"]
+                    row[column] = str(value) if value is not None else step.detail
+    except TmuxError as exc:
+        row.update(state="gone", error=str(exc))
+        return row
+    try:
+        text = (await last_response(runtime)).text.strip().replace("\n", " ⏎ ")
+        row["last_response"] = text if len(text) <= preview_chars else text[: preview_chars - 1] + "…"
+    except PreviewError:
+        pass
+    return row
