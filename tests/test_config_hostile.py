@@ -1,6 +1,6 @@
 """routes.yaml files that people and attackers really produce (#16): each is refused by the real
 `baton check` with FILE:LINE:COL and exit status 1, quickly, never a traceback or a hang. `baton run` reads
-the same file at start and on every live reload (tests/test_faults.py covers the reload)."""
+the same file at start and on every live reload (tests/test_daemon_faults.py covers the reload)."""
 
 from __future__ import annotations
 
