@@ -161,4 +161,4 @@ def test_a_source_that_cannot_be_read_says_so(capsys, tmp_path, tmux_server):
     routes = write_routes(tmp_path, coder="%999", agent="shell", socket=tmux_server.socket)
     status, out, err = preview(capsys, "review", "-c", str(routes))
     assert (status, out) == (1, "")
-    assert "cannot read tile 'coder''s last answer" in err and "--input FILE or --input -" in err
+    assert "cannot read the last answer of tile coder" in err and "--input FILE or --input -" in err

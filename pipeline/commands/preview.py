@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 import anyio
 
 from pipeline.engine.config import KNOWN_SHOWN, Config, Route
+from pipeline.engine.last_answer import NoAnswer, last_response
 from pipeline.engine.stages.route import PromptRouter
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.manager import Registries
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
-from pipeline.system.proc import SHELLS
 from pipeline.system.text import sanitize
-from pipeline.system.tmux import Tmux, TmuxError
+from pipeline.system.tmux import Tmux
 
-__all__ = ["PreviewError", "PreviewResult", "find_route", "last_response", "preview_command", "preview_route"]
+__all__ = ["PreviewError", "PreviewResult", "find_route", "preview_command", "preview_route"]
 
 PREVIEW_TURN = "preview"
 
@@ -80,52 +80,6 @@ def find_route(config: Config, name: str) -> Route:
         f", … ({len(config.routes) - len(shown)} more)" if len(config.routes) > len(shown) else ""
     )
     raise PreviewError(f"no route {name!r} in {config.path}; routes: {known or '(none)'}")
-
-
-async def last_response(runtime: TileRuntime) -> Response:
-    """The tile's last answer: its adapter's, else what its screen shows (the terminal fallback)."""
-    completion = Completion(tile=runtime.name, turn_id=f"{PREVIEW_TURN}:last", signal="preview")
-    problems = []
-    try:
-        latest = await runtime.adapter.last_response()
-        if latest is not None and latest.text.strip():
-            return latest
-    except (TmuxError, OSError, LookupError, ValueError) as exc:
-        problems.append(f"the {runtime.adapter.name} adapter: {exc}")
-    if await _agent_absent(runtime):  # the screen is a shell's (or another program's), not the agent's answer
-        raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer: no {runtime.adapter.name} runs "
-                           f"in its pane (it shows {await _pane_command(runtime)}); start the agent there, "
-                           "or give the answer with --input FILE or --input -")
-    for adapter in dict.fromkeys((runtime.adapter, runtime.fallback)):
-        try:
-            response = await adapter.response(completion)
-        except (TmuxError, OSError, LookupError, ValueError) as exc:
-            problems.append(f"the {adapter.name} adapter: {exc}")
-            continue
-        if response is not None and response.text.strip():
-            return response
-        problems.append(f"the {adapter.name} adapter found no answer")
-    why = "; ".join(dict.fromkeys(problems))
-    raise PreviewError(f"cannot read tile {runtime.name!r}'s last answer ({why}); "
-                       "give the answer with --input FILE or --input -")
-
-
-async def _agent_absent(runtime: TileRuntime) -> bool:
-    """The tile names an agent found by its process, and no such process runs in the pane."""
-    if not runtime.adapter.process_names:
-        return False  # a shell or terminal tile: the screen is its answer
-    try:
-        return await runtime.adapter.agent_process() is None
-    except TmuxError:
-        return False  # no pane: the adapters below say so
-
-
-async def _pane_command(runtime: TileRuntime) -> str:
-    try:
-        command = (await runtime.ctx.pane()).current_command
-    except TmuxError:
-        return "nothing"
-    return f"a bare {command}" if command in SHELLS else command or "nothing"
 
 
 async def preview_route(config: Config, registries: Registries, tmux: Tmux, route_name: str,
@@ -249,7 +203,7 @@ def preview_command(args: argparse.Namespace) -> int:
                     config, registries, tmux_for(args, config), args.route, answer, dry_run=args.dry_run
                 )
             )
-    except PreviewError as exc:
+    except (PreviewError, NoAnswer) as exc:
         print(f"baton preview: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.commands.preview import PreviewError, last_response
 from pipeline.engine.config import Config
+from pipeline.engine.last_answer import NoAnswer, last_response
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.manager import Registries
 from pipeline.system.tmux import Tmux, TmuxError
@@ -56,6 +56,6 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
     try:
         text = (await last_response(runtime)).text.strip().replace("\n", " ⏎ ")
         row["last_response"] = text if len(text) <= preview_chars else text[: preview_chars - 1] + "…"
-    except PreviewError:
+    except NoAnswer:
         pass
     return row
