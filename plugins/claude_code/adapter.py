@@ -335,10 +335,7 @@ class ClaudeCodeAdapter(FileFollowing):
             screen = await self.ctx.capture()
         except TmuxError:
             return "gone"
-        box = input_box(screen)
-        if box is None:  # no input box in sight (a dialog, or a screen of a new kind): never type there
-            return "busy"
-        return "draft" if box else "ready"
+        return "draft" if input_box(screen) else "ready"  # a dialog says so in the session file: busy
 
     async def input_holds(self, text: str) -> InputHolds | None:
         """What the input box holds; None when no box is in sight."""
