@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.support.tmux",
     "tests.support.daemons",
     "tests.support.bus",
+    "tests.support.transforms",
 ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plugins.transforms.prices import PRICES, price_of
-from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
+from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply
 from tests.support.agents import messages, start_agent
 from tests.support.cli import baton, json_lines
 from tests.support.daemons import wait_followed, write_config
@@ -22,11 +22,6 @@ USAGE = {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_token
 #: claude-sonnet-4-5 at $3 in, $15 out, $3.75 cache writes, $0.30 cache reads per million tokens
 SONNET_COST = (1200 * 3 + 300 * 15 + 400 * 3.75 + 2000 * 0.30) / 1e6
 
-
-@pytest.fixture
-def anthropic_api(monkeypatch: pytest.MonkeyPatch):
-    with serving(monkeypatch) as api:
-        yield api
 
 
 def test_prices_are_found_by_id_alias_and_dated_id_and_unknown_models_have_none() -> None:

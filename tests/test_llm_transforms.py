@@ -17,10 +17,9 @@ import pytest
 from pipeline.engine.config import Config, ConfigError, Settings, parse_config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery
-from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.transforms import TransformResult, TransformSkipped, Usage
 from plugins.transforms.llm import MAX_CONCURRENT_CALLS, LLMSettings, system_prompt
-from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply, serving
+from tests.fakes.anthropic_api import TEST_KEY, FakeAnthropicAPI, Reply
 from tests.support.agents import demo_agent_command, messages
 from tests.support.polling import until
 from tests.support.transforms import ANSWER, handoff, make
@@ -35,15 +34,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def anthropic_api(monkeypatch: pytest.MonkeyPatch):
-    with serving(monkeypatch) as api:
-        yield api
-
-
-@pytest.fixture(scope="module")
-def registries():
-    return load_registries(make_plugin_manager(load_external=False))
 
 
 # ---- what is sent, what comes back ------------------------------------------------------------------

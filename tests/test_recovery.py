@@ -8,6 +8,7 @@ their real agent's placeholder, with a short prompt (drawn inline) and a long on
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -128,43 +129,44 @@ async def test_nothing_on_the_target_is_typed_once(
     assert journal.handoff("a->b@t1").attempts == 2
 
 
+async def behind_a_draft(server: TmuxServer, target: StandinTarget, journal: Journal | None,
+                         hand_off: Callable[[Pipeline], Awaitable[None]] | None = None) -> list[str]:
+    """A person's half-typed text in the target; a pipeline runs (``hand_off`` makes a hand-off happen):
+    nothing is typed into the draft; once the person sends it, the hand-off follows. The target's
+    messages."""
+    server.type(target.pane, "my own half-written", enter=False)
+    wait_for(lambda: "my own half-written" in server.capture(target.pane))
+    deliveries: list[Delivery] = []
+    pipeline = pipeline_for(server, target, journal, deliveries)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        if hand_off is not None:
+            await hand_off(pipeline)
+        await aquiet_for(2.0, "a prompt typed into the person's draft")
+        assert deliveries == [] and target.messages() == []  # waiting behind the draft
+        server.type(target.pane, " and finished")  # the person sends their own message
+        await until(lambda: deliveries, timeout=20, what="the hand-off after the draft")
+        await until(lambda: len(target.messages()) == 2, what="both messages")
+        tg.cancel_scope.cancel()
+    return target.messages()
+
+
 async def test_a_persons_draft_after_a_crash_is_kept_and_the_hand_off_typed_once_it_is_sent(
     target: StandinTarget, tmux_server: TmuxServer, tmp_path: Path
 ) -> None:
     """Not this hand-off in the input: somebody's draft. Never pasted over; typed after the draft is sent."""
-    tmux_server.type(target.pane, "my own half-written", enter=False)
-    wait_for(lambda: "my own half-written" in tmux_server.capture(target.pane))
     journal = crashed_journal(tmp_path / "j.sqlite3", LONG)
-    deliveries: list[Delivery] = []
-    pipeline = pipeline_for(tmux_server, target, journal, deliveries)
-    async with anyio.create_task_group() as tg:
-        await tg.start(pipeline.run)
-        await aquiet_for(2.0, "a prompt typed into the person's draft")
-        assert deliveries == [] and target.messages() == []  # waiting behind the draft
-        tmux_server.type(target.pane, " and finished")  # the person sends their own message
-        await until(lambda: deliveries, timeout=20, what="the hand-off after the draft")
-        await until(lambda: len(target.messages()) == 2, what="both messages")
-        tg.cancel_scope.cancel()
-    assert target.messages() == ["my own half-written and finished", LONG]
+    assert await behind_a_draft(tmux_server, target, journal) == ["my own half-written and finished", LONG]
 
 
 async def test_a_draft_in_the_target_is_waited_for(
     target: StandinTarget, tmux_server: TmuxServer, tmp_path: Path
 ) -> None:
     """A person's half-typed text in the target is never interleaved with a prompt."""
-    tmux_server.type(target.pane, "my own half-written", enter=False)
-    wait_for(lambda: "my own half-written" in tmux_server.capture(target.pane))
-    deliveries: list[Delivery] = []
-    pipeline = pipeline_for(tmux_server, target, None, deliveries)
-    async with anyio.create_task_group() as tg:
-        await tg.start(pipeline.run)
+
+    async def echo(pipeline: Pipeline) -> None:
         await until(lambda: first_look(pipeline, "a"), what="the shell tile watched")
-        source = pipeline.tiles["a"].ctx.tile.pane
-        tmux_server.type(source, "echo handed over")
-        await aquiet_for(2.0, "a prompt typed into the person's draft")
-        assert deliveries == [] and target.messages() == []  # waiting behind the draft
-        tmux_server.type(target.pane, " and finished")  # the person sends their own message
-        await until(lambda: deliveries, timeout=20, what="the hand-off after the draft")
-        await until(lambda: len(target.messages()) == 2, what="both messages")
-        tg.cancel_scope.cancel()
-    assert target.messages() == ["my own half-written and finished", "handed over"]
+        tmux_server.type(pipeline.tiles["a"].ctx.tile.pane, "echo handed over")
+
+    messages = await behind_a_draft(tmux_server, target, None, echo)
+    assert messages == ["my own half-written and finished", "handed over"]

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.plugin.manager import load_registries, make_plugin_manager
 from pipeline.plugin.transforms import TransformSkipped
-from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
+from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply
 from tests.support.agents import messages, start_agent, transcript_answers
 from tests.support.cli import baton, json_lines
 from tests.support.daemons import write_config
@@ -49,15 +48,6 @@ NOT_A_MESSAGE: dict[str, tuple[Any, str]] = {
 }
 
 
-@pytest.fixture
-def anthropic_api(monkeypatch: pytest.MonkeyPatch):
-    with serving(monkeypatch) as api:
-        yield api
-
-
-@pytest.fixture(scope="module")
-def registries():
-    return load_registries(make_plugin_manager(load_external=False))
 
 
 @pytest.mark.anyio
@@ -101,6 +91,9 @@ def test_the_daemon_hands_on_the_raw_answer_and_history_says_why(
         wait_for(lambda i=i: len(messages(blog)) == i, what=f"hand-off {i}")
         tmux_server.type(a, f"task {i}")
     wait_for(lambda: len(messages(blog)) == 2, timeout=30, what="both hand-offs")
+    # the paste is in b's log a moment before the daemon has seen b's turn start and recorded it delivered
+    wait_for(lambda: [r["state"] for r in json_lines(baton("history", "--json").out)] == ["delivered"] * 2,
+             what="both recorded delivered")
     assert daemon.stop() == 0
     # a's own answers, raw: the model's reply was unreadable
     assert set(messages(blog)) <= set(transcript_answers(private_state))
