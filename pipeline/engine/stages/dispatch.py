@@ -79,28 +79,29 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     await ctx.tmux.paste(info.pane_id, clean)
     look_again()  # what follows looks at the pane as it is from now on
     await anyio.sleep(adapter.submit_delay_s)
-    return await submit_paste(adapter, clean, on_submit)
+    return await submit_paste(adapter, clean, on_submit, pane_id=info.pane_id)
 
 
-async def submit_paste(adapter: AgentAdapter, clean: str,
-                       on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
-    """Press Enter on ``clean`` (sanitized), pasted into the adapter's input — by :func:`type_prompt`, or by
-    a run that died before its Enter — then wait up to the adapter's ``confirm_timeout_s`` for it to show
-    the turn started. Returns (confirmed, pane_id)."""
+async def submit_paste(adapter: AgentAdapter, clean: str, on_submit: Callable[[], None] | None = None,
+                       *, pane_id: str | None = None) -> tuple[bool, str]:
+    """Press Enter on ``clean`` (sanitized), pasted into the adapter's input — by :func:`type_prompt`
+    (``pane_id``: the pane it pasted into), or by a run that died before its Enter — then wait up to the
+    adapter's ``confirm_timeout_s`` for it to show the turn started. Returns (confirmed, pane_id)."""
     ctx = engine_context(adapter)
-    info = await ctx.pane()
+    if pane_id is None:
+        pane_id = (await ctx.pane()).pane_id
     before = await adapter.snapshot()
     adapter.prompt_submitted(clean, time.time())
     if on_submit is not None:
         on_submit()
-    await ctx.tmux.send_keys(info.pane_id, "Enter")
+    await ctx.tmux.send_keys(pane_id, "Enter")
     with anyio.move_on_after(adapter.confirm_timeout_s):
         tick = 0.005  # agents show a turn within milliseconds of the Enter: look soon, then less often
         while not await adapter.turn_started(before):
             await anyio.sleep(tick)
             tick = min(tick * 2, 0.05)
-        return True, info.pane_id
-    return False, info.pane_id
+        return True, pane_id
+    return False, pane_id
 
 
 class PromptDispatcher:
