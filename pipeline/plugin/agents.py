@@ -224,14 +224,7 @@ class AgentAdapter(abc.ABC):
         agent's placeholder for it: the dispatcher presses Enter once), ``"other"`` (a person's draft:
         kept, waited for), ``"empty"``; None when the input cannot be read. By default the input line
         :meth:`current_draft` reads, judged by :meth:`shows_paste`."""
-        return self._judged(await self.current_draft(), text)
-
-    def _judged(self, draft: str | None, text: str) -> InputHolds | None:
-        """What an input showing ``draft`` holds (None: the input could not be read), for adapters that
-        read their input their own way."""
-        if draft is None:
-            return None
-        draft = draft.strip()
+        draft = (await self.current_draft()).strip()
         if not draft:
             return "empty"
         return "prompt" if self.shows_paste(draft, text) else "other"

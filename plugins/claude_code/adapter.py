@@ -340,9 +340,12 @@ class ClaudeCodeAdapter(FileFollowing):
     async def input_holds(self, text: str) -> InputHolds | None:
         """What the input box holds; None when no box is in sight."""
         try:
-            return self._judged(input_box(await self.ctx.capture()), text)
+            box = input_box(await self.ctx.capture())
         except TmuxError:
             return None
+        if box is None:
+            return None
+        return "empty" if not box else "prompt" if self.shows_paste(box, text) else "other"
 
     def draft(self, screen: str) -> str:
         return input_box(screen) or ""

@@ -32,12 +32,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.pastes import utf16_length
-
 __all__ = ["LOOKS", "agent_tui_command", "placeholder"]
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 APPROVAL = "NEEDS_APPROVAL"
+
+
+def utf16_len(text: str) -> int:
+    """Length as JavaScript counts it (Claude Code and OpenCode are JavaScript): UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def placeholder(agent: str, text: str, count: int, rows: int = 40) -> str | None:
@@ -46,7 +49,7 @@ def placeholder(agent: str, text: str, count: int, rows: int = 40) -> str | None
     CLIs (docs/agent-versions.md, "Pasted drafts"; tests/fixtures/*/screens/paste_cases.json)."""
     if agent == "claude":
         newlines = text.count("\n")
-        if utf16_length(text.replace("\t", "    ")) > 800 or newlines > min(rows - 10, 2):
+        if utf16_len(text.replace("\t", "    ")) > 800 or newlines > min(rows - 10, 2):
             return f"[Pasted text #{count} +{newlines} lines]" if newlines else f"[Pasted text #{count}]"
     elif agent == "codex":
         if len(text) > 1000:  # code points, newlines included
@@ -54,7 +57,7 @@ def placeholder(agent: str, text: str, count: int, rows: int = 40) -> str | None
     elif agent == "opencode":
         trimmed = text.strip()
         lines = trimmed.count("\n") + 1
-        if lines >= 3 or utf16_length(trimmed) > 150:
+        if lines >= 3 or utf16_len(trimmed) > 150:
             return f"[Pasted ~{lines} lines]"
     return None
 
@@ -322,9 +325,9 @@ class CodexFiles:
     """A rollout held open for the life of the process, as ``codex --no-daemon`` 0.171.0 holds it."""
 
     def __init__(self) -> None:
-        from tests.support.codex import iso, turn_start, uuid7
+        from tests.support.codex import iso, uuid7
 
-        self.iso, self.turn_start = iso, turn_start
+        self.iso = iso
         now = time.time()
         self.thread = uuid7(now)
         local = time.localtime(now)
@@ -353,7 +356,17 @@ class CodexFiles:
 
     def prompt(self, text: str, as_placeholder: bool) -> None:
         self.turn = f"turn-{uuid.uuid4().hex[:12]}"
-        self.write(*self.turn_start(self.turn, time.time(), text))
+        self.write(
+            {"type": "event_msg", "payload": {"type": "task_started", "turn_id": self.turn}},
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "item_completed",
+                    "turn_id": self.turn,
+                    "item": {"type": "UserMessage", "content": [{"type": "text", "text": text}]},
+                },
+            },
+        )
 
     def waiting(self) -> None:
         """Codex writes nothing for an approval request (docs/agent-versions.md): the screen says it."""

@@ -34,8 +34,7 @@ from tests.support.tmux import TmuxServer
 
 __all__ = [
     "CODEX", "CodexHome", "ERROR_ROLLOUT", "SCREENS", "Scene", "StandIns", "TUI_ROLLOUT", "append",
-    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "turn_start", "upto",
-    "uuid7",
+    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "upto", "uuid7",
 ]
 
 
@@ -83,7 +82,20 @@ class CodexHome:
         for n, prompt in enumerate(prompts):
             turn, t = f"turn-{tid[:8]}-{n}", prompt_at or at + 1 + n
             lines += [
-                *turn_start(turn, t, prompt),
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {"type": "task_started", "turn_id": turn},
+                },
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "item_completed",
+                        "turn_id": turn,
+                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]},
+                    },
+                },
                 {
                     "timestamp": iso(t + 0.2),
                     "type": "event_msg",
@@ -145,16 +157,6 @@ class StandIns:
             except ProcessLookupError:
                 pass
             p.wait()
-
-
-def turn_start(turn: str, at: float, prompt: str) -> list[dict[str, Any]]:
-    """A turn's first rollout lines, as 0.171 writes them when a prompt is submitted."""
-    return [
-        {"timestamp": iso(at), "type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
-        {"timestamp": iso(at), "type": "event_msg", "payload": {
-            "type": "item_completed", "turn_id": turn,
-            "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]}}},
-    ]
 
 
 def recorded_turns(fixture: Path, tid: str, cwd: Path | str, start: float) -> list[dict[str, Any]]:

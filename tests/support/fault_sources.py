@@ -23,7 +23,7 @@ from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
 from tests.support.agents import demo_agent_command
 from tests.support.claude import Transcript, text
-from tests.support.codex import CodexHome, append, iso, rollout_path, turn_start
+from tests.support.codex import CodexHome, append, iso, rollout_path
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
@@ -195,7 +195,25 @@ class CodexSource(Source):
 
     def begin(self, i: int) -> None:
         t, turn = time.time(), f"turn-{self.tid[:8]}-{i}"
-        append(self.rollout, turn_start(turn, t, f"task {i}"))
+        append(
+            self.rollout,
+            [
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {"type": "task_started", "turn_id": turn},
+                },
+                {
+                    "timestamp": iso(t),
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "item_completed",
+                        "turn_id": turn,
+                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": f"task {i}"}]},
+                    },
+                },
+            ],
+        )
 
     def finish(self, i: int) -> None:
         append(
