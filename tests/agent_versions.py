@@ -17,8 +17,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
-__all__ = ["AGENTS", "PINNED", "AgentVersionError", "mode", "npm_latest", "resolve", "version"]
+__all__ = ["AGENTS", "PINNED", "AgentVersionError", "canary_files", "mode", "npm_latest", "resolve",
+           "version"]
 
 #: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)
 PINNED: dict[str, tuple[str, str]] = {
@@ -81,7 +83,18 @@ def version(agent: str) -> str:
     return resolve(agent)[1]
 
 
-def main() -> int:
+def canary_files() -> list[str]:
+    """The real-CLI test files (``tests/test_<agent>_e2e.py``) of the agents whose npm ``latest`` is not the
+    pin: what the canary must run again. An agent whose ``latest`` is its pin was tested at that very version
+    by the pinned run, so running it again would test nothing new."""
+    return [f"tests/test_{agent}_e2e.py" for agent, (package, pinned) in PINNED.items()
+            if npm_latest(package) != pinned]
+
+
+def main(argv: list[str] | None = None) -> int:
+    if (argv if argv is not None else sys.argv[1:]) == ["--canary-files"]:
+        print(" ".join(canary_files()))
+        return 0
     print(f"agent versions ({mode()}):")
     for agent in AGENTS:
         package, ver = resolve(agent)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests import agent_versions
@@ -40,3 +42,24 @@ def test_latest_is_resolved_by_npm_and_keys_the_cache(monkeypatch: pytest.Monkey
         assert npm_agents.entry_name(*agent_versions.resolve("codex")) == "openai_codex@9.8.7"
     finally:
         agent_versions.npm_latest.cache_clear()
+
+
+def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """``.ci/run`` runs ``tests/test_<agent>_e2e.py`` again on ``latest`` only where ``latest`` differs from
+    the pin (a stand-in npm answers: Codex has a newer release, every other agent's latest is its pin)."""
+    codex_package = agent_versions.PINNED["codex"][0]
+    answers = "".join(f'[ "$2" = "{package}" ] && echo {"99.0.0" if agent == "codex" else pinned} && exit 0\n'
+                      for agent, (package, pinned) in agent_versions.PINNED.items())
+    npm = tmp_path / "npm"
+    npm.write_text(f"#!/bin/sh\n{answers}exit 3\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    agent_versions.npm_latest.cache_clear()
+    try:
+        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py"]
+        assert agent_versions.npm_latest(codex_package) == "99.0.0"
+    finally:
+        agent_versions.npm_latest.cache_clear()
+    for agent in agent_versions.AGENTS:
+        assert (Path(__file__).parent / f"test_{agent}_e2e.py").is_file(), agent
