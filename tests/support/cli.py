@@ -54,6 +54,8 @@ def json_lines(text: str) -> list[Any]:
 def baton_env(env: dict[str, str] | None) -> dict[str, str]:
     merged = dict(os.environ)
     merged.pop("TMUX", None)  # tests name their server; a developer's own tmux must not leak in
+    for size in ("COLUMNS", "LINES"):  # the runner's terminal is not the command's (pytest-xdist sets them)
+        merged.pop(size, None)
     merged["PYTHONPATH"] = str(REPO) + os.pathsep + merged.get("PYTHONPATH", "")
     merged.update(env or {})
     return merged
