@@ -172,6 +172,8 @@ def test_baton_extract_and_hooks_install_take_the_installed_adapter(
     ]))
     last = baton_script("extract", "--agent", "logbot", str(log))
     assert (last.returncode, last.stdout) == (0, "second answer\n"), last
+    known = baton_script("extract", str(log))  # no --agent: logbot's recognizes_file claims it
+    assert (known.returncode, known.stdout) == (0, "second answer\n"), known
     named = baton_script("extract", "--agent", "logbot", "-o", "turn=t1", "--json", str(log))
     assert named.returncode == 0, named
     answer = json.loads(named.stdout)
