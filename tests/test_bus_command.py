@@ -115,8 +115,8 @@ def test_baton_bus_on_loopback_says_so_and_names_the_store_it_uses(private_state
         assert proc.stdout is not None
         line = proc.stdout.readline().rstrip("\n")
         store = private_state / "batonpass" / "bus" / "jetstream" / "jetstream"
-        assert line == (f"baton bus: nats://127.0.0.1:{port} (JetStream in {store}); it listens on this machine "
-                        f"only: for other hosts start it with --listen 0.0.0.0 and set "
+        assert line == (f"baton bus: nats://127.0.0.1:{port} (JetStream in {store}); it listens on this "
+                        f"machine only: for other hosts start it with --listen 0.0.0.0 and set "
                         f"BATON_BUS_URL=nats://{socket.gethostname()}:{port} there")
         wait_for(lambda: _listening(port), what="baton bus to listen")
         wait_for(store.is_dir, what="the JetStream store named")
