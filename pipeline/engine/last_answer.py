@@ -6,6 +6,7 @@ preview`` and the live board, so that the three show the answer ``run`` would ha
 from __future__ import annotations
 
 from pipeline.engine.tiles import TileRuntime
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.events import Completion, Response
 from pipeline.system.proc import SHELLS
 from pipeline.system.tmux import TmuxError
@@ -50,7 +51,11 @@ async def last_response(runtime: TileRuntime) -> Response:
 
 async def _last_finished_turn(runtime: TileRuntime) -> Response | None:
     """The latest turn the adapter's own records hold, answered by its ``response`` as ``baton run`` answers
-    a caught-up turn; None for an adapter that cannot list past turns (a screen adapter)."""
+    a caught-up turn; None for an adapter that cannot list past turns (a screen adapter). Asked only of an
+    adapter without a ``last_response`` of its own: one that has one said it has no answer (and its past
+    turns may be a long transcript to read on every look of the board)."""
+    if type(runtime.adapter).last_response is not AgentAdapter.last_response:
+        return None
     ends = await runtime.adapter.finished_turns(0.0)
     if not ends:
         return None
