@@ -11,7 +11,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.examples import ExamplesFormatter, epilog
@@ -22,6 +21,7 @@ from pipeline.cmdline.options import (
     bounded_int,
     name_value,
     non_blank,
+    non_blank_path,
     pane_target,
     parse_since,
 )
@@ -181,9 +181,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("extract", _command("extract"),
              "print the last finished turn's answer from a transcript or rollout file")
-    sp.add_argument("file", type=Path)
-    sp.add_argument("--agent", default="claude", type=non_blank("--agent"),
-                    help="whose file it is: any registered agent that reads files (default claude)")
+    sp.add_argument("file", type=non_blank_path("FILE"))
+    sp.add_argument("--agent", type=non_blank("--agent"),
+                    help="whose file it is: any registered agent that reads files (default: the agent "
+                    "whose file it looks like — a Claude Code transcript, a Codex rollout, an OpenCode "
+                    "store, a demo transcript — else claude)")
     sp.add_argument("--session", metavar="ID", type=non_blank("--session"),
                     help="a store holding several sessions (opencode): which one (= --option session=ID)")
     sp.add_argument("-o", "--option", metavar="NAME=VALUE", action="append", default=[],

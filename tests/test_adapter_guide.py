@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -171,6 +172,8 @@ def test_baton_extract_and_hooks_install_take_the_installed_adapter(
     ]))
     last = baton_script("extract", "--agent", "logbot", str(log))
     assert (last.returncode, last.stdout) == (0, "second answer\n"), last
+    known = baton_script("extract", str(log))  # no --agent: logbot's recognizes_file claims it
+    assert (known.returncode, known.stdout) == (0, "second answer\n"), known
     named = baton_script("extract", "--agent", "logbot", "-o", "turn=t1", "--json", str(log))
     assert named.returncode == 0, named
     answer = json.loads(named.stdout)
@@ -281,3 +284,38 @@ def test_the_screen_only_adapter_installed_with_pip_routes_turns_both_ways_on_re
     # x (an echo agent) answered "hello"; chatty took it as its prompt; b got the answer cut from its screen
     assert messages(blog) == ["chatty says: chatty heard 5 characters: HELLO"]
     assert daemon.stop() == 0
+
+
+@pytest.mark.tmux
+def test_preview_status_and_the_board_read_the_guides_adapter_as_run_does(
+    tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guide_wheel: tuple[Path, Path]
+) -> None:
+    """Issue 34 item 9: logbot's answer is in its log, where ``baton run`` reads it (``finished_turns``
+    then ``response``); ``baton preview``, ``baton status`` and the board read that same answer — not its
+    screen, and not "(no answer yet)"."""
+    (src, site), home = guide_wheel, tmp_path / "logbot-home"
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("LOGBOT_HOME", str(home))
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    bot = tmux_server.new_pane(f"{sys.executable} {src / 'logbot'}", env={"LOGBOT_HOME": str(home)})
+    wait_for(lambda: "logbot>" in tmux_server.capture(bot), what="logbot")
+    shell = tmux_server.new_pane()
+    tmux_server.type(bot, "hello")
+    wait_for(lambda: "HELLO" in tmux_server.capture(bot), what="logbot's answer")
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"bot": {"pane": bot, "agent": "logbot"}, "sh": {"pane": shell, "agent": "shell"}},
+                          [{"from": "bot", "to": "sh", "transform": {"type": "template",
+                                                                     "template": "logbot says: {response}"}}])
+    answer = "logbot read 5 characters: HELLO"
+    preview = baton_script("-c", str(config), "preview", "bot->sh")
+    assert (preview.returncode, preview.stdout) == (0, f"logbot says: {answer}\n"), preview
+    assert "from its transcript" in preview.stderr, preview.stderr
+    status = baton_script("-c", str(config), "status", "--json")
+    rows = {r["tile"]: r for r in json.loads(status.stdout)}
+    assert rows["bot"]["last_response"] == answer, status
+    board = [sys.executable, "-m", "pipeline.cli", "-c", str(config), "status", "--watch"]
+    pane = tmux_server.new_pane(shlex.join(board), cwd=REPO, width=100, height=20,
+                                env={"PYTHONPATH": str(site), "LOGBOT_HOME": str(home), "NO_COLOR": "1"})
+    wait_for(lambda: f"└ {answer}" in tmux_server.capture(pane), what="the board showing logbot's answer")
+    assert "(no answer yet)" not in tmux_server.capture(pane).split("bot ", 1)[-1].split("sh ", 1)[0]
+    tmux_server.run("send-keys", "-t", pane, "q")

@@ -61,6 +61,7 @@ def test_each_hand_off_records_its_transforms_tokens_and_cost_and_history_shows_
     wait_for(lambda: len(messages(logs["c"])) == 2 and messages(logs["b"]), timeout=30,
              what="three hand-offs")
     assert daemon.stop() == 0
+    assert daemon.verbose or "HTTP Request" not in daemon.stderr()  # the SDK's request lines are for -v
     assert {r.body["model"] for r in anthropic_api.messages} == {"claude-sonnet-4-5", "claude-fake-1"}
 
     rows = {r["route"]: r for r in json_lines(baton("history", "--json").out)}

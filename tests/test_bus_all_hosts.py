@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.agents import messages
 from tests.support.bus import NatsServer, two_hosts
-from tests.support.cli import json_lines
+from tests.support.cli import baton, json_lines
 from tests.support.polling import until, wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
@@ -136,3 +136,25 @@ def test_history_of_every_host_has_the_columns_and_ai_use_of_history(
     delta = next(line for line in every.out.splitlines() if "x->y" in line)
     assert delta.split()[:3] == ["?", "delta", "x->y"]  # fields missing or odd: shown, no traceback
     assert "history.gamma" in every.err and "not a list of rows" in every.err
+
+
+def test_all_hosts_is_read_only_and_says_a_refusal_in_one_line(tmp_path: Path) -> None:
+    """Issue 34 item 10: a read-only command logged "hand-offs are kept and retried" (it hands nothing
+    off) and then "did not answer"; it says in one line that the credentials were refused, and a reading
+    that works prints no bus log line."""
+    conf = tmp_path / "token.conf"
+    conf.write_text('authorization { token: "the-right-token" }\n')
+    server = NatsServer(tmp_path / "nats", extra=["-c", str(conf)])
+    server.start()
+    try:
+        (tmp_path / "routes.yaml").write_text("version: 1\ntiles: {}\n")
+        wrong = baton("status", "--all-hosts", cwd=tmp_path,
+                      env={"BATON_BUS_URL": server.url, "BATON_BUS_TOKEN": "a-wrong-token"})
+        line = wrong.one_line_error(1, f"baton status --all-hosts: the bus at {server.url} refused the "
+                                    "credentials: check settings.bus.creds or BATON_BUS_USER/")
+        assert "kept and retried" not in line
+        right = baton("history", "--all-hosts", cwd=tmp_path,
+                      env={"BATON_BUS_URL": server.url, "BATON_BUS_TOKEN": "the-right-token"})
+        assert (right.status, right.err) == (0, ""), right
+    finally:
+        server.stop()

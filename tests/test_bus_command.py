@@ -103,3 +103,24 @@ def _listening(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_baton_bus_on_loopback_says_so_and_names_the_store_it_uses(private_state: Path) -> None:
+    """Issue 34 item 10: it printed ``BATON_BUS_URL=nats://THIS-HOST:PORT`` (unreachable: it listens on
+    127.0.0.1) and a store folder one level above the one nats-server uses."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "bus", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().rstrip("\n")
+        store = private_state / "batonpass" / "bus" / "jetstream" / "jetstream"
+        assert line == (f"baton bus: nats://127.0.0.1:{port} (JetStream in {store}); it listens on this "
+                        f"machine only: for other hosts start it with --listen 0.0.0.0 and set "
+                        f"BATON_BUS_URL=nats://{socket.gethostname()}:{port} there")
+        wait_for(lambda: _listening(port), what="baton bus to listen")
+        wait_for(store.is_dir, what="the JetStream store named")
+        assert [p.name for p in store.parent.iterdir()] == ["jetstream"]  # nothing else one level up
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)

@@ -18,7 +18,8 @@ from pipeline.plugin import hookspecs
 from pipeline.plugin.events import Delivery
 from pipeline.plugin.manager import DEFAULT_PLUGINS, load_registries, make_plugin_manager
 from pipeline.plugin.registry import UnknownName
-from tests.support.agents import demo_agent_command, messages
+from tests.support.agents import demo_agent_command, messages, start_agent
+from tests.support.daemons import write_config
 from tests.support.pipelines import first_look
 from tests.support.plugins import SHOUT, install_plugin
 from tests.support.polling import aquiet_for, until, wait_for
@@ -238,3 +239,50 @@ def test_external_plugins_can_be_disabled_one_by_one(plugin_zoo: Path) -> None:
     table_view = baton("plugins", pythonpath=plugin_zoo, BATON_DISABLED_PLUGINS="shout")
     assert " shout " not in table_view.stdout
     assert "(disabled by BATON_DISABLED_PLUGINS: shout)" in table_view.stdout
+
+
+@pytest.mark.tmux
+def test_a_plugin_installed_while_baton_run_runs_is_used_on_reload(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34 item 2: the plugin is installed (into a folder already on the daemon's path, as pip installs
+    into site-packages) after ``baton run`` started; routes.yaml then names its transform, and the reload
+    uses it — where it said ``unknown transform type 'shout'`` while ``baton check`` said ok."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{REPO}")
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    alog, blog = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a, b = start_agent(tmux_server, alog, "a", work_s=0.1), start_agent(tmux_server, blog, "b", work_s=0.1)
+    tiles = {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}}
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles, [{"from": "a", "to": "b"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    daemon.wait_running()
+    install_plugin(site, "baton_shout", SHOUT, "baton-shout", "1.2.3", "shout")
+    write_config(config, tmux_server.socket, tiles, [{"from": "a", "to": "b", "transform": "shout"}])
+    wait_for(lambda: daemon.stderr().count("running:") >= 2, what="the pipeline restarted on the new routes")
+    tmux_server.type(a, "quiet words")
+    wait_for(lambda: messages(blog) == ["QUIET WORDS!"], what="the hand-off through the new plugin")
+    assert daemon.stop() == 0
+    err = daemon.stderr()
+    assert "unknown transform" not in err
+    assert "plugin shout (baton-shout 1.2.3) installed since the start: loaded" in err
+
+
+def test_a_misspelt_disabled_name_is_said_and_check_says_disabled_not_unknown(
+        plugin_zoo: Path, tmp_path: Path) -> None:
+    """Issue 34 item 9: a name in BATON_DISABLED_PLUGINS that names no plugin is said in one warning with the
+    installed ones; a route using a disabled plugin is "disabled by BATON_DISABLED_PLUGINS", not unknown."""
+    typo = baton("plugins", pythonpath=plugin_zoo, BATON_DISABLED_PLUGINS="shuot,broken,raising,loud")
+    assert typo.returncode == 0
+    [line] = typo.stderr.splitlines()
+    assert line.endswith(" BATON_DISABLED_PLUGINS names no installed plugin: shuot; installed: baton-broken, "
+                         "baton-loud, baton-raising, baton-shout, broken, loud, raising, shout")
+    (tmp_path / "routes.yaml").write_text("version: 1\ntiles: {a: {pane: '%1'}, b: {pane: '%2'}}\nroutes:\n"
+                                          "  - {from: a, to: b, transform: shout}\n")
+    check = baton("check", "-c", str(tmp_path / "routes.yaml"), pythonpath=plugin_zoo,
+                  BATON_DISABLED_PLUGINS="shout,broken,raising,loud")
+    assert check.returncode == 1
+    assert "routes.yaml:4:33: error: routes[0].transform: transform type 'shout' is disabled by " \
+           "BATON_DISABLED_PLUGINS; known: " in check.stderr
+    assert "unknown" not in check.stderr

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.cli import main
 from tests.fakes.anthropic_api import FakeAnthropicAPI, Reply, serving
+from tests.support.cli import baton
 from tests.support.polling import wait_for
 
 ANSWER = "I changed src/auth/tokens.py: `refresh()` now refuses expired tokens.\n"
@@ -162,3 +163,43 @@ def test_a_source_that_cannot_be_read_says_so(capsys, tmp_path, tmux_server):
     status, out, err = preview(capsys, "review", "-c", str(routes))
     assert (status, out) == (1, "")
     assert "cannot read the last answer of tile coder" in err and "--input FILE or --input -" in err
+
+
+# ---- issue 34 item 6: `baton preview` run as a person runs it ----------------------------------------------
+
+NEWCOMER_ROUTES = """\
+version: 1
+tiles:
+  sh: {pane: "%991", agent: shell}
+  rev: {pane: "%992", agent: claude}
+routes:
+  - {name: review, from: sh, to: rev, transform: {type: summary}}
+  - {name: plain, from: sh, to: rev}
+"""
+
+
+def test_echos_line_end_is_no_control_character_and_the_missing_key_is_said_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    (tmp_path / "routes.yaml").write_text(NEWCOMER_ROUTES)
+    plain = baton("preview", "plain", "--input", "-", input="ready for review\n", cwd=tmp_path)
+    assert (plain.status, plain.out, plain.err) == (0, "ready for review\n", "")
+    review = baton("preview", "review", "--input", "-", input="ready for review\n", cwd=tmp_path)
+    assert (review.status, review.out) == (0, "ready for review\n")
+    assert review.error_lines == [
+        "baton preview: summary fell back to the raw answer: ANTHROPIC_API_KEY is not set"], review.err
+
+
+def test_the_model_call_logs_no_http_lines_without_verbose(tmp_path, anthropic_api):
+    anthropic_api.default = Reply(text="A short summary.")
+    (tmp_path / "routes.yaml").write_text(NEWCOMER_ROUTES)
+    quiet = baton("preview", "review", "--input", "-", input="ready for review\n", cwd=tmp_path)
+    assert (quiet.status, quiet.out, quiet.err) == (0, "A short summary.\n", ""), quiet
+    loud = baton("-v", "preview", "review", "--input", "-", input="ready for review\n", cwd=tmp_path)
+    assert loud.status == 0 and "HTTP Request: POST" in loud.err, loud
+
+
+def test_a_tile_that_cannot_be_read_is_named_without_stray_quotes(tmp_path):
+    (tmp_path / "routes.yaml").write_text(NEWCOMER_ROUTES)
+    result = baton("-L", f"baton-no-server-{tmp_path.name}", "preview", "plain", cwd=tmp_path)
+    line = result.one_line_error(1, "cannot read the last answer of tile sh ", "--input FILE or --input -")
+    assert "'sh''s" not in line

@@ -72,10 +72,17 @@ def shown(url: str) -> str:
 
 
 class BusLink:
-    """One NATS connection for a daemon: stream, consumer and object store set up on first use."""
+    """One NATS connection for a daemon: stream, consumer and object store set up on first use.
 
-    def __init__(self, settings: BusSettings | None) -> None:
+    ``reader=True`` is a read-only command's (``status``/``history --all-hosts``): it creates no stream and
+    logs no outage — it hands nothing off, so "hand-offs are kept and retried" would be untrue; a refusal of
+    its credentials is kept in :attr:`refusal` for the command to say."""
+
+    def __init__(self, settings: BusSettings | None, *, reader: bool = False) -> None:
         self.settings = settings or BusSettings()
+        self.reader = reader
+        #: why the server refused this connection ("" while it has not)
+        self.refusal = ""
         self.servers = bus_servers(settings)
         self.nc: Any = None
         self.js: Any = None
@@ -127,16 +134,17 @@ class BusLink:
                 )
                 break
             except Exception as exc:
-                if not said:
+                if not said and not self.reader:
                     log.warning("bus: cannot connect to %s (%s); retrying", self.describe(), _why(exc))
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         self._refused = False
         self.js = self.nc.jetstream(timeout=5)
-        await self._stream()
-        log.info("bus: connected to %s (max_payload %d bytes)", shown(str(self.nc.connected_url.geturl())),
-                 self.nc.max_payload)
+        if not self.reader:
+            await self._stream()
+        log.log(logging.DEBUG if self.reader else logging.INFO, "bus: connected to %s (max_payload %d bytes)",
+                shown(str(self.nc.connected_url.geturl())), self.nc.max_payload)
 
     async def _stream(self) -> None:
         config = StreamConfig(name=self.settings.stream, subjects=[f"{SUBJECT_PREFIX}.>"],
@@ -197,13 +205,18 @@ class BusLink:
     async def _error(self, exc: Exception) -> None:
         """The client retries on its own; a refusal is said once (until a connection succeeds), the rest is
         detail for ``-v``."""
-        if "Authorization Violation" in str(exc) and not self._refused:
+        if "Authorization Violation" in str(exc) and self.reader:
+            self.refusal = _why(exc)
+        elif "Authorization Violation" in str(exc) and not self._refused:
             self._refused = True
             log.warning("bus: %s: %s; hand-offs are kept and retried", self.describe(), _why(exc))
         else:
             log.debug("bus: %s: %s", type(exc).__name__, exc)
 
     async def _disconnected(self) -> None:
+        if self.reader:
+            log.debug("bus: disconnected from %s", self.describe())
+            return
         log.warning("bus: disconnected from %s; hand-offs are kept and retried", self.describe())
 
     async def _reconnected(self) -> None:

@@ -12,12 +12,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sysconfig
 from pathlib import Path
 
 from pipeline.spool import state_dir
 
-__all__ = ["NoServerBinary", "bus_folder", "find_nats_server", "serve", "write_server_config"]
+__all__ = ["NoServerBinary", "bus_folder", "find_nats_server", "jetstream_store", "serve", "started_line",
+           "write_server_config"]
+
+#: addresses only this machine can reach
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class NoServerBinary(RuntimeError):
@@ -34,6 +39,24 @@ def find_nats_server() -> str:
 
 def bus_folder() -> Path:
     return state_dir() / "bus"
+
+
+def jetstream_store() -> Path:
+    """Where JetStream keeps its streams: nats-server puts them in a ``jetstream`` folder inside the
+    ``store_dir`` it is given (``bus/jetstream``), so the folder is ``bus/jetstream/jetstream``."""
+    return bus_folder() / "jetstream" / "jetstream"
+
+
+def started_line(listen: str, port: int) -> str:
+    """What ``baton bus`` says as it starts: where clients connect, the store it uses, and what other hosts
+    set — or, listening on loopback, that they cannot reach it and how to let them."""
+    local = "127.0.0.1" if listen in ("0.0.0.0", "::") else listen
+    head = f"baton bus: nats://{local}:{port} (JetStream in {jetstream_store()})"
+    if listen in LOOPBACK:
+        return (f"{head}; it listens on this machine only: for other hosts start it with --listen 0.0.0.0 "
+                f"and set BATON_BUS_URL=nats://{socket.gethostname()}:{port} there")
+    there = socket.gethostname() if listen in ("0.0.0.0", "::") else listen
+    return f"{head}; other hosts: BATON_BUS_URL=nats://{there}:{port}"
 
 
 def write_server_config(listen: str, port: int, name: str) -> Path:
@@ -58,7 +81,5 @@ def serve(listen: str, port: int, name: str) -> None:
     """Become the nats-server (does not return)."""
     binary = find_nats_server()
     conf = write_server_config(listen, port, name)
-    shown = "127.0.0.1" if listen in ("0.0.0.0", "::") else listen
-    print(f"baton bus: nats://{shown}:{port} (JetStream in {bus_folder() / 'jetstream'}); "
-          f"other hosts: BATON_BUS_URL=nats://THIS-HOST:{port}", flush=True)
+    print(started_line(listen, port), flush=True)
     os.execv(binary, [binary, "-c", str(conf)])

@@ -25,6 +25,7 @@ __all__ = [
     "add_common",
     "bounded_float",
     "bounded_int",
+    "non_blank_path",
     "check_size",
     "name_value",
     "non_blank",
@@ -159,6 +160,19 @@ def non_blank(what: str) -> Callable[[str], str]:
         return value
 
     return check
+
+
+def non_blank_path(what: str) -> Callable[[str], Path]:
+    """A file argument that must be named: an empty one would be read as ``.`` (this folder)."""
+    check = non_blank(what)
+
+    def path(value: str) -> Path:
+        try:
+            return Path(check(value))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{what} is empty: name the file") from None
+
+    return path
 
 
 def pane_target(value: str) -> str:

@@ -1,4 +1,9 @@
-"""``baton extract``: the last finished turn's answer from an agent's file."""
+"""``baton extract``: the last finished turn's answer from an agent's file.
+
+Whose file it is: ``--agent NAME``, else the adapter that recognizes the file's shape
+(:meth:`~pipeline.plugin.agents.AgentAdapter.recognizes_file`: a Claude Code transcript, a Codex rollout, an
+OpenCode store, a demo agent's transcript, or a plugin's kind), else Claude Code's. When the agent named
+cannot read the file and another adapter recognizes it, the error says which (``use --agent codex``)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,10 @@ from pipeline.cmdline.output import json_text
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import Registries
 
-__all__ = ["extract_answer", "extract_command", "extract_options"]
+__all__ = ["DEFAULT_AGENT", "extract_answer", "extract_command", "extract_options", "whose_file"]
+
+#: the agent a file no adapter recognizes is read as (the command's default before files were recognized)
+DEFAULT_AGENT = "claude"
 
 
 def _regular_file(path: Path) -> str:
@@ -55,37 +63,64 @@ def extract_options(cls: type[AgentAdapter], given: list[tuple[str, str, str]]) 
     return {name: getattr(model, name) for name in raw}
 
 
-def extract_answer(registries: Registries, path: Path, agent: str, given: list[tuple[str, str, str]],
+def whose_file(registries: Registries, path: Path) -> list[str]:
+    """The agents whose adapter recognizes ``path`` by its shape (a plugin's that raises does not)."""
+    names = []
+    for name in registries.agents.names():
+        try:
+            if registries.agents.get(name).recognizes_file(path):
+                names.append(name)
+        except Exception:  # someone else's code: a recognizer that fails recognizes nothing
+            continue
+    return names
+
+
+def _hint(registries: Registries, agent: str, claimed: list[str]) -> str:
+    """``; it is a Codex rollout: use --agent codex`` when the file is another agent's ("" otherwise)."""
+    if agent in claimed or not claimed:
+        return ""
+    cls = registries.agents.get(claimed[0])
+    return f"; it is {cls.file_kind or f'a {cls.name} file'}: use --agent {cls.name}"
+
+
+def _read(cls: type[AgentAdapter], path: Path, options: dict[str, Any]) -> tuple[Any, str]:
+    """(the Response or None, "") or (None, why it could not be read)."""
+    try:
+        return cls.extract_file(path, **options), ""
+    except (LookupError, NotImplementedError, ValueError) as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{path}: {exc.strerror or exc}"
+    except sqlite3.Error as exc:  # not an SQLite store at all (opencode)
+        return None, f"{path} is not a {cls.name} file ({type(exc).__name__}: {exc})"
+
+
+def extract_answer(registries: Registries, path: Path, agent: str | None, given: list[tuple[str, str, str]],
                    as_json: bool) -> int:
     """``baton extract``: ``given`` holds the options as (flag, name, value), for the adapter's
-    ``ExtractOptions``."""
-    cls = registries.agents.get(agent)  # an unknown agent: UnknownName, one line from main()
+    ``ExtractOptions``; ``agent`` None: the one that recognizes the file (see the module)."""
+    if agent is not None:
+        registries.agents.get(agent)  # an unknown agent: UnknownName, one line from main()
+    if why := _regular_file(path):
+        print(f"baton extract: {why}", file=sys.stderr)
+        return 1
+    claimed = whose_file(registries, path)
+    agent = agent or (claimed[0] if claimed else DEFAULT_AGENT)
+    cls = registries.agents.get(agent)
     try:
         options = extract_options(cls, given)
     except ValueError as exc:
         print(f"baton extract: {exc}", file=sys.stderr)
         return 1
-    if why := _regular_file(path):
-        print(f"baton extract: {why}", file=sys.stderr)
-        return 1
-    try:
-        response = cls.extract_file(path, **options)
-    except (LookupError, NotImplementedError, ValueError) as exc:
-        print(f"baton extract: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"baton extract: {path}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except sqlite3.Error as exc:  # not an SQLite store at all (opencode)
-        print(f"baton extract: {path} is not a {agent} file ({type(exc).__name__}: {exc})", file=sys.stderr)
-        return 1
+    response, why = _read(cls, path, options)
     if response is None:
-        print(f"baton extract: {path} holds no finished turn", file=sys.stderr)
+        print(f"baton extract: {why or f'{path} holds no finished turn'}{_hint(registries, agent, claimed)}",
+              file=sys.stderr)
         return 1
     if as_json:
         c = response.completion
         print(json_text({"text": response.text, "turn_id": c.turn_id, "outcome": c.outcome,
-                         "source": response.source, "cwd": response.cwd}))
+                         "source": response.source, "cwd": response.cwd, "agent": agent}))
     else:
         sys.stdout.write(response.text if response.text.endswith("\n") else response.text + "\n")
     return 0

@@ -18,9 +18,8 @@ def plugins_command(args: argparse.Namespace) -> int:
     rows = []
     for kind, registry in (("agent", registries.agents), ("transform", registries.transforms)):
         for name in registry.names():
-            cls = registry.get(name)
             rows.append({"kind": kind, "name": name, "from": registry.origin(name),
-                         "summary": getattr(cls, "summary", "")})
+                         "summary": registry.summary(name)})
     failed = [{"name": e.name, "from": e.origin, "error": e.error} for e in pm.failed()]
     if args.json:
         print(json_text({"plugins": [pm.get_name(p) for p in pm.get_plugins()], "classes": rows,

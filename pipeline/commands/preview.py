@@ -37,6 +37,7 @@ from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.manager import Registries
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped
+from pipeline.system.logs import HTTP_LOGGERS
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 
@@ -158,7 +159,7 @@ def _failed(route: Route, exc: Exception) -> str:
 def _notes_only(verbose: bool) -> Iterator[None]:
     """What the transform logs (a fallback's warning, the SDK's request line) is in the notes already:
     below an error it is left to ``-v``, so each thing preview has to say is one line."""
-    loggers = [logging.getLogger(name) for name in ("batonpass", "httpx2")]
+    loggers = [logging.getLogger(name) for name in ("batonpass", *HTTP_LOGGERS)]
     levels = [logger.level for logger in loggers]
     if not verbose:
         for logger in loggers:
@@ -179,7 +180,9 @@ def preview_command(args: argparse.Namespace) -> int:
     from pipeline.plugin.manager import load_registries
 
     registries = load_registries()
-    config, _ = load(args, registries)
+    # the config's warnings are about every route (a key not set); what matters for this route is in the
+    # notes, once (`baton check` lists them all)
+    config, _ = load(args, registries, warn=False)
     if config is None:
         return 1
     try:

@@ -50,10 +50,19 @@ def _agent_problems(tiles: dict[str, Any], positions: Positions, registries: Any
         agent = tile.get("agent", "auto") if isinstance(tile, dict) else None
         if isinstance(agent, str) and agent != "auto" and agent not in registries.agents:
             known = ", ".join(["auto", *registries.agents.names()])
-            problems.append(
-                positions.problem(("tiles", name, "agent"), f"unknown agent {agent!r}; known: {known}")
-            )
+            problem = _unknown("agent", agent, known, registries)
+            problems.append(positions.problem(("tiles", name, "agent"), problem))
     return problems
+
+
+def _unknown(kind: str, name: Any, known: str, registries: Any) -> str:
+    """An unknown plugin name, with the plugins ``BATON_DISABLED_PLUGINS`` blocked: a name one of them
+    would have given is said to be disabled, not unknown."""
+    disabled: list[str] = getattr(registries, "disabled", [])
+    if name in disabled:
+        return f"{kind} {name!r} is disabled by BATON_DISABLED_PLUGINS; known: {known}"
+    text = f"unknown {kind} {name!r}; known: {known}"
+    return text + (f" (disabled by BATON_DISABLED_PLUGINS: {', '.join(disabled)})" if disabled else "")
 
 
 def _route_problems(
@@ -148,7 +157,7 @@ def _transform_problems(
         return []
     if not isinstance(kind, str) or kind not in registries.transforms:  # as the agents are asked, above
         known = ", ".join(registries.transforms.names())
-        return [positions.problem(type_path, f"unknown transform type {kind!r}; known: {known}")]
+        return [positions.problem(type_path, _unknown("transform type", kind, known, registries))]
     cls = registries.transforms.get(kind)
     try:
         validated = cls.Options.model_validate(options)

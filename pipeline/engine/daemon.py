@@ -5,7 +5,9 @@ again: if it is invalid, every problem is reported with its position and the run
 is valid, the running pipeline is stopped and a new one started with the new config. Nothing is lost in
 between — the journal holds every hand-off that was queued, and the new pipeline picks them up first — and
 the notifier (``settings.notify``) lives as long as the daemon: a tile still waiting for a person is not
-announced again, and a notice still being tried is not dropped.
+announced again, and a notice still being tried is not dropped. A reload reads the installed plugins again, so
+a plugin installed while the daemon runs is used without a restart (one upgraded needs a restart, and a line
+says so: :func:`pipeline.plugin.manager.reload_registries`).
 SIGINT/SIGTERM stop the daemon cleanly with exit status 0. A state folder or journal it cannot write
 (read-only, full, locked, damaged) stops it at start with one line naming the file and the fix, exit status
 1; one that fails while it runs pauses delivery until it can be written again
@@ -30,7 +32,7 @@ from pipeline.engine.presence import watch_presence
 from pipeline.engine.runtime import Pipeline
 from pipeline.engine.state_lock import StateFolderBusy, hold_state_folder
 from pipeline.engine.watch import FileWatcher, Subscription
-from pipeline.plugin.manager import Registries
+from pipeline.plugin.manager import Registries, reload_registries
 from pipeline.spool import spool_dir, state_dir
 from pipeline.system.text import count
 from pipeline.system.tmux import Tmux
@@ -74,14 +76,16 @@ async def _route(config: Config, path: Path, registries: Registries, server: Cal
                     await tg.start(watch_presence, config.on_host(host), registries, tmux)
                     tg.start_soon(Pipeline(config, registries, tmux, dry_run=dry_run, journal=journal,
                                            watcher=watcher, host=host, notifier=notifier).run)
-                    config = await _next_valid_config(sub, path, registries, config)
+                    config, registries = await _next_valid_config(sub, path, registries, config)
                     log.info("reloading: %s changed; restarting the pipeline with the new routes", path)
                     tg.cancel_scope.cancel()
 
 
 async def _next_valid_config(
     sub: Subscription, path: Path, registries: Registries, current: Config
-) -> Config:
+) -> tuple[Config, Registries]:
+    """The next valid routes.yaml, read with the plugins installed now (one installed since the start is
+    used without a restart), and the registries it was read with."""
     last = path.read_bytes() if path.exists() else b""
     missing = False
     while True:
@@ -102,8 +106,9 @@ async def _next_valid_config(
         if data == last:
             continue
         last = data
+        fresh = reload_registries(registries)
         try:
-            config, warnings = load_config(path, registries)
+            config, warnings = load_config(path, fresh)
         except ConfigError as exc:
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
@@ -113,9 +118,9 @@ async def _next_valid_config(
             continue
         for problem in warnings:
             print(problem, file=sys.stderr)
-        if config == current:
+        if config == current and fresh.externals == registries.externals:
             continue
-        return config
+        return config, fresh
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

@@ -1,9 +1,12 @@
-"""A tile's last answer, read the way ``baton run`` reads a turn's: its adapter's own records first, else what
-its screen shows (the terminal fallback) — for ``baton status``, ``baton preview`` and the live board."""
+"""A tile's last answer, read the way ``baton run`` reads a turn's: its adapter's own records first (its
+``last_response()``, else its latest finished turn as ``baton run``'s catch-up reads it: ``finished_turns``
+then ``response``), else what its screen shows (the terminal fallback) — for ``baton status``, ``baton
+preview`` and the live board, so that the three show the answer ``run`` would hand on."""
 
 from __future__ import annotations
 
 from pipeline.engine.tiles import TileRuntime
+from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.events import Completion, Response
 from pipeline.system.proc import SHELLS
 from pipeline.system.tmux import TmuxError
@@ -23,7 +26,7 @@ async def last_response(runtime: TileRuntime) -> Response:
     completion = Completion(tile=runtime.name, turn_id=LAST_TURN, signal="preview")
     problems = []
     try:
-        latest = await runtime.adapter.last_response()
+        latest = await runtime.adapter.last_response() or await _last_finished_turn(runtime)
         if latest is not None and latest.text.strip():
             return latest
     except (TmuxError, OSError, LookupError, ValueError) as exc:
@@ -44,6 +47,19 @@ async def last_response(runtime: TileRuntime) -> Response:
     why = "; ".join(dict.fromkeys(problems))
     raise NoAnswer(f"cannot read the last answer of tile {runtime.name} ({why}); "
                        "give the answer with --input FILE or --input -")
+
+
+async def _last_finished_turn(runtime: TileRuntime) -> Response | None:
+    """The latest turn the adapter's own records hold, answered by its ``response`` as ``baton run`` answers
+    a caught-up turn; None for an adapter that cannot list past turns (a screen adapter). Asked only of an
+    adapter without a ``last_response`` of its own: one that has one said it has no answer (and its past
+    turns may be a long transcript to read on every look of the board)."""
+    if type(runtime.adapter).last_response is not AgentAdapter.last_response:
+        return None
+    ends = await runtime.adapter.finished_turns(0.0)
+    if not ends:
+        return None
+    return await runtime.adapter.response(ends[-1].completion(runtime.name, "catch-up"))
 
 
 async def _agent_absent(runtime: TileRuntime) -> bool:

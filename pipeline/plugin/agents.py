@@ -116,6 +116,8 @@ class AgentAdapter(abc.ABC):
     #: the options :meth:`extract_file` takes (``baton extract --option NAME=VALUE``), a pydantic model like a
     #: transform's ``Options``: ``baton extract`` validates them with it, so a wrong one is named, not raised
     ExtractOptions: ClassVar[type[BaseModel]] = NoOptions
+    #: what the files :meth:`extract_file` reads are, in words ("a Codex rollout"), for ``baton extract``
+    file_kind: ClassVar[str] = ""
     #: the screen :meth:`target_state` reads, as :meth:`TileContext.capture`'s (escapes, start, end): the
     #: first hand-off's pane lookup brings it in its round trip (later ones learn it from what was asked)
     readiness_screen: ClassVar[CaptureKind | None] = (False, None, None)
@@ -196,6 +198,14 @@ class AgentAdapter(abc.ABC):
         signature in every adapter: an adapter declares its options there, never as extra parameters).
         Adapters without files raise NotImplementedError."""
         raise NotImplementedError(f"the {cls.name} adapter reads no files")
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """Whether ``path`` (a regular file) is one of this agent's by its shape — its first records, its
+        header — so that ``baton extract FILE`` without ``--agent`` finds whose it is (and says so when
+        ``--agent`` names another). Asked of every adapter for every file: read little
+        (:func:`pipeline.plugin.tools.json_head`), never raise. Default: False."""
+        return False
 
     @classmethod
     def install_hooks(cls, hook_command: list[str]) -> str:

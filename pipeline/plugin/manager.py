@@ -43,6 +43,7 @@ __all__ = [
     "Registries",
     "load_registries",
     "make_plugin_manager",
+    "reload_registries",
 ]
 
 log = logging.getLogger("batonpass.plugins")
@@ -119,8 +120,9 @@ def _error(exc: BaseException) -> str:
 
 
 def _load_externals(pm: BatonPluginManager) -> None:
-    """The entry points of the ``batonpass`` group, each registered, disabled, or failed by name."""
-    disabled = _disabled_names()
+    """The entry points of the ``batonpass`` group, each registered, disabled, or failed by name. A name in
+    ``BATON_DISABLED_PLUGINS`` that matches no plugin is said in one warning (a typo would block nothing)."""
+    disabled, seen = _disabled_names(), set[str]()
     for dist in metadata.distributions():
         for ep in dist.entry_points:
             if ep.group != PROJECT or pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
@@ -128,6 +130,7 @@ def _load_externals(pm: BatonPluginManager) -> None:
             if any(e.name == ep.name for e in pm.externals):
                 continue  # the same distribution found twice on sys.path
             dist_name = dist.metadata["name"] or "?"
+            seen |= {ep.name, dist_name}
             if ep.name in disabled or dist_name in disabled:
                 pm.disabled.append(ep.name)
                 continue
@@ -137,6 +140,9 @@ def _load_externals(pm: BatonPluginManager) -> None:
                 pm.register(ep.load(), name=ep.name)
             except Exception as exc:  # any failure of someone else's code
                 pm.fail(ext, _error(exc))
+    if unknown := sorted(disabled - seen):
+        log.warning("%s names no installed plugin: %s; installed: %s", DISABLED_ENV, ", ".join(unknown),
+                    ", ".join(sorted(seen)) or "(none)")
 
 
 def _check_pending(pm: BatonPluginManager) -> None:
@@ -173,6 +179,10 @@ class Registries:
     transforms: TransformRegistry
     #: the sections of ``settings:`` that plugins own (``register_settings``)
     settings: SettingsRegistry = field(default_factory=SettingsRegistry)
+    #: the loaded third-party plugins, entry-point name → ``distribution version``
+    externals: dict[str, str] = field(default_factory=dict)
+    #: the plugins ``BATON_DISABLED_PLUGINS`` blocked, by entry-point name
+    disabled: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -228,4 +238,22 @@ def load_registries(pm: BatonPluginManager | None = None) -> Registries:
     _call(pm, "register_agents", registries.agents)
     _call(pm, "register_transforms", registries.transforms)
     _call(pm, "register_settings", registries.settings)
+    registries.externals = {e.name: e.origin for e in pm.externals if not e.error}
+    registries.disabled = list(pm.disabled)
+    return registries
+
+
+def reload_registries(previous: Registries) -> Registries:
+    """The registries read again for a reload of routes.yaml, so a plugin installed while ``baton run`` runs
+    is used without a restart. A plugin whose version changed since ``previous`` keeps running the code
+    imported first (Python cannot swap a loaded module): that is said in one line, with the fix."""
+    importlib.invalidate_caches()  # the import system's view of the folders on sys.path
+    registries = load_registries()
+    for name, origin in registries.externals.items():
+        before = previous.externals.get(name)
+        if before is None:
+            log.info("plugin %s (%s) installed since the start: loaded", name, origin)
+        elif before != origin:
+            log.warning("plugin %s changed from %s to %s: restart baton run to use the new version",
+                        name, before, origin)
     return registries

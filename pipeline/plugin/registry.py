@@ -3,6 +3,7 @@ routes.yaml is answered with the list to choose from."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
@@ -49,6 +50,16 @@ class Registry(Generic[T]):
             return self._classes[name]
         except KeyError:
             raise UnknownName(self.kind, name, self.names()) from None
+
+    def summary(self, name: str) -> str:
+        """The one line ``baton plugins`` shows: the class's ``summary``, else the first line of its own
+        docstring, else of its module's (a plugin written like the docs' example needs no ``summary``)."""
+        cls = self.get(name)
+        module_doc = getattr(sys.modules.get(getattr(cls, "__module__", "")), "__doc__", "")
+        for text in (getattr(cls, "summary", ""), cls.__dict__.get("__doc__"), module_doc):
+            if isinstance(text, str) and text.strip():
+                return text.strip().splitlines()[0].strip()
+        return ""
 
     def origin(self, name: str) -> str:
         """The plugin (distribution or module) that registered ``name``."""

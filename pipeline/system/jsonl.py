@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["AppendedLines", "json_list", "json_object"]
+__all__ = ["AppendedLines", "json_head", "json_list", "json_object"]
 
 
 def json_object(value: object) -> dict[str, Any]:
@@ -24,6 +24,26 @@ def json_object(value: object) -> dict[str, Any]:
 def json_list(value: object) -> list[Any]:
     """``value`` if it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def json_head(path: str | os.PathLike[str], *, limit: int = 65536) -> list[dict[str, Any]]:
+    """The JSON objects on the whole lines within the first ``limit`` bytes of ``path`` (what a file's
+    shape is told by: ``AgentAdapter.recognizes_file``); [] when it cannot be read. Lines that are not
+    JSON objects are left out."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return []
+    records = []
+    for line in data.split(b"\n")[:-1] if len(data) == limit else data.split(b"\n"):
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
 
 
 class AppendedLines:

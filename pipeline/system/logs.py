@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-__all__ = ["SECRET_ENV_VARS", "RedactingFormatter", "add_secret", "redact", "setup_logging"]
+__all__ = ["HTTP_LOGGERS", "SECRET_ENV_VARS", "RedactingFormatter", "add_secret", "redact", "setup_logging"]
 
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
                    "BATON_BUS_PASSWORD", "BATON_BUS_TOKEN")
@@ -47,6 +47,11 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+#: the HTTP clients' loggers (the Anthropic SDK's: httpx, or httpx2 from its 2.x on): their INFO line per
+#: request (``HTTP Request: POST …``) is for ``-v`` only
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "anthropic")
+
+
 def setup_logging(verbose: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter("%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"))
@@ -54,5 +59,5 @@ def setup_logging(verbose: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    for noisy in ("httpx", "httpcore", "anthropic"):
+    for noisy in HTTP_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.WARNING)

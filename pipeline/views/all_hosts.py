@@ -33,12 +33,10 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
         return 1
     try:
         rows = anyio.run(_read, settings, kind)
-    except TimeoutError:
-        print(
-            f"baton {'status' if kind == 'tiles' else 'history'} --all-hosts: the bus at "
-            f"{', '.join(bus_servers(settings))} did not answer within {REACH_S:g}s",
-            file=sys.stderr,
-        )
+    except TimeoutError as exc:
+        why = str(exc) or f"did not answer within {REACH_S:g}s"
+        print(f"baton {'status' if kind == 'tiles' else 'history'} --all-hosts: the bus at "
+              f"{', '.join(bus_servers(settings))} {why}", file=sys.stderr)
         return 1
     rows = [r for r in rows if isinstance(r, dict)]  # another host's value that is not a row is left out
     everyone = len(rows)
@@ -79,9 +77,12 @@ async def _read(settings: Any, kind: str) -> list[dict[str, Any]]:
     from pipeline.bus.board import board_rows
     from pipeline.bus.link import BusLink
 
-    link = BusLink(settings)
-    with anyio.fail_after(REACH_S):
-        await link.connect()
+    link = BusLink(settings, reader=True)
+    try:
+        with anyio.fail_after(REACH_S):
+            await link.connect()
+    except TimeoutError:  # the refusal, if that was why ("refused the credentials: check …")
+        raise TimeoutError(link.refusal.removeprefix("the server ")) from None
     try:
         with anyio.fail_after(REACH_S):
             return await board_rows(link, kind)

@@ -32,7 +32,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import proc
+from pipeline.plugin.tools import json_head, proc
 from pipeline.plugin.usage import SessionUsage
 from plugins.claude_code.files import UUID, config_dir, read_session_file, transcript_inside
 from plugins.claude_code.follow import FileFollowing
@@ -64,6 +64,7 @@ BUSY_STATUSES = frozenset({"busy", "waiting", "shell"})
 class ClaudeCodeAdapter(FileFollowing):
     name = "claude"
     summary = "Claude Code: transcript answers; completion from session status, transcript and Stop hook"
+    file_kind = "a Claude Code transcript"
     process_names = PROCESS_NAMES
     # Claude Code needs >= 150 ms between paste and Enter (docs/agents.md, Claude Code: typing)
     submit_delay_s = 0.3
@@ -265,6 +266,11 @@ class ClaudeCodeAdapter(FileFollowing):
             return await anyio.to_thread.run_sync(self.extract_file, res.transcript)
         except LookupError:
             return None
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """A transcript's records name their session (``sessionId``), from the first ones on."""
+        return any(isinstance(r.get("sessionId"), str) for r in json_head(path))
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

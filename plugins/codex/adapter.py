@@ -25,7 +25,7 @@ from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, Tmu
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import strip_ansi
+from pipeline.plugin.tools import json_head, strip_ansi
 from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.codex.follow import RolloutFollowing
@@ -52,10 +52,15 @@ START_SLACK_S = 1.0
 PROVISIONAL_STALE_S = 60.0
 
 
+#: the ``type`` of a rollout line (docs/agents.md, Codex)
+ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+
+
 class CodexAdapter(RolloutFollowing):
     name = "codex"
     readiness_screen = (True, None, None)  # the colours tell the placeholder from a draft
     summary = "OpenAI Codex CLI: completions and answers from its rollout files"
+    file_kind = "a Codex rollout"
     process_names = frozenset({"codex"})
     submit_delay_s = 0.2
     confirm_timeout_s = 8.0
@@ -117,6 +122,15 @@ class CodexAdapter(RolloutFollowing):
             return None
         return Response(completion=self._completion(turn, "rollout"), text=turn.answer, source="transcript",
                         cwd=state.cwd, note=turn.answer_from)
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """A rollout's lines are ``{timestamp, type, payload}`` (``session_meta`` first); one of Codex
+        before 0.30 starts with ``{id, timestamp, instructions}`` (docs/agents.md, Codex)."""
+        head = json_head(path)
+        if head and {"id", "timestamp", "instructions"} <= head[0].keys():
+            return True
+        return any(r.get("type") in ROLLOUT_TYPES and isinstance(r.get("payload"), dict) for r in head)
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

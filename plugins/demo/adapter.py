@@ -21,7 +21,7 @@ from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.screen import ScreenAdapter
-from pipeline.plugin.tools import AppendedLines, proc, sanitize
+from pipeline.plugin.tools import AppendedLines, json_head, proc, sanitize
 from pipeline.plugin.turns import TurnEnd, TurnMark
 from plugins.demo.agent import transcript_dir
 
@@ -30,6 +30,7 @@ __all__ = ["DemoAdapter"]
 class DemoAdapter(ScreenAdapter):
     name = "demo"
     summary = "the built-in demo agent (baton demo)"
+    file_kind = "a demo agent's transcript"
     process_names = frozenset({"baton-demo"})
     busy_markers = ("esc to interrupt",)
     input_line = re.compile(r"^demo❯\s?(.*)$")
@@ -151,6 +152,23 @@ class DemoAdapter(ScreenAdapter):
         if record is None:
             return None
         return Response(completion=completion, text=str(record.get("text", "")), source="transcript")
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """The demo agent's transcript: ``{at, type: prompt|answer, turn_id, text}`` records."""
+        return any(r.get("type") in ("prompt", "answer") and "turn_id" in r and "at" in r
+                   for r in json_head(path))
+
+    @classmethod
+    def extract_file(cls, path: Path, **options: Any) -> Response | None:
+        """``baton extract --agent demo FILE``: the last answer in a demo agent's transcript (the file
+        ``baton status`` and ``baton resolve`` name for a demo tile)."""
+        answers = [r for r in AppendedLines(path).read(final=True) if r.get("type") == "answer"]
+        if not answers:
+            return None
+        end = cls._end(answers[-1])
+        completion = end.completion(path.name, "transcript")
+        return Response(completion=completion, text=end.text, source="transcript")
 
     async def last_response(self) -> Response | None:
         if await self._find_agent() is None:

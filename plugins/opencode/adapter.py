@@ -28,7 +28,7 @@ from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import proc, sanitize
 from pipeline.plugin.usage import SessionUsage
 from plugins.opencode.follow import StoreFollowing
-from plugins.opencode.reader import OpenCodeStore, StoreError
+from plugins.opencode.reader import OpenCodeStore, StoreError, is_store
 from plugins.opencode.resolve import (
     OpenCodeProcess,
     read_process,
@@ -55,6 +55,7 @@ class OpenCodeAdapter(StoreFollowing):
 
     name = "opencode"
     summary = "OpenCode: completion and answers from its SQLite store; its screen as the fallback"
+    file_kind = "an OpenCode store"
     ExtractOptions = OpenCodeExtractOptions
     process_names = frozenset({"opencode", "opencode.exe"})
     busy_markers = ("esc interrupt", "esc again to interrupt")
@@ -144,6 +145,11 @@ class OpenCodeAdapter(StoreFollowing):
         completion = Completion(tile=self.ctx.name, turn_id=end.turn_id, outcome=end.outcome, signal="store",
                                 detail=end.detail)
         return Response(completion=completion, text=end.text, source="store", cwd=end.cwd)
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """An SQLite file with OpenCode's tables (``session``, ``message``, ``part``)."""
+        return is_store(path)
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

@@ -43,6 +43,7 @@ __all__ = [
     "StoreError",
     "StoreMissing",
     "UnknownSchema",
+    "is_store",
     "store_path",
 ]
 
@@ -54,6 +55,27 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "message": frozenset({"id", "session_id", "time_created", "data"}),
     "part": frozenset({"id", "message_id", "data"}),
 }
+#: the first bytes of every SQLite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is an SQLite file holding OpenCode's tables (``baton extract`` without ``--agent``):
+    its header is read first, so a file of another kind is never opened as a database."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return False
+        store = OpenCodeStore(Path(path))
+        try:
+            store.read(lambda conn: None)  # opening it checks the schema
+        finally:
+            store.close()
+    except (OSError, StoreError, sqlite3.Error):
+        return False
+    return True
+
+
 #: how many of a session's newest messages one look reads: a turn that ended since the last look is in there
 RECENT_MESSAGES = 64
 
