@@ -6,7 +6,7 @@ fake Messages API, with the real pipeline:
   auto`` finds Copilot by its process tree), each exact and once, although the events file and the
   ``agentStop`` hook (installed by ``baton hooks install --agent copilot``) both report Copilot's turns;
 * a tool turn: the model call that asked for the tool is not the end, the final answer is handed over;
-* an interrupt (Esc Esc): a failed completion, nothing handed over; an approval: ``waiting`` with what for;
+* an interrupt (Ctrl+C): a failed completion, nothing handed over; an approval: ``waiting`` with what for;
 * ``baton resolve`` shows the chain to the session's lock file, ``baton extract`` prints the answer;
 * ``baton run`` killed between its paste and the Enter: Copilot takes the prompt once after the restart.
 """
@@ -18,6 +18,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -25,7 +26,7 @@ import pytest
 
 from pipeline.plugin.events import Prompt
 from plugins.claude_code.paste import normalized
-from plugins.copilot.screen import input_draft
+from plugins.copilot.screen import approval_prompt, input_draft
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
@@ -84,6 +85,18 @@ def start_copilot(server: TmuxServer, home: CopilotHome) -> str:
     server.type(pane, "copilot")
     wait_for(lambda: input_draft(server.capture(pane)) == "", 90, what="Copilot's input")
     return pane
+
+
+async def press_until(server: TmuxServer, pane: str, key: str, done: Callable[[], bool], what: str) -> None:
+    """Press ``key`` until ``done()``: a dialog drawn a moment before it takes keys drops the first press."""
+    for _ in range(5):
+        server.run("send-keys", "-t", pane, key)
+        try:
+            await until(done, 3, what)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"{key} five times, and still not {what}")
 
 
 def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
@@ -158,17 +171,25 @@ async def test_real_copilot_hands_off_both_ways_with_claude_code(
             ctx = pipeline.tiles["cp"].ctx
             await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30, "waiting")
             assert "touch approved.txt" in ctx.waiting_for
-            tmux_server.run("send-keys", "-t", cp_pane, "Enter")
+            await until(lambda: approval_prompt(tmux_server.capture(cp_pane)), 20, "the approval box")
+            await press_until(tmux_server, cp_pane, "Enter",
+                              lambda: approval_prompt(tmux_server.capture(cp_pane)) is None, "answered")
             await until(lambda: len(accepted(caplog, "cp")) == 4, 30, "the approved turn's end")
             assert ctx.waiting_for is None and (cp.project / "approved.txt").exists()
 
             # an interrupt: a failed completion, nothing handed over
+            adapter = pipeline.tiles["cp"].adapter
+            ready = await adapter.target_state()
+            while ready != "ready":  # the agentStop hook still runs: a prompt typed now is queued
+                await anyio.sleep(0.1)
+                ready = await adapter.target_state()
             tmux_server.type(cp_pane, "SLOWTEST: interrupt me")
-            await until(lambda: cp.state().busy, 20, "the slow turn running")
-            tmux_server.run("send-keys", "-t", cp_pane, "Escape")
-            tmux_server.run("send-keys", "-t", cp_pane, "Escape")
+            # Ctrl+C while the answer streams (before the first token, Esc Esc edits the prompt)
+            await until(lambda: "esc esc interrupt" in tmux_server.capture(cp_pane) and cp.state().busy, 20,
+                        "the slow answer")
+            tmux_server.run("send-keys", "-t", cp_pane, "C-c")
             await until(lambda: len(accepted(caplog, "cp")) == 5, 20, "the interrupted turn's end")
-            assert accepted(caplog, "cp")[-1][2] == "failed"
+            assert accepted(caplog, "cp")[-1][2] == "failed", tmux_server.capture(cp_pane)
             await aquiet_for(1.0, "a hand-off of the interrupted turn")
         assert len([m for m in claude_prompts(claude_api) if "COPILOT" in m or "TOOL_FINAL" in m]) == 2
 
