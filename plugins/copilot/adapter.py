@@ -56,7 +56,9 @@ class CopilotAdapter(EventsFollowing):
     summary = "GitHub Copilot CLI: answers and completion from its events.jsonl and agentStop hook"
     #: the native binary's executable name: its comm is ``MainThread`` (docs/agents.md)
     process_names = frozenset({"copilot"})
-    submit_delay_s = 0.3
+    #: Copilot gathers a bracketed paste before it draws it (the placeholder showed 0.35–0.43 s after the
+    #: paste, docs/agent-versions.md): the Enter waits until the input shows what it submits
+    submit_delay_s = 0.6
     confirm_timeout_s = 8.0
     busy_markers = ("esc esc interrupt", "esc again to interrupt", "esc esc edit prompt")
     quiet_s = 1.5
