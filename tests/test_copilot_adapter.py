@@ -87,7 +87,8 @@ def test_a_streaming_turn_is_open_and_an_interrupt_fails_it_without_an_answer() 
 def test_a_declined_approval_and_a_ctrl_c_fail_their_turns() -> None:
     state = fold("session2_pinned_final.jsonl")
     assert [(t.outcome, t.detail) for t in state.finished()] == [
-        ("completed", ""), ("failed", "interrupted (user_initiated)"), ("failed", "interrupted (user_initiated)")]
+        ("completed", ""), ("failed", "interrupted (user_initiated)"),
+        ("failed", "interrupted (user_initiated)")]
     assert state.asking is None  # the cancelled permission.completed came after the abort
 
 
@@ -137,7 +138,8 @@ def test_the_input_between_the_rules_is_read_as_the_draft() -> None:
 
 
 @pytest.mark.parametrize(("shown", "paste"), [
-    ("18_paste_2lines", "paste2.txt"), ("20_paste_12lines", "paste12.txt"), ("21_paste_1500chars", "paste1500.txt")])
+    ("18_paste_2lines", "paste2.txt"), ("20_paste_12lines", "paste12.txt"),
+    ("21_paste_1500chars", "paste1500.txt")])
 def test_each_recorded_paste_is_recognised_as_that_paste(shown: str, paste: str) -> None:
     adapter = CopilotAdapter.__new__(CopilotAdapter)
     draft = input_draft(screen(shown))
@@ -185,7 +187,8 @@ def test_usage_adds_up_every_model_call_and_prices_none_it_does_not_know() -> No
     usage = EventsUsage(REC / "events" / "session1_final.jsonl").read()
     calls = (REC / "events" / "session1_final.jsonl").read_text().count('"type":"session.usage_record"')
     assert usage is not None and calls > 0
-    assert (usage.input, usage.output, usage.cost_usd, usage.models) == (100 * calls, 20 * calls, None, ("fake",))
+    counted = (usage.input, usage.output, usage.cost_usd, usage.models)
+    assert counted == (100 * calls, 20 * calls, None, ("fake",))
 
 
 def test_byok_claude_tokens_are_priced_and_a_subscriptions_are_not(tmp_path: Path) -> None:
@@ -228,7 +231,7 @@ def test_the_chain_goes_from_the_process_to_its_lock_file_to_the_events(fake_cop
     assert process is not None and process.proc.comm == "MainThread" and process.home == home
     res = resolve_session(pid)
     assert (res.rule, res.session_dir, res.events) == ("lock file", session, session / "events.jsonl")
-    assert [s.step for s in res.steps] == ["process", "copilot home", "lock file", "events"]
+    assert [s.step for s in res.steps] == ["process", "copilot home", "lock file", "session", "transcript"]
     assert "appears at the first prompt" in res.steps[-1].detail
 
 

@@ -25,6 +25,7 @@ import anyio
 import pytest
 
 from pipeline.plugin.events import Prompt
+from pipeline.views.tile_status import tile_status
 from plugins.claude_code.paste import normalized
 from plugins.copilot.screen import approval_prompt, input_draft
 from tests.agent_versions import resolve
@@ -34,7 +35,7 @@ from tests.fakes.openai_chat import FakeChat
 from tests.support.claude import make_claude_home
 from tests.support.copilot import CopilotHome, make_copilot_home
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
-from tests.support.pipelines import make_config, running
+from tests.support.pipelines import REGISTRIES, make_config, running
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
@@ -170,7 +171,11 @@ async def test_real_copilot_hands_off_both_ways_with_claude_code(
                                          text="TOOLASK: touch a file"))
             ctx = pipeline.tiles["cp"].ctx
             await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30, "waiting")
-            assert "touch approved.txt" in ctx.waiting_for
+            assert "touch approved.txt" in (ctx.waiting_for or "")
+            rows = await tile_status(config, REGISTRIES, tmux_server.tmux)
+            row = next(r for r in rows if r["tile"] == "cp")
+            assert row["state"].startswith("waiting (permission prompt: touch approved.txt"), row
+            assert row["transcript"] == str(cp.events_files()[0]) and row["session"] == events.parent.name
             await until(lambda: approval_prompt(tmux_server.capture(cp_pane)), 20, "the approval box")
             await press_until(tmux_server, cp_pane, "Enter",
                               lambda: approval_prompt(tmux_server.capture(cp_pane)) is None, "answered")
@@ -179,10 +184,11 @@ async def test_real_copilot_hands_off_both_ways_with_claude_code(
 
             # an interrupt: a failed completion, nothing handed over
             adapter = pipeline.tiles["cp"].adapter
-            ready = await adapter.target_state()
-            while ready != "ready":  # the agentStop hook still runs: a prompt typed now is queued
-                await anyio.sleep(0.1)
-                ready = await adapter.target_state()
+
+            async def ready() -> bool:  # not while the agentStop hook runs: a prompt typed then is queued
+                return await adapter.target_state() == "ready"
+
+            await until(ready, 20, "Copilot ready")
             tmux_server.type(cp_pane, "SLOWTEST: interrupt me")
             # Ctrl+C while the answer streams (before the first token, Esc Esc edits the prompt)
             await until(lambda: "esc esc interrupt" in tmux_server.capture(cp_pane) and cp.state().busy, 20,

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, TmuxError, TurnMark
+from pipeline.plugin import HookRecord, PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
@@ -27,9 +27,9 @@ from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.tools import AppendedLines, sanitize, strip_ansi
 from pipeline.plugin.usage import SessionUsage
 from plugins.copilot.events import Interaction, SessionEvents, turn_id
-from plugins.copilot.follow import EventsFollowing
+from plugins.copilot.follow import EventsFollowing, asked
 from plugins.copilot.hooks import hook_kind, install_copilot_hooks
-from plugins.copilot.resolve import default_copilot_home
+from plugins.copilot.resolve import default_copilot_home, find_copilot_process
 from plugins.copilot.screen import (
     approval_prompt,
     input_draft,
@@ -251,6 +251,11 @@ class CopilotAdapter(EventsFollowing):
             return "busy"  # no input line: a dialog (folder trust), or Copilot starting
         return "draft" if draft else "ready"
 
+    async def presence_state(self, info: PaneInfo) -> TargetState:
+        """Asked every second: whether the pane runs copilot, from /proc alone (no screen, no files)."""
+        found = await anyio.to_thread.run_sync(find_copilot_process, info.pid)
+        return "ready" if found is not None else "absent"
+
     async def current_draft(self) -> str:
         try:
             return input_draft(await self.ctx.capture()) or ""
@@ -331,8 +336,7 @@ class CopilotAdapter(EventsFollowing):
         steps += res.steps
         state = self._state
         if state is not None and state.asking is not None:
-            steps.append(ResolveStep("activity", True, f"waiting ({state.asking_for or 'permission'})",
-                                     "permission prompt"))
+            steps.append(ResolveStep("activity", True, f"waiting ({asked(state)})", asked(state)))
         elif (waiting := await self.waiting_step()) is not None:
             steps.append(waiting)
         if state is not None:

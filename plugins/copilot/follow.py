@@ -29,7 +29,7 @@ from plugins.copilot.resolve import CopilotProcess, Resolution, find_copilot_pro
 if TYPE_CHECKING:
     from pipeline.plugin.tools import Subscription
 
-__all__ = ["EventsFollowing"]
+__all__ = ["EventsFollowing", "asked"]
 
 log = logging.getLogger("batonpass")
 
@@ -165,7 +165,7 @@ class EventsFollowing(ScreenAdapter):
             self.ctx.waiting(None)
             return False
         if state is not None and state.asking is not None:
-            self.waiting_now = _asked(state)
+            self.waiting_now = asked(state)
             self.ctx.waiting(self.waiting_now)
             return True
         if state is not None and not state.busy and not self.working_flag():
@@ -176,7 +176,7 @@ class EventsFollowing(ScreenAdapter):
         return True
 
 
-def _asked(state: SessionEvents) -> str:
+def asked(state: SessionEvents) -> str:
     """What the person is asked for, in a few words (the board, the notice)."""
     what = " ".join(state.asking_for.split())
     return f"permission prompt: {what[:60]}" if what else "permission prompt"

@@ -141,7 +141,9 @@ def resolve_session(pane_pid: int, *, process: CopilotProcess | None = None) -> 
     if res.session_dir is None:
         res.steps.append(ResolveStep("session", False, "no session folder found for this process"))
         return res
+    res.steps.append(ResolveStep("session", True, f"{res.session_dir.name} (rule: {res.rule})",
+                                 res.session_dir.name))
     events = res.session_dir / "events.jsonl"
-    res.steps.append(ResolveStep("events", True, str(events) if events.exists()
+    res.steps.append(ResolveStep("transcript", True, str(events) if events.exists()
                                  else f"{events} not yet (it appears at the first prompt)", str(events)))
     return res
