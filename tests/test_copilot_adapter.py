@@ -92,6 +92,13 @@ def test_a_declined_approval_and_a_ctrl_c_fail_their_turns() -> None:
     assert state.asking is None  # the cancelled permission.completed came after the abort
 
 
+def test_a_model_api_error_fails_the_turn_with_its_message() -> None:
+    state = fold("failed_400.jsonl")
+    last = state.last_finished()
+    assert last is not None and not state.busy
+    assert (last.outcome, last.answer, last.detail) == ("failed", None, "400 model overloaded (fake)")
+
+
 def test_extract_reads_the_last_answer_and_names_an_interrupted_last_turn(tmp_path: Path) -> None:
     response = CopilotAdapter.extract_file(REC / "events" / "session1_final.jsonl")
     assert response is not None and response.text.startswith("Slow answer part one")
