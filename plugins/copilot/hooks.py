@@ -52,4 +52,4 @@ def install_copilot_hooks(home: Path, command: str) -> str:
         f.write("\n")
     os.replace(tmp, path)
     return (f"{path}: agentStop and notification hooks run {command} "
-            "(Copilot reads its hooks at start: restart it)")
+            "(a Copilot already running may need a restart to read it)")
