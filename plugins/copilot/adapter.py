@@ -302,7 +302,7 @@ class CopilotAdapter(EventsFollowing):
             screen = strip_ansi(await self.ctx.capture())
         except TmuxError:
             return False
-        return self.is_busy(screen)
+        return self.is_busy(screen) or (before.screen is not None and screen != strip_ansi(before.screen))
 
     # ---- the board -------------------------------------------------------------------------------
 
