@@ -172,8 +172,8 @@ class EventsFollowing(ScreenAdapter):
             self.waiting_now = None
             self.ctx.waiting(None)
             return False
-        await self.look_for_person()
-        return True
+        seen = await self.look_for_person()  # the events lag (batches), or no session was found
+        return seen is not None or (state is not None and state.busy)
 
 
 def asked(state: SessionEvents) -> str:

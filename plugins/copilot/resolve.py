@@ -72,21 +72,22 @@ class CopilotProcess:
 
 
 def find_copilot_process(pane_pid: int) -> CopilotProcess | None:
-    """The native ``copilot`` under the pane (never npm's node loader, whose script is also ``copilot``)."""
-    for p in proc.subtree(pane_pid):
-        if p.exe_name != EXE_NAME and p.comm != EXE_NAME:
-            continue
-        env = proc.environ(p.pid)
-        if env.get("COPILOT_HOME"):
-            home, home_from = Path(env["COPILOT_HOME"]), "$COPILOT_HOME of the process"
-        elif env.get("HOME"):
-            home, home_from = Path(env["HOME"]) / ".copilot", "$HOME/.copilot of the process"
-        else:
-            home, home_from = default_copilot_home(), "batonpass's own (unreadable environment)"
-        cwd = proc.cwd(p.pid)
-        return CopilotProcess(proc=p, argv=tuple(proc.cmdline(p.pid)), cwd=cwd, home=home,
-                              home_from=home_from)
-    return None
+    """The native ``copilot`` under the pane, by its executable (never npm's node loader, whose script is
+    also ``copilot``: run by its shebang its comm may read so); by comm only when no executable says."""
+    tree = list(proc.subtree(pane_pid))
+    p = next((p for p in tree if p.exe_name == EXE_NAME), None) or \
+        next((p for p in tree if p.comm == EXE_NAME), None)
+    if p is None:
+        return None
+    env = proc.environ(p.pid)
+    if env.get("COPILOT_HOME"):
+        home, home_from = Path(env["COPILOT_HOME"]), "$COPILOT_HOME of the process"
+    elif env.get("HOME"):
+        home, home_from = Path(env["HOME"]) / ".copilot", "$HOME/.copilot of the process"
+    else:
+        home, home_from = default_copilot_home(), "batonpass's own (unreadable environment)"
+    return CopilotProcess(proc=p, argv=tuple(proc.cmdline(p.pid)), cwd=proc.cwd(p.pid), home=home,
+                          home_from=home_from)
 
 
 @dataclass
