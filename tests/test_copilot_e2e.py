@@ -151,6 +151,10 @@ async def test_real_copilot_hands_off_both_ways_with_claude_code(
             await until(lambda: len(accepted(caplog, "cp")) == 2, 30, "Copilot's second turn")
             first = accepted(caplog, "cp")[0][1]
             await until(lambda: {"events", "hook"} <= signals_seen(caplog, first), 20, "both signals")
+            done = next(r.created for r in caplog.records
+                        if r.msg.startswith("completion") and r.args[1] == first)
+            last_chunk = next(r.t_last_chunk for r in fake_chat.turns() if r.text == ANSWER) or done
+            print(f"\nCopilot e2e: model's last chunk -> completion {(done - last_chunk) * 1e3:.0f} ms")
 
             # a tool turn: its first model call (asking for bash) is not the end; the final answer is
             await pipeline.submit(Prompt(route="seed", source="test", target="cp", turn_id="seed-2", hop=1,
