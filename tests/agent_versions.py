@@ -27,6 +27,7 @@ PINNED: dict[str, tuple[str, str]] = {
     "claude": ("@anthropic-ai/claude-code", "2.1.332"),
     "codex": ("@openai/codex", "0.171.0"),
     "opencode": ("opencode-ai", "1.18.33"),
+    "copilot": ("@github/copilot", "1.0.102"),
 }
 AGENTS = tuple(PINNED)
 #: the older Claude Code release the first recordings (tests/fixtures/claude-code) came from; still tested

@@ -134,7 +134,7 @@ def test_extract_names_a_missing_file(tmp_path: Path) -> None:
     assert line == f"baton extract: {tmp_path / 'nope.jsonl'}: no such file"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "copilot"])
 def test_extract_refuses_a_folder(tmp_path: Path, agent: str) -> None:
     baton("extract", str(tmp_path), "--agent", agent).one_line_error(1, "is a folder")
 
@@ -155,6 +155,12 @@ def test_extract_an_opencode_file_that_is_no_store(tmp_path: Path) -> None:
     junk.write_bytes(b"not sqlite at all\n" * 100)
     result = baton("extract", str(junk), "--agent", "opencode")
     assert result.status == 1 and "Traceback" not in result.err and str(junk) in result.err
+
+
+def test_extract_a_copilot_file_that_is_no_events_file(tmp_path: Path) -> None:
+    junk = tmp_path / "events.jsonl"
+    junk.write_bytes(b"\x00\xff not json\n[1, 2]\n" * 100)
+    baton("extract", str(junk), "--agent", "copilot").one_line_error(1, "holds no prompt")
 
 
 # ---- input size -------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Agents whose permission prompt only their screen shows — OpenCode (not in its store), Codex (not in its
-rollout) and Claude Code followed from its screen (no session file) — seen waiting for a person.
+rollout), Claude Code followed from its screen (no session file) and Copilot CLI before its events say so
+(no session found) — seen waiting for a person.
 
 Each stand-in is a real pane: a process named like the agent (a copy of ``sleep``) under a shell that draws
 the agent's recorded screens in turn, moving on when the test touches a file — the permission prompt, then
@@ -27,6 +28,7 @@ from plugins.claude_code.files import project_folder_name
 from plugins.claude_code.screen import dialog
 from plugins.codex.screen import approval_prompt, composer_draft
 from plugins.codex.turns import RolloutState
+from plugins.copilot.screen import approval_prompt as copilot_approval
 from plugins.opencode.screen import permission_prompt
 from tests.fakes.webhook import WebhookReceiver
 from tests.support.claude import Transcript
@@ -38,6 +40,7 @@ from tests.support.tmux import TmuxServer
 CLAUDE_197, CLAUDE_332 = FIXTURES / "claude-code" / "screens", FIXTURES / "claude-code-2.1.332" / "screens"
 CODEX = FIXTURES / "codex" / "approval"
 OPENCODE = FIXTURES / "opencode" / "screens"
+COPILOT = FIXTURES / "copilot-1.0.102" / "screens"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class Agent:
     def env(self, tmp: Path) -> dict[str, str]:
         homes = {"claude": {"CLAUDE_CONFIG_DIR": str(tmp / "config")},
                  "codex": {"CODEX_HOME": str(tmp / "codex-home")},
-                 "opencode": {"XDG_DATA_HOME": str(tmp / "data")}}
+                 "opencode": {"XDG_DATA_HOME": str(tmp / "data")},
+                 "copilot": {"COPILOT_HOME": str(tmp / "copilot-home")}}
         return {"HOME": str(tmp), **homes[self.kind]}
 
 
@@ -68,6 +72,8 @@ AGENTS = {
                             CLAUDE_332 / "screen_done.txt"),
     "claude-auto-mode": Agent("claude", CLAUDE_332 / "screen_auto_mode_dialog.txt",
                               CLAUDE_332 / "screen_done.txt", reason="dialog open"),
+    "copilot": Agent("copilot", COPILOT / "screen_09_approval_prompt.txt",
+                     COPILOT / "screen_10_tool_approved_done.txt"),
     "claude-transcript-only": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
                                     CLAUDE_197 / "screen_done.txt", transcript=True),
 }
@@ -75,12 +81,13 @@ AGENTS = {
 
 def test_the_dialogs_are_read_from_the_recorded_screens_and_nothing_else_is_one() -> None:
     readers = {"opencode": (permission_prompt, OPENCODE), "codex": (approval_prompt, FIXTURES / "codex"),
-               "claude": (dialog, FIXTURES)}
+               "claude": (dialog, FIXTURES), "copilot": (copilot_approval, FIXTURES / "copilot-1.0.102")}
     for name, agent in AGENTS.items():
         read, root = readers[agent.kind]
         assert read(agent.dialog.read_text()) == agent.reason, name
         others = [p for p in root.rglob("screen_*.txt") if p != agent.dialog and p.name not in
-                  ("screen_permission_prompt.txt", "screen_approval.txt", "screen_auto_mode_dialog.txt")]
+                  ("screen_permission_prompt.txt", "screen_approval.txt", "screen_auto_mode_dialog.txt",
+                   "screen_28_pinned_approval_prompt.txt")]
         assert others and all(read(p.read_text()) is None for p in others), name
     # the selected answer of an approval is drawn like Codex's input line (``› 1. Yes, proceed (y)``): it is
     # no draft (a crash-recovered hand-off that matched it would press Enter on the dialog)

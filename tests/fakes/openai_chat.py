@@ -11,6 +11,7 @@ What it answers, from the last user message:
 * a title request → :data:`TITLE`;
 * ``TOOLTEST`` in the prompt and a ``bash`` tool offered → a streamed ``bash`` tool call; once the tool
   result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
+  ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it);
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
 
@@ -91,6 +92,9 @@ class FakeChat(LoopbackServer[RecordedChat]):
         if "TOOLTEST" in record.last_user_text and "bash" in tools:
             return "tool", {"name": "bash", "arguments": json.dumps(
                 {"command": "ls -1 && echo FAKE_TOOL_OK", "description": "List files"})}
+        if "TOOLASK" in record.last_user_text and "bash" in tools:  # a command agents ask before running
+            return "tool", {"name": "bash", "arguments": json.dumps(
+                {"command": "touch approved.txt && echo FAKE_TOOL_OK", "description": "Touch a file"})}
         with self._lock:
             return "answer", self._answers.popleft() if self._answers else self.default
 

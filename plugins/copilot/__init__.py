@@ -1,0 +1,1 @@
+"""GitHub Copilot CLI adapter (docs/agents.md, GitHub Copilot CLI)."""

@@ -1,0 +1,227 @@
+"""End to end with the REAL GitHub Copilot CLI (``@github/copilot`` from npm, cached) against a fake
+OpenAI-compatible server on 127.0.0.1 (tests/fakes/openai_chat.py), next to the real Claude Code against the
+fake Messages API, with the real pipeline:
+
+* a hand-off each way: Copilot's answer to Claude Code, Claude Code's answer back to Copilot (``agent:
+  auto`` finds Copilot by its process tree), each exact and once, although the events file and the
+  ``agentStop`` hook (installed by ``baton hooks install --agent copilot``) both report Copilot's turns;
+* a tool turn: the model call that asked for the tool is not the end, the final answer is handed over;
+* an interrupt (Ctrl+C): a failed completion, nothing handed over; an approval: ``waiting`` with what for;
+* ``baton resolve`` shows the chain to the session's lock file, ``baton extract`` prints the answer;
+* ``baton run`` killed between its paste and the Enter: Copilot takes the prompt once after the restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.plugin.events import Prompt
+from pipeline.views.tile_status import tile_status
+from plugins.claude_code.paste import normalized
+from plugins.copilot.screen import approval_prompt, input_draft
+from tests.agent_versions import resolve
+from tests.fakes.claude_api import ClaudeAPI
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.openai_chat import FakeChat
+from tests.support.claude import make_claude_home
+from tests.support.copilot import CopilotHome, make_copilot_home
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.pipelines import REGISTRIES, make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+COPILOT = resolve("copilot")  # pinned, or npm latest with BATON_AGENTS=latest
+ANSWER = "COPILOT-ANSWER: the helper is in `src/app.py` ✓\n\n- it greets\n- 日本語 too"
+
+
+def claude_answer(prompt: str) -> str:
+    text = normalized(prompt)
+    first = text.splitlines()[0] if text else ""
+    return f"CLAUDE-ANSWER to «{first}»"
+
+
+def claude_prompts(api: ClaudeAPI) -> list[str]:
+    """The prompts Claude Code sent its model, unwrapped from its paste wrapper, each once."""
+    return list(dict.fromkeys(normalized(r.last_user_text) for r in api.turns))
+
+
+def installed(package: str, version: str) -> Path:
+    try:
+        return install(package, version)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {package}@{version} from npm: {exc}")
+        pytest.skip(f"cannot install {package}@{version} from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture(scope="module")
+def copilot_bin() -> Path:
+    return installed(*COPILOT)
+
+
+@pytest.fixture(scope="module")
+def fake_chat() -> FakeChat:
+    with FakeChat() as chat:
+        yield chat
+
+
+def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+def start_copilot(server: TmuxServer, home: CopilotHome) -> str:
+    pane = server.new_pane(home.shell_command(), cwd=home.project, width=160, height=45)
+    server.type(pane, "copilot")
+    wait_for(lambda: input_draft(server.capture(pane)) == "", 90, what="Copilot's input")
+    return pane
+
+
+async def press_until(server: TmuxServer, pane: str, key: str, done: Callable[[], bool], what: str) -> None:
+    """Press ``key`` until ``done()``: a dialog drawn a moment before it takes keys drops the first press."""
+    for _ in range(5):
+        server.run("send-keys", "-t", pane, key)
+        try:
+            await until(done, 3, what)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"{key} five times, and still not {what}")
+
+
+def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
+    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
+    seen = set()
+    for record in caplog.records:
+        args = record.args
+        if isinstance(args, tuple) and turn in args:
+            seen.add(args[3] if record.msg.startswith("completion") else args[2])
+    return seen
+
+
+def accepted(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple]:
+    return [r.args for r in caplog.records if r.msg.startswith("completion") and r.args[0] == tile]
+
+
+@pytest.mark.anyio
+async def test_real_copilot_hands_off_both_ways_with_claude_code(
+    tmux_server: TmuxServer, tmp_path: Path, copilot_bin: Path, fake_chat: FakeChat,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool is where the hook writes
+    cp = make_copilot_home(tmp_path / "cp", api_url=fake_chat.url, copilot_bin=copilot_bin,
+                           version=COPILOT[1], extra_env={"XDG_STATE_HOME": str(state)})
+    for expected in ("agentStop and notification hooks run", "already installed"):
+        result = baton("hooks", "install", "--agent", "copilot", env={"COPILOT_HOME": str(cp.copilot)})
+        assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
+    claude_bin = installed(*CLAUDE_CODE)
+    with ClaudeAPI(answer=claude_answer) as claude_api:
+        cl = make_claude_home(tmp_path / "cl", api_url=claude_api.url, claude_bin=claude_bin,
+                              version=CLAUDE_CODE[1])
+        cl_pane = tmux_server.new_pane(cl.shell_command(), cwd=cl.project, width=120, height=40)
+        tmux_server.type(cl_pane, "claude")
+        cp_pane = start_copilot(tmux_server, cp)
+        wait_for(lambda: cl.session_files(), 60, what="Claude Code's session file")
+        config = make_config(
+            {"cp": {"pane": cp_pane, "agent": "auto"}, "cl": {"pane": cl_pane, "agent": "claude"}},
+            [{"from": "cp", "to": "cl", "transform": "raw"}, {"from": "cl", "to": "cp", "transform": "raw"}],
+            max_hops=2)  # one hand-off each way
+        caplog.set_level(logging.DEBUG, logger="batonpass")
+        fake_chat.script(ANSWER, "COPILOT-SECOND: thanks, noted.")
+        async with running(config, tmux_server) as pipeline:
+            assert pipeline.tiles["cp"].adapter.name == "copilot"  # agent: auto, from the process tree
+            await pipeline.submit(Prompt(route="seed", source="test", target="cp", turn_id="seed-1", hop=0,
+                                         text="E2E-1: explain app.py"))
+            back = claude_answer(ANSWER)
+            await until(lambda: any(r.last_user_text.endswith(back) for r in fake_chat.requests), 90,
+                        "Claude Code's answer reaching Copilot's model as a prompt")
+            assert [m for m in claude_prompts(claude_api) if "COPILOT-ANSWER" in m] == [ANSWER]
+            await until(lambda: len(accepted(caplog, "cp")) == 2, 30, "Copilot's second turn")
+            first = accepted(caplog, "cp")[0][1]
+            await until(lambda: {"events", "hook"} <= signals_seen(caplog, first), 20, "both signals")
+            done = next(r.created for r in caplog.records
+                        if r.msg.startswith("completion") and r.args[1] == first)
+            last_chunk = next(r.t_last_chunk for r in fake_chat.turns() if r.text == ANSWER) or done
+            print(f"\nCopilot e2e: model's last chunk -> completion {(done - last_chunk) * 1e3:.0f} ms")
+
+            # a tool turn: its first model call (asking for bash) is not the end; the final answer is
+            await pipeline.submit(Prompt(route="seed", source="test", target="cp", turn_id="seed-2", hop=1,
+                                         text="TOOLTEST: list the files"))
+            await until(lambda: any("TOOL_FINAL_BEGIN" in m for m in claude_prompts(claude_api)), 60,
+                        "the tool turn's final answer in Claude Code")
+            [handed] = [m for m in claude_prompts(claude_api) if "TOOL_FINAL_BEGIN" in m]
+            assert "FAKE_TOOL_OK" in handed and handed.endswith("TOOL_FINAL_END")
+            events = cp.events_files()[0]
+            extracted = await anyio.to_thread.run_sync(lambda: baton("extract", "--agent", "copilot",
+                                                                     str(events)))
+            assert extracted.returncode == 0 and extracted.stdout.rstrip("\n") == handed, extracted.stderr
+            usage = await pipeline.tiles["cp"].adapter.usage()
+            assert usage is not None and usage.input > 0 and usage.models == ("fake",)
+
+            # an approval: waiting, with what for; then the person allows it
+            await pipeline.submit(Prompt(route="seed", source="test", target="cp", turn_id="seed-3", hop=2,
+                                         text="TOOLASK: touch a file"))
+            ctx = pipeline.tiles["cp"].ctx
+            await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30, "waiting")
+            assert "touch approved.txt" in (ctx.waiting_for or "")
+            rows = await tile_status(config, REGISTRIES, tmux_server.tmux)
+            row = next(r for r in rows if r["tile"] == "cp")
+            assert row["state"].startswith("waiting (permission prompt: touch approved.txt"), row
+            assert row["transcript"] == str(cp.events_files()[0]) and row["session"] == events.parent.name
+            await until(lambda: approval_prompt(tmux_server.capture(cp_pane)), 20, "the approval box")
+            await press_until(tmux_server, cp_pane, "Enter",
+                              lambda: approval_prompt(tmux_server.capture(cp_pane)) is None, "answered")
+            await until(lambda: len(accepted(caplog, "cp")) == 4, 30, "the approved turn's end")
+            assert ctx.waiting_for is None and (cp.project / "approved.txt").exists()
+
+            # an interrupt: a failed completion, nothing handed over
+            adapter = pipeline.tiles["cp"].adapter
+
+            async def ready() -> bool:  # not while the agentStop hook runs: a prompt typed then is queued
+                return await adapter.target_state() == "ready"
+
+            await until(ready, 20, "Copilot ready")
+            tmux_server.type(cp_pane, "SLOWTEST: interrupt me")
+            # Ctrl+C while the answer streams (before the first token, Esc Esc edits the prompt)
+            await until(lambda: "esc esc interrupt" in tmux_server.capture(cp_pane) and cp.state().busy, 20,
+                        "the slow answer")
+            tmux_server.run("send-keys", "-t", cp_pane, "C-c")
+            await until(lambda: len(accepted(caplog, "cp")) == 5, 20, "the interrupted turn's end")
+            assert accepted(caplog, "cp")[-1][2] == "failed", tmux_server.capture(cp_pane)
+            await aquiet_for(1.0, "a hand-off of the interrupted turn")
+        assert len([m for m in claude_prompts(claude_api) if "COPILOT" in m or "TOOL_FINAL" in m]) == 2
+
+    resolved = baton("resolve", cp_pane, "-L", tmux_server.socket, "--json")
+    steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
+    assert steps["lock file"]["value"] == str(events.parent), resolved.stdout
+    assert steps["process"]["ok"] and "MainThread" in steps["process"]["detail"]
+
+
+def test_real_copilot_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+        tmux_server: TmuxServer, tmp_path: Path, copilot_bin: Path, fake_chat: FakeChat,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment the real Copilot shows the hand-off as ``[Paste #1 - N lines]`` in its
+    input, then started again: it recognises its own paste, presses Enter once, and events.jsonl holds the
+    prompt exactly once (tests/support/crash_at_paste.py)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cp = make_copilot_home(tmp_path, api_url=fake_chat.url, copilot_bin=copilot_bin, version=COPILOT[1])
+    pane = start_copilot(tmux_server, cp)
+
+    def holds_paste() -> bool:
+        return (input_draft(tmux_server.capture(pane)) or "").startswith("[Paste #")
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "copilot"}, LONG_TEMPLATE,
+                          holds_paste, cp.prompts, marker="COPILOT-1")
+    assert note == "submitted a paste left by a crash"

@@ -1,0 +1,110 @@
+"""The Copilot adapter on a real pane: a process named like the native binary (a copy of ``sleep`` called
+``copilot``) with the lock file Copilot writes, and the recorded events written into its session as Copilot
+writes them — in batches. The agentStop hook, which names no turn, arrives before the batch that ends the
+turn and still names it as the events do (one turn id, so the detector keeps one); a notification or another
+pane's hook is no completion; the catch-up and the answer come from the events."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
+from pipeline.plugin import HookRecord
+from pipeline.system import proc
+from plugins.copilot.adapter import CopilotAdapter
+from tests.support.paths import FIXTURES
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
+
+SESSION = "6be1aeb7-efc7-4bc0-9fb1-1d7745c1b872"
+LINES = (FIXTURES / "copilot-1.0.102" / "events" / "session1_final.jsonl").read_text().splitlines(True)
+HOOKS = [json.loads(line) for line in
+         (FIXTURES / "copilot-1.0.102" / "hooks" / "hooks.jsonl").read_text().splitlines()]
+
+
+def first_turn_end() -> int:
+    """The line after the first turn's closing ``assistant.turn_end``."""
+    return next(i for i, line in enumerate(LINES) if '"assistant.turn_end"' in line) + 1
+
+
+class Scene:
+    def __init__(self, server: TmuxServer, tmp: Path) -> None:
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        shutil.copy(shutil.which("sleep") or "/bin/sleep", bin_dir / "copilot")
+        self.home = tmp / "home" / ".copilot"
+        self.pane = server.new_pane("bash --norc --noprofile -c 'copilot 300 & wait'", cwd=tmp,
+                                    env={"PATH": f"{bin_dir}:/usr/bin:/bin", "COPILOT_HOME": str(self.home)})
+        shell = server.pane_pid(self.pane)
+        pid = wait_for(lambda: proc.find_agent(shell, {"copilot"}), what="the copilot stand-in").pid
+        self.session = self.home / "session-state" / SESSION
+        self.session.mkdir(parents=True)
+        (self.session / f"inuse.{pid}.lock").write_text(str(pid))
+        self.events = self.session / "events.jsonl"
+        ctx = EngineContext(name="cp", tile=Tile(pane=self.pane, agent="copilot"), tmux=server.tmux)
+        self.adapter = CopilotAdapter(ctx)
+
+    def write(self, lines: list[str]) -> None:
+        with self.events.open("a") as f:
+            f.write("".join(lines))
+
+    def hook(self, kind: str, n: int = 0, pane: str | None = "same") -> HookRecord:
+        payload = [h for h in HOOKS if h["hook_arg"] == kind][n]["stdin"]
+        return HookRecord("copilot", payload, self.pane if pane == "same" else pane, time.time())
+
+
+async def test_the_hook_before_the_batch_that_ends_the_turn_names_the_turn_the_events_name(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    end = first_turn_end()
+    scene.write(LINES[:end - 2])  # the prompt, the model call started: the answer and its end not yet
+    got = []
+
+    async def ask() -> None:
+        got.append(await scene.adapter.hook_completion(scene.hook("agentStop")))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        await anyio.sleep(0.3)  # shapes the scenario: Copilot flushes its batch after the hook started
+        scene.write(LINES[end - 2:end])
+    [completion] = got
+    [turn] = await scene.adapter.finished_turns(0.0)
+    assert completion is not None and completion.signal == "hook"
+    assert completion.turn_id == turn.turn_id and turn.turn_id.startswith(f"copilot:{SESSION}:")
+    response = await scene.adapter.response(completion)
+    assert response is not None and response.text.startswith("## Summary") and response.source == "transcript"
+
+
+async def test_a_notification_and_another_panes_hook_are_no_completion(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.write(LINES[:first_turn_end()])
+    assert await scene.adapter.hook_completion(scene.hook("notification")) is None
+    assert await scene.adapter.hook_completion(scene.hook("agentStop", pane="%999")) is None
+    assert await scene.adapter.hook_completion(scene.hook("userPromptSubmitted")) is None
+    mine = await scene.adapter.hook_completion(scene.hook("agentStop", pane=None))  # matched by session
+    assert mine is not None and mine.turn_id.startswith(f"copilot:{SESSION}:")
+
+
+async def test_resolve_and_the_board_follow_the_lock_file_to_the_events(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    scene = Scene(tmux_server, tmp_path)
+    scene.write(LINES)
+    steps = {s.step: s for s in await scene.adapter.resolve()}
+    assert steps["lock file"].value == str(scene.session) and steps["transcript"].value == str(scene.events)
+    assert steps["turn"].detail.startswith("idle; last turn")
+    usage = await scene.adapter.usage()
+    assert usage is not None and usage.input > 0
+    last = await scene.adapter.last_response()
+    assert last is not None and last.text.startswith("Slow answer part one")
+    assert await scene.adapter.received("TOOLTEST: run echo hello in the shell.") is True
+    assert await scene.adapter.received("never typed") is False
