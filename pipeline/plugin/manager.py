@@ -52,6 +52,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.claude_code.adapter",
     "plugins.codex.adapter",
     "plugins.opencode.adapter",
+    "plugins.gemini.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",
