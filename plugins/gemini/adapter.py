@@ -146,7 +146,8 @@ class GeminiAdapter(GeminiFollowing):
             return None
         if event == "Notification":
             details = payload.get("details")
-            what = (details.get("title") if isinstance(details, dict) else None) or payload.get("message") or "a tool"
+            title = details.get("title") if isinstance(details, dict) else None
+            what = title or payload.get("message") or "a tool"
             self.waiting_now = f"permission prompt: {what}"
             self.ctx.waiting(self.waiting_now)
             return None

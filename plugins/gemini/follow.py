@@ -150,7 +150,8 @@ class GeminiFollowing(ScreenAdapter):
         pending = last is not None and last.turn_id not in self._reported and (
             last.outcome is None or (last.provisional and last.turn_id not in self._confirmed))
         busy = await self._screen_busy() if pending else False
-        if not pending and not self.waiting_now:
+        if not pending:  # no turn runs: nothing is asked (the screen is read while one does)
+            self.waiting_now = None
             self.ctx.waiting(None)
         for turn in turns:
             if turn.outcome is None or turn.turn_id in self._reported:

@@ -94,8 +94,9 @@ class SessionState:
             update = json_object(record["$set"])
             # the model's history written whole (at startup, after an interrupt): messages of another shape
             # (parts, no ``info``) with the ids of those written one by one; only ids never seen are taken
-            for message in update.get("messages") if isinstance(update.get("messages"), list) else []:
-                message = json_object(message)
+            history = update.get("messages")
+            for item in history if isinstance(history, list) else []:
+                message = json_object(item)
                 if message.get("id") not in self.messages:
                     self._put(message)
             return
