@@ -259,7 +259,8 @@ class FakeGemini:
         self.shell = server.pane_pid(self.pane)
         from pipeline.system import proc
 
-        wait_for(lambda: len([p for p in proc.subtree(self.shell) if p.comm == "node"]) == 2,
+        wait_for(lambda: any(proc.environ(p.pid).get("GEMINI_CLI_NO_RELAUNCH") == "true"
+                             for p in proc.subtree(self.shell) if p.comm == "node"),
                  what="the relaunched child")
         self.ctx = EngineContext(name="gem", tile=Tile(pane=self.pane, agent="gemini"), tmux=server.tmux)
         self.adapter = GeminiAdapter(self.ctx)
