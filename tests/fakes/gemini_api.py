@@ -75,10 +75,11 @@ class FakeGemini(LoopbackServer[dict]):
         self.finished_at: list[float] = []
 
     def prompts(self) -> list[str]:
-        """The user texts of the streamed calls (the model calls), in order."""
+        """The prompts the model was called with (not the calls after a tool ran), in order."""
         with self._lock:
             return [last_user_text(r.get("contents") or []) for r in self.requests
-                    if r.get("_path", "").endswith(":streamGenerateContent")]
+                    if r.get("_path", "").endswith(":streamGenerateContent")
+                    and not _after_tool(r.get("contents") or [])]
 
 
 class _Handler(QuietJSONHandler):
