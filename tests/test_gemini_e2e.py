@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from plugins.claude_code.paste import unwrap_paste
+from plugins.claude_code.screen import input_box
 from plugins.gemini.screen import input_draft
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
@@ -106,7 +108,7 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
         cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
         tmux_server.type(cc_pane, "claude")
         g_pane = gem.start(tmux_server)
-        wait_for(lambda: cc.session_files() and "? for shortcuts" in tmux_server.capture(cc_pane), 60,
+        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
                  what="Claude Code's input box")
         config = make_config({"gem": {"pane": g_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "gem", "to": "cc", "transform": "raw"},
@@ -121,9 +123,10 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
             await until(lambda: len(gemini_api.prompts()) >= 2, 90, "Claude's answer typed into Gemini CLI")
             await until(lambda: len(completions(caplog, "gem")) >= 2, 30, "Gemini's second turn")
             await aquiet_for(2.0, "a third hand-off (max_hops=2)")
-    claude_prompts = [r.last_user_text for r in claude_api.turns()]
-    assert claude_prompts == [first], claude_prompts
-    assert gemini_api.prompts() == [prompt, claude_answer(first)]
+    typed = [r.last_user_text for r in claude_api.turns]  # as Claude Code sent them (a paste wrapped)
+    assert [unwrap_paste(t).strip() for t in typed] == [first], typed
+    second = claude_answer(typed[0])
+    assert gemini_api.prompts() == [prompt, second]
     ends = completions(caplog, "gem")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     for turn, _, _ in ends:  # the file and the AfterAgent hook, one id
@@ -133,7 +136,7 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["session file"]["value"] == str(session), resolved.stdout
     extracted = baton("extract", "--agent", "gemini", str(session))
-    assert extracted.returncode == 0 and extracted.stdout == gemini_api.answer(claude_answer(first)) + "\n"
+    assert extracted.returncode == 0 and extracted.stdout == gemini_api.answer(second) + "\n"
 
 
 async def test_real_gemini_tool_turns_approval_and_interrupt_without_hooks(
