@@ -6,13 +6,16 @@ chain from a pane to the session file on a real tmux server with a process that 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 
 from pipeline import cli
@@ -20,6 +23,7 @@ from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
 from pipeline.engine.tiles import identify_agent
 from pipeline.spool import HookRecord
+from pipeline.system import proc
 from plugins.gemini.adapter import GeminiAdapter
 from plugins.gemini.hooks import install_hooks
 from plugins.gemini.resolve import resolve_session
@@ -235,8 +239,9 @@ def now_iso() -> str:
 
 class FakeGemini:
     """A pane whose process looks like Gemini CLI from outside: ``node …/bin/gemini`` (a Python copied as
-    ``node`` running a script named ``gemini``) whose child has ``GEMINI_CLI_NO_RELAUNCH=true``, in a
-    project with a ``projects.json`` slug — and session files written as Gemini CLI writes them."""
+    ``node`` running a script named ``gemini``) whose child has ``GEMINI_CLI_NO_RELAUNCH=true`` (and is
+    started again when it exits, as the trust dialog's restart does), in a project with a ``projects.json``
+    slug — and session files written as Gemini CLI writes them."""
 
     def __init__(self, server: TmuxServer, tmp: Path, args: str = "") -> None:
         bin_dir = tmp / "opt" / "node_modules" / ".bin"
@@ -244,9 +249,10 @@ class FakeGemini:
         shutil.copy(Path(sys.executable).resolve(), bin_dir / "node")
         (bin_dir / "gemini").write_text(
             "import os, subprocess, sys, time\n"
-            "if os.environ.get('GEMINI_CLI_NO_RELAUNCH') != 'true':\n"
-            "    sys.exit(subprocess.call([sys.executable, *sys.argv],"
-            " env={**os.environ, 'GEMINI_CLI_NO_RELAUNCH': 'true'}))\n"
+            "while os.environ.get('GEMINI_CLI_NO_RELAUNCH') != 'true':  # relaunched when it exits\n"
+            "    subprocess.call([sys.executable, *sys.argv],\n"
+            "                    env={**os.environ, 'GEMINI_CLI_NO_RELAUNCH': 'true'})\n"
+            "    time.sleep(0.05)\n"
             "time.sleep(300)\n")
         self.home, self.project = tmp / "home", tmp / "my-app"
         self.project.mkdir()
@@ -257,13 +263,17 @@ class FakeGemini:
         self.pane = server.new_pane(f"{bin_dir / 'node'} {bin_dir / 'gemini'} {args}", cwd=self.project,
                                     env={"GEMINI_CLI_HOME": str(self.home), "PATH": "/usr/bin:/bin"})
         self.shell = server.pane_pid(self.pane)
-        from pipeline.system import proc
-
-        wait_for(lambda: any(proc.environ(p.pid).get("GEMINI_CLI_NO_RELAUNCH") == "true"
-                             for p in proc.subtree(self.shell) if p.comm == "node"),
-                 what="the relaunched child")
+        self.child()
         self.ctx = EngineContext(name="gem", tile=Tile(pane=self.pane, agent="gemini"), tmux=server.tmux)
         self.adapter = GeminiAdapter(self.ctx)
+
+    def child(self, not_pid: int = 0) -> int:
+        """The relaunched child's pid, once there is one (other than ``not_pid``)."""
+        def child() -> int | None:
+            return next((p.pid for p in proc.subtree(self.shell) if p.comm == "node" and p.pid != not_pid
+                         and proc.environ(p.pid).get("GEMINI_CLI_NO_RELAUNCH") == "true"), None)
+
+        return wait_for(child, what="the relaunched child")
 
     def session(self, session_id: str | None = None, *, start: str | None = None) -> Path:
         session_id = session_id or str(uuid.uuid4())
@@ -332,6 +342,30 @@ def test_the_session_id_in_argv_decides_between_two_files_of_the_same_prefix(
 
 @pytest.mark.tmux
 @pytest.mark.anyio
+async def test_a_new_child_with_a_new_session_after_the_trust_restart_is_followed(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """The folder-trust dialog restarts Gemini CLI into a new child with a new session and deletes the
+    first session's file: the adapter follows the new child's session."""
+    gem = FakeGemini(tmux_server, tmp_path)
+    first = gem.session()
+    adapter = gem.adapter
+    await adapter.refresh(force=True)
+    assert adapter.file is not None and adapter.file.path == first
+    old = gem.child()
+    os.kill(old, signal.SIGKILL)
+    first.unlink()
+    gem.child(not_pid=old)
+    second = gem.session()
+    for _ in range(100):
+        await adapter.refresh()
+        if adapter.file is not None and adapter.file.path == second:
+            break
+        await anyio.sleep(0.05)
+    assert adapter.file is not None and adapter.file.path == second
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
 async def test_a_final_looking_answer_waits_for_the_hook_or_an_idle_screen(
         tmux_server: TmuxServer, tmp_path: Path) -> None:
     """The file of a tool waiting for approval looks finished: the hook confirms the end, under the file's
@@ -369,8 +403,6 @@ async def test_a_final_looking_answer_waits_for_the_hook_or_an_idle_screen(
 
     async def emit(c: object) -> None:
         emitted.append(c)
-
-    import anyio
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(adapter.follow, emit)

@@ -137,8 +137,8 @@ class GeminiFollowing(ScreenAdapter):
                 timeout = LOOK_S if pending else RECHECK_S
                 if sub is not None and self.file is not None:
                     await sub.wait(timeout)
-                else:
-                    await anyio.sleep(min(timeout, 0.5))
+                else:  # no session file yet (it is made at startup): soon; no gemini in the pane: seldom
+                    await anyio.sleep(min(timeout, 0.5) if process is not None else RECHECK_S)
         finally:
             if sub is not None:
                 sub.close()

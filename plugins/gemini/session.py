@@ -86,6 +86,7 @@ class SessionState:
     lines: int = 0
     #: bumped by every line: a look at an unchanged state can be told from a look at a changed one
     version: int = 0
+    _turns: tuple[int, list[Turn]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def feed(self, record: dict[str, Any]) -> None:
         self.lines += 1
@@ -115,7 +116,13 @@ class SessionState:
         self.messages[key] = message
 
     def turns(self) -> list[Turn]:
-        """Every user turn, oldest first; a turn followed by another prompt is over whatever it shows."""
+        """Every user turn, oldest first; a turn followed by another prompt is over whatever it shows.
+        Worked out again only after new lines (every look asks)."""
+        if self._turns is None or self._turns[0] != self.version:
+            self._turns = (self.version, self._read_turns())
+        return self._turns[1]
+
+    def _read_turns(self) -> list[Turn]:
         turns: list[Turn] = []
         last: dict[str, Any] | None = None
         for key in self.order:
