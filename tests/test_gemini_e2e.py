@@ -129,6 +129,9 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
     assert gemini_api.prompts() == [prompt, second]
     ends = completions(caplog, "gem")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
+    accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "gem"]
+    print(f"\nGemini CLI e2e: model's last chunk -> completion "
+          f"{(accepted[0].created - gemini_api.finished_at[0]) * 1e3:.0f} ms (via {accepted[0].args[3]})")
     for turn, _, _ in ends:  # the file and the AfterAgent hook, one id
         assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
     [session] = gem.session_files()
