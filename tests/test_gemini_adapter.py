@@ -196,6 +196,27 @@ def test_the_placeholder_rule_more_than_5_lines_else_more_than_500_utf16_units()
     assert paste_placeholder("[Pasted Text: 502 chars]", emoji)
 
 
+#: pasted into the real Gemini CLI 0.61.0 (120 columns) with the dispatcher's paste, 2026-12-06: the text,
+#: and the placeholder it drew (None: drawn inline)
+EDGES = {
+    "\n".join(f"line {i} of five" for i in range(5)): None,
+    "\n".join(f"line {i} of six" for i in range(6)): "[Pasted Text: 6 lines]",
+    "a" * 500: None,
+    "b" * 501: "[Pasted Text: 501 chars]",
+    "😀" * 250: None,
+    "😀" * 251: "[Pasted Text: 502 chars]",
+    "\n".join("c" * 119 for _ in range(5)): "[Pasted Text: 599 chars]",
+}
+
+
+def test_the_placeholder_rule_draws_what_the_real_cli_drew_at_its_edges() -> None:
+    for text, drawn in EDGES.items():
+        assert paste_placeholder(drawn or text, text) is (drawn is not None), (text[:20], drawn)
+        assert OFFLINE.shows_paste(drawn or text, text)
+    seven = "\n".join(f"twice {i}" for i in range(7))
+    assert not OFFLINE.shows_paste("[Pasted Text: 7 lines][Pasted Text: 7 lines #2]", seven)
+
+
 # ---- hooks --------------------------------------------------------------------------------------------
 
 
