@@ -137,7 +137,9 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
     [session] = gem.session_files()
     resolved = baton("resolve", g_pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
-    assert steps["session file"]["value"] == str(session), resolved.stdout
+    assert steps["transcript"]["value"] == str(session), resolved.stdout
+    assert steps["session"]["value"].startswith(session.name[-14:-6])  # its first 8 characters name the file
+    assert "rule: start time" in steps["transcript"]["detail"]
     extracted = baton("extract", "--agent", "gemini", str(session))
     assert extracted.returncode == 0 and extracted.stdout == gemini_api.answer(second) + "\n"
 

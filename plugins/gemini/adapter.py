@@ -274,6 +274,8 @@ class GeminiAdapter(GeminiFollowing):
             turns = self.file.state.turns()
             last = next((t for t in reversed(turns) if t.outcome is not None), None)
             busy = bool(turns) and turns[-1].outcome is None
+            sid = self.file.state.session_id
+            steps.append(ResolveStep("session", sid is not None, f"session {sid}", sid))
             ended = f"idle; last turn {last.turn_id} {last.outcome} {last.detail}".rstrip() if last \
                 else "idle, no finished turn"
             steps.append(ResolveStep(

@@ -158,7 +158,7 @@ class Resolution:
     def decide(self, rule: str, path: Path, detail: str) -> Resolution:
         self.session, self.rule = path, rule
         self.add(rule, True, f"decided: {detail}", str(path))
-        self.add("session file", True, f"{path} (rule: {rule})", str(path))
+        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
         return self
 
 
