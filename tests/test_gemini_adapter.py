@@ -350,6 +350,17 @@ def test_the_chain_picks_the_session_that_started_after_the_process_not_the_newe
 
 
 @pytest.mark.tmux
+def test_a_resumed_session_is_the_one_written_to_since_the_process_started(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    gem = FakeGemini(tmux_server, tmp_path, args="--resume latest")
+    resumed = gem.session(start="2026-12-06T03:55:47.971Z")
+    assert resolve_session(gem.shell).session is None
+    append(resumed, prompt("and one more thing"))
+    res = resolve_session(gem.shell)
+    assert (res.session, res.rule) == (resumed, "written since start")
+
+
+@pytest.mark.tmux
 def test_the_session_id_in_argv_decides_between_two_files_of_the_same_prefix(
         tmux_server: TmuxServer, tmp_path: Path) -> None:
     wanted = "0b5e55a1-0000-4000-8000-00000000beef"

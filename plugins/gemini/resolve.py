@@ -10,7 +10,8 @@ file, so the chain is:
 3. **project** — its cwd, and the slug ``~/.gemini/projects.json`` gives it (``tmp/<slug>/chats``);
 4. **session** — the first rule that decides: a hook's ``transcript_path`` from this pane; the
    ``--session-id`` in its argv; the file holding the prompt batonpass last typed here; the session that
-   started first after the worker did (a session file is created at startup, before any prompt).
+   started first after the worker did (a session file is created at startup, before any prompt); else
+   (``--resume``) the one written to last since the worker started.
 
 A new process appends a summary to the *previous* session's file, so the newest modified file is not a
 rule. Everything here is blocking file and /proc work: callers run it in a worker thread.
@@ -226,6 +227,11 @@ def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_p
         more = f" (of {len(started)})" if len(started) > 1 else ""
         delay = started[0][0] - process.started_at
         return res.decide("start time", first, f"{first.name} started {delay:+.1f}s after the process{more}")
-    res.add("start time", False, f"no session of this project started after pid {process.pid} "
-            f"({len(files)} older)")
+    res.add("start time", True, f"no: no session of this project started after pid {process.pid}")
+    written = [p for p in files if _mtime(p) >= since]
+    if written:  # ``--resume``: an older session, written to since the process started
+        return res.decide("written since start", written[-1], f"{written[-1].name} was written to since "
+                          "the process started (a resumed session)")
+    res.add("written since start", False, f"no session file of this project was written to since pid "
+            f"{process.pid} started ({len(files)} older)")
     return res
