@@ -354,6 +354,7 @@ def test_a_resumed_session_is_the_one_written_to_since_the_process_started(
         tmux_server: TmuxServer, tmp_path: Path) -> None:
     gem = FakeGemini(tmux_server, tmp_path, args="--resume latest")
     resumed = gem.session(start="2026-12-06T03:55:47.971Z")
+    os.utime(resumed, (time.time() - 3600, time.time() - 3600))  # last written an hour ago
     assert resolve_session(gem.shell).session is None
     append(resumed, prompt("and one more thing"))
     res = resolve_session(gem.shell)
