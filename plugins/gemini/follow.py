@@ -14,9 +14,10 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from pipeline.plugin import PaneGone, ServerGone, TmuxError
 from pipeline.plugin.agents import Emit
@@ -26,6 +27,9 @@ from pipeline.plugin.tools import proc, strip_ansi
 from pipeline.plugin.turns import TurnEnd
 from plugins.gemini.resolve import GeminiProcess, find_gemini, resolve_session
 from plugins.gemini.session import SessionFile, Turn
+
+if TYPE_CHECKING:
+    from pipeline.plugin.tools import Subscription
 
 __all__ = ["GeminiFollowing"]
 
@@ -56,6 +60,9 @@ class GeminiFollowing(ScreenAdapter):
         self._confirmed: set[str] = set()
         #: (turn id, state version) of a final-looking answer the screen showed idle, and since when
         self._settle: tuple[tuple[str, int], float] | None = None
+        #: the gemini (pid, start ticks) whose exit wakes the follower, and that watch's scope
+        self._exit_watched: tuple[int, int] | None = None
+        self._exit_scope: anyio.CancelScope | None = None
 
     # ---- keeping up with the pane's session file ----------------------------------------------------------
 
@@ -64,7 +71,10 @@ class GeminiFollowing(ScreenAdapter):
         async with self._lock:
             now = time.monotonic()
             process = self._process
-            if process is None or not process.alive() or force or now - self._checked > RECHECK_S:
+            # the relaunched child found, its exit is what changes the pane (it wakes the follower); the top
+            # process alone is looked past every few seconds (its child may come yet)
+            periodic = process is not None and not process.relaunched and now - self._checked > RECHECK_S
+            if process is None or not process.alive() or force or periodic:
                 info = await self.ctx.pane()
                 self._checked = now
                 found = await anyio.to_thread.run_sync(find_gemini, info.pid)
@@ -115,6 +125,36 @@ class GeminiFollowing(ScreenAdapter):
     # ---- the follower ------------------------------------------------------------------------------------
 
     async def follow(self, emit: Emit) -> None:
+        async with anyio.create_task_group() as tg:
+            try:
+                await self._follow(emit, tg)
+            finally:
+                tg.cancel_scope.cancel()
+
+    def _watch_exit(self, tg: TaskGroup, process: GeminiProcess | None, sub: Subscription | None) -> bool:
+        """Have the follower woken when the pane's gemini exits (a pidfd: no periodic look at the pane's
+        processes); whether its exit is watched."""
+        key = (process.pid, process.proc.start_ticks) if process is not None and sub is not None else None
+        if key != self._exit_watched:
+            if self._exit_scope is not None:
+                self._exit_scope.cancel()
+            self._exit_watched, self._exit_scope = key, None
+            if key is not None and sub is not None and hasattr(os, "pidfd_open"):
+                scope = self._exit_scope = anyio.CancelScope()
+
+                async def wake_on_exit(pid: int, ticks: int, wake: Any) -> None:
+                    with scope:
+                        try:
+                            await proc.wait_exit(pid, ticks)
+                        except OSError:
+                            self._exit_watched = None  # no pidfd after all: looked at periodically
+                            return
+                        wake()
+
+                tg.start_soon(wake_on_exit, key[0], key[1], sub.wake)
+        return self._exit_scope is not None and self._exit_watched is not None
+
+    async def _follow(self, emit: Emit, tg: TaskGroup) -> None:
         sub, watched = None, None
         try:
             while True:
@@ -134,11 +174,12 @@ class GeminiFollowing(ScreenAdapter):
                         sub.close()
                     sub, watched = self.ctx.watcher.subscribe(folder), folder
                     continue
-                timeout = LOOK_S if pending else RECHECK_S
+                quiet = self._watch_exit(tg, process, sub) and process is not None and process.relaunched
+                timeout = LOOK_S if pending else None if quiet else RECHECK_S
                 if sub is not None and self.file is not None:
                     await sub.wait(timeout)
                 else:  # no session file yet (it is made at startup): soon; no gemini in the pane: seldom
-                    await anyio.sleep(min(timeout, 0.5) if process is not None else RECHECK_S)
+                    await anyio.sleep(min(timeout or 0.5, 0.5) if process is not None else RECHECK_S)
         finally:
             if sub is not None:
                 sub.close()
