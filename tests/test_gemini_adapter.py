@@ -389,12 +389,12 @@ async def test_a_new_child_with_a_new_session_after_the_trust_restart_is_followe
     first.unlink()
     gem.child(not_pid=old)
     second = gem.session()
-    for _ in range(100):
+
+    async def follows_second() -> bool:
         await adapter.refresh()
-        if adapter.file is not None and adapter.file.path == second:
-            break
-        await anyio.sleep(0.05)
-    assert adapter.file is not None and adapter.file.path == second
+        return adapter.file is not None and adapter.file.path == second
+
+    await until(follows_second, 10, "the new child's session followed")
 
 
 @pytest.mark.tmux
