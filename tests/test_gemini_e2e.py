@@ -162,6 +162,9 @@ async def test_real_gemini_tool_turns_approval_and_interrupt_without_hooks(
         gem.say(tmux_server, g_pane, "TOOLTEST: run echo hello")
         await until(lambda: messages(log), 40, "the tool turn's answer in the target")
         assert messages(log) == [TOOL_FINAL]
+        [first] = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "gem"]
+        print(f"\nGemini CLI e2e, no hooks: model's last chunk -> completion "
+              f"{(first.created - gemini_api.finished_at[-1]) * 1e3:.0f} ms (via {first.args[3]})")
 
         gem.say(tmux_server, g_pane, "TOOLASK: create approved.txt")
         ctx = pipeline.tiles["gem"].ctx
