@@ -249,6 +249,3 @@ class GeminiFollowing(ScreenAdapter):
             return time.time() - os.stat(self.file.path).st_mtime if self.file is not None else 0.0
         except OSError:
             return 0.0
-
-    def agent_alive(self) -> bool:
-        return self._process is not None and proc.read_proc(self._process.pid) is not None
