@@ -28,6 +28,7 @@ PINNED: dict[str, tuple[str, str]] = {
     "codex": ("@openai/codex", "0.171.0"),
     "opencode": ("opencode-ai", "1.18.33"),
     "copilot": ("@github/copilot", "1.0.102"),
+    "gemini": ("@google/gemini-cli", "0.61.0"),
 }
 AGENTS = tuple(PINNED)
 #: the older Claude Code release the first recordings (tests/fixtures/claude-code) came from; still tested

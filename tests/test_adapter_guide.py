@@ -185,6 +185,8 @@ def test_baton_extract_and_hooks_install_take_the_installed_adapter(
     claude, codex = tmp_path / "claude", tmp_path / "codex"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
     monkeypatch.setenv("CODEX_HOME", str(codex))
+    gemini = tmp_path / "gemini"
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini))
     none = baton_script("hooks", "install", "--agent", "logbot")
     assert none.returncode == 1 and "the logbot adapter has no hooks to install" in none.stderr, none
     assert not claude.exists() and not codex.exists()
@@ -192,6 +194,7 @@ def test_baton_extract_and_hooks_install_take_the_installed_adapter(
     assert every.returncode == 0 and every.stderr == "", every
     assert "pipeline.spool claude" in (claude / "settings.json").read_text()
     assert "pipeline.spool" in (codex / "config.toml").read_text()
+    assert "pipeline.spool gemini" in (gemini / ".gemini" / "settings.json").read_text()
     alias = baton_script("hooks", "install", "--codex")  # the old flag: = --agent codex, again (no change)
     assert alias.returncode == 0, alias
     assert (codex / "config.toml").read_text().count("pipeline.spool") == 1

@@ -102,7 +102,7 @@ def _agent_still_runs(runtime: TileRuntime, info: PaneInfo) -> bool:
         live = proc.read_proc(seen[1])
         if live is not None and live.start_ticks == seen[2]:
             return True
-    found = proc.find_agent(info.pid, names)
+    found = proc.find_first(info.pid, runtime.adapter.claims_process)
     if found is None:
         _seen.pop(runtime.name, None)
         return False

@@ -31,15 +31,15 @@ class TileRuntime:
 
 
 def identify_agent(pane_pid: int, agents: AgentRegistry) -> str:
-    """For ``agent: auto``: the adapter whose process name appears first under the pane, else ``shell``."""
-    names: dict[str, str] = {}
-    for name in agents.names():
-        for pname in getattr(agents.get(name), "process_names", ()):
-            names.setdefault(pname, name)
-    found = proc.find_agent(pane_pid, frozenset(names))
-    if found is None:
-        return "shell"
-    return names.get(found.comm) or names.get(found.exe_name, "shell")
+    """For ``agent: auto``: the adapter that claims the first process under the pane it claims
+    (:meth:`AgentAdapter.claims_process`, asked in registry order), else ``shell``."""
+    classes = [(name, agents.get(name)) for name in agents.names()]
+    classes = [(name, cls) for name, cls in classes if getattr(cls, "process_names", None)]
+    for p in proc.subtree(pane_pid):
+        for name, cls in classes:
+            if cls.claims_process(p):
+                return name
+    return "shell"
 
 
 async def build_tiles(config: Config, agents: AgentRegistry, tmux: Tmux,

@@ -125,6 +125,13 @@ class AgentAdapter(abc.ABC):
     def __init__(self, ctx: TileContext) -> None:
         self.ctx = ctx
 
+    @classmethod
+    def claims_process(cls, p: proc.Proc) -> bool:
+        """Whether the process ``p`` under a pane is this agent (``agent: auto``, ``absent``, the presence
+        check all ask). By default its comm or executable's name is one of :attr:`process_names`; an agent
+        that runs under a generic name (``node``) narrows it down from more (its argv, its environment)."""
+        return p.comm in cls.process_names or p.exe_name in cls.process_names
+
     @abc.abstractmethod
     async def follow(self, emit: Emit) -> None:
         """Run until cancelled, awaiting ``emit(Completion)`` each time the tile finishes a turn.
@@ -262,7 +269,7 @@ class AgentAdapter(abc.ABC):
     async def agent_process(self) -> proc.Proc | None:
         """This agent's process in the tile's pane, or None (the pane runs something else)."""
         info = await self.ctx.pane()
-        return proc.find_agent(info.pid, self.process_names)
+        return proc.find_first(info.pid, self.claims_process)
 
     def pane_step(self, info: PaneInfo) -> ResolveStep:
         """The first step of every resolution: which pane the tile's target names, and its shell's pid."""
@@ -273,7 +280,7 @@ class AgentAdapter(abc.ABC):
     async def find_process_steps(self) -> list[ResolveStep]:
         info = await self.ctx.pane()
         steps = [self.pane_step(info)]
-        found = proc.find_agent(info.pid, self.process_names) if self.process_names else None
+        found = proc.find_first(info.pid, self.claims_process) if self.process_names else None
         if self.process_names:
             names = ", ".join(sorted(self.process_names))
             steps.append(

@@ -54,6 +54,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.codex.adapter",
     "plugins.opencode.adapter",
     "plugins.copilot.adapter",
+    "plugins.gemini.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",

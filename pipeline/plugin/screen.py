@@ -249,7 +249,7 @@ class ScreenAdapter(ScreenDialogs, AgentAdapter):
             info = await self.ctx.pane()
             if info.dead:
                 return "gone"
-            if self.process_names and proc.find_agent(info.pid, self.process_names) is None:
+            if self.process_names and proc.find_first(info.pid, self.claims_process) is None:
                 return "absent"
             screen = await self.ctx.capture()
         except (PaneGone, ServerGone):

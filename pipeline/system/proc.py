@@ -21,6 +21,7 @@ __all__ = [
     "cwd",
     "environ",
     "find_agent",
+    "find_first",
     "foreground_busy",
     "open_files",
     "read_proc",
@@ -102,6 +103,11 @@ def subtree(pid: int) -> Iterator[Proc]:
             continue
         yield proc
         queue.extend(children(current))
+
+
+def find_first(pane_pid: int, claims: Callable[[Proc], bool]) -> Proc | None:
+    """The first process under the pane (breadth-first) that ``claims`` says is its agent."""
+    return next((p for p in subtree(pane_pid) if claims(p)), None)
 
 
 def find_agent(pane_pid: int, names: frozenset[str] | set[str]) -> Proc | None:

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from tests.agent_versions import AGENTS, resolve
@@ -59,10 +60,12 @@ def _bin_path(prefix: Path, package: str, bin_name: str | None) -> Path:
 
 
 def _runs(command: Path) -> str | None:
-    """``command --version``'s output, or None if it does not run."""
+    """``command --version``'s output, or None if it does not run. Gemini CLI writes into its home even
+    then (``projects.json`` temporaries): a throwaway one, never the user's."""
     try:
-        result = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60,
-                                stdin=subprocess.DEVNULL)
+        with tempfile.TemporaryDirectory(prefix="baton-npm-version-") as home:
+            result = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60,
+                                    stdin=subprocess.DEVNULL, env={**os.environ, "GEMINI_CLI_HOME": home})
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() if result.returncode == 0 else None

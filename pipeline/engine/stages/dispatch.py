@@ -59,7 +59,7 @@ async def target_state(adapter: AgentAdapter) -> TargetState:
         return "gone"
     if info.dead:
         return "gone"
-    if adapter.process_names and proc.find_agent(info.pid, adapter.process_names) is None:
+    if adapter.process_names and proc.find_first(info.pid, adapter.claims_process) is None:
         return "absent"
     return await adapter.target_state()
 

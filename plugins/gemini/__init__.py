@@ -1,0 +1,1 @@
+"""Gemini CLI (``@google/gemini-cli``): the adapter is :mod:`plugins.gemini.adapter`."""

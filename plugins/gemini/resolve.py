@@ -1,0 +1,237 @@
+"""Which session file belongs to a pane: the Gemini CLI resolution chain (docs/agent-versions.md, Gemini CLI).
+
+Gemini CLI runs as ``node …/gemini`` (comm ``node``) which relaunches itself as a child ``node`` with
+``GEMINI_CLI_NO_RELAUNCH=true``: the child does the work (and is replaced by a new child, with a new
+session, when the folder-trust dialog restarts it). It writes no PID file and holds no fd on its session
+file, so the chain is:
+
+1. **process** — the pane's gemini ``node`` processes; the worker is the deepest one;
+2. **home** — ``$GEMINI_CLI_HOME`` (else ``$HOME``) of that process, ``/.gemini`` under it;
+3. **project** — its cwd, and the slug ``~/.gemini/projects.json`` gives it (``tmp/<slug>/chats``);
+4. **session** — the first rule that decides: a hook's ``transcript_path`` from this pane; the
+   ``--session-id`` in its argv; the file holding the prompt batonpass last typed here; the session that
+   started first after the worker did (a session file is created at startup, before any prompt); else
+   (``--resume``) the one written to last since the worker started.
+
+A new process appends a summary to the *previous* session's file, so the newest modified file is not a
+rule. Everything here is blocking file and /proc work: callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.plugin.agents import ResolveStep
+from pipeline.plugin.tools import proc
+from plugins.gemini.session import parse_time
+
+__all__ = ["GeminiProcess", "Resolution", "SESSION_NAME", "find_gemini", "is_gemini", "resolve_session"]
+
+SESSION_NAME = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([0-9a-f]{8})\.jsonl$")
+#: a session starts this long before its process at most (clock granularity)
+CLOCK_SLACK_S = 2.0
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def is_gemini(p: proc.Proc) -> bool:
+    """A ``node`` running Gemini CLI's command (``…/bin/gemini``, ``…/@google/gemini-cli/…``), or a
+    process named ``gemini``."""
+    if "gemini" in (p.comm, p.exe_name):
+        return True
+    if p.comm != "node" and not p.exe_name.startswith("node"):
+        return False
+    for arg in proc.cmdline(p.pid)[1:4]:
+        if not arg.startswith("-") and (os.path.basename(arg) == "gemini" or "/gemini-cli/" in arg):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class GeminiProcess:
+    """The pane's working Gemini CLI process and what it says about where its session is."""
+
+    proc: proc.Proc
+    argv: tuple[str, ...]
+    cwd: str | None
+    gemini_dir: Path
+    home_from: str
+    started_at: float
+    relaunched: bool
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``--session-id`` of its argv (``--session-id X`` or ``--session-id=X``)."""
+        for i, arg in enumerate(self.argv):
+            value = self.argv[i + 1] if arg == "--session-id" and i + 1 < len(self.argv) else \
+                arg.split("=", 1)[1] if arg.startswith("--session-id=") else None
+            if value and UUID.match(value.lower()):
+                return value.lower()
+        return None
+
+    def alive(self) -> bool:
+        current = proc.read_proc(self.proc.pid)
+        return current is not None and current.start_ticks == self.proc.start_ticks
+
+
+def find_gemini(pane_pid: int) -> GeminiProcess | None:
+    """The deepest gemini process under the pane (the relaunched child does the work)."""
+    found = [p for p in proc.subtree(pane_pid) if is_gemini(p)]
+    if not found:
+        return None
+    worker = found[-1]
+    env = proc.environ(worker.pid)
+    if env.get("GEMINI_CLI_HOME"):
+        home, home_from = Path(env["GEMINI_CLI_HOME"]), "$GEMINI_CLI_HOME of the process"
+    elif env.get("HOME"):
+        home, home_from = Path(env["HOME"]), "$HOME of the process"
+    else:
+        home, home_from = Path(os.path.expanduser("~")), "batonpass's home (environment unreadable)"
+    cwd = proc.cwd(worker.pid)
+    return GeminiProcess(proc=worker, argv=tuple(proc.cmdline(worker.pid)), cwd=cwd,
+                         gemini_dir=home / ".gemini", home_from=home_from, started_at=proc.started_at(worker),
+                         relaunched=env.get("GEMINI_CLI_NO_RELAUNCH") == "true")
+
+
+def project_slug(gemini_dir: Path, cwd: str) -> tuple[str, str]:
+    """The folder name of ``cwd`` under ``tmp/``: its slug in ``projects.json``, else (older releases) the
+    sha256 of the path; and where it came from."""
+    try:
+        projects = json.loads((gemini_dir / "projects.json").read_text(encoding="utf-8")).get("projects")
+    except (OSError, ValueError, AttributeError):
+        projects = None
+    if isinstance(projects, dict) and isinstance(projects.get(cwd), str):
+        return projects[cwd], "projects.json"
+    return hashlib.sha256(cwd.encode()).hexdigest(), "sha256 of the path (no projects.json entry)"
+
+
+def session_head(path: Path) -> tuple[str | None, float | None]:
+    """A session file's id and start, from its first line."""
+    try:
+        with open(path, "rb") as f:
+            head = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(head, dict):
+        return None, None
+    sid = head.get("sessionId")
+    return (sid if isinstance(sid, str) else None), parse_time(head.get("startTime"))
+
+
+def holds_prompt(path: Path, prompt: str) -> bool:
+    """Whether the session file holds ``prompt`` as a typed message (whitespace ignored)."""
+    want = " ".join(prompt.split())
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if '"user"' not in line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                for part in record.get("content") or [] if isinstance(record, dict) else []:
+                    if isinstance(part, dict) and " ".join(str(part.get("text", "")).split()) == want:
+                        return True
+    except OSError:
+        pass
+    return False
+
+
+@dataclass
+class Resolution:
+    process: GeminiProcess | None
+    session: Path | None = None
+    rule: str = ""
+    steps: list[ResolveStep] = field(default_factory=list)
+
+    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
+        self.steps.append(ResolveStep(step, ok, detail, value))
+
+    def decide(self, rule: str, path: Path, detail: str) -> Resolution:
+        self.session, self.rule = path, rule
+        self.add(rule, True, f"decided: {detail}", str(path))
+        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
+        return self
+
+
+def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_prompt: str | None = None,
+                    prompt_sent_at: float = 0.0, process: GeminiProcess | None = None) -> Resolution:
+    """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring)."""
+    process = process or find_gemini(pane_pid)
+    res = Resolution(process)
+    if process is None:
+        res.add("process", False, f"no gemini process under pid {pane_pid}")
+        return res
+    which = "relaunched child" if process.relaunched else "top"
+    res.add("process", True, f"node pid {process.pid} ({which}), cwd {process.cwd}", process.pid)
+    res.add("gemini home", True, f"{process.gemini_dir} ({process.home_from})", str(process.gemini_dir))
+    if process.cwd is None:
+        res.add("project", False, f"cannot read the cwd of pid {process.pid}")
+        return res
+    slug, slug_from = project_slug(process.gemini_dir, process.cwd)
+    chats = process.gemini_dir / "tmp" / slug / "chats"
+    res.add("project", True, f"slug {slug} ({slug_from}) -> {chats}", str(chats))
+    files = _session_files(chats)
+    if hook_transcript and Path(hook_transcript) in files:
+        return res.decide("hook", Path(hook_transcript), "a hook of this pane named it")
+    res.add("hook", True, "no: no hook from this pane named a session file of this project")
+    wanted = process.session_id
+    if wanted:
+        named = [p for p in files if p.name.endswith(f"-{wanted[:8]}.jsonl") and session_head(p)[0] == wanted]
+        if named:
+            return res.decide("--session-id", named[-1], f"`--session-id {wanted}` in its argv")
+    res.add("--session-id", True, "no: not in its argv" if not wanted else f"no: no file of session {wanted}")
+    return _by_start(res, process, files, last_prompt, prompt_sent_at)
+
+
+def _session_files(chats: Path) -> list[Path]:
+    """The session files of a project, oldest modified first."""
+    try:
+        found = [p for p in chats.iterdir() if SESSION_NAME.match(p.name)]
+    except OSError:
+        return []
+    return sorted(found, key=lambda p: _mtime(p))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_prompt: str | None,
+              prompt_sent_at: float) -> Resolution:
+    """The session that started after the worker (the one holding the last prompt typed here, when several
+    did: two panes in one folder)."""
+    since = process.started_at - CLOCK_SLACK_S
+    started = sorted(((start, p) for p in files
+                      for _, start in [session_head(p)] if start is not None and start >= since),
+                     key=lambda sp: sp[0])
+    if len(started) > 1 and last_prompt and last_prompt.strip():
+        holding = [p for _, p in started if _mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
+                   and holds_prompt(p, last_prompt)]
+        if holding:
+            return res.decide("last prompt", holding[-1], f"{holding[-1].name} holds the prompt typed here")
+    if started:
+        first = started[0][1]
+        more = f" (of {len(started)})" if len(started) > 1 else ""
+        delay = started[0][0] - process.started_at
+        return res.decide("start time", first, f"{first.name} started {delay:+.1f}s after the process{more}")
+    res.add("start time", True, f"no: no session of this project started after pid {process.pid}")
+    written = [p for p in files if _mtime(p) >= since]
+    if written:  # ``--resume``: an older session, written to since the process started
+        return res.decide("written since start", written[-1], f"{written[-1].name} was written to since "
+                          "the process started (a resumed session)")
+    res.add("written since start", False, f"no session file of this project was written to since pid "
+            f"{process.pid} started ({len(files)} older)")
+    return res

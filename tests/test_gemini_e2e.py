@@ -1,0 +1,209 @@
+"""End to end with the REAL Gemini CLI (``@google/gemini-cli`` from npm, cached) against a fake Gemini API
+on 127.0.0.1 (tests/fakes/gemini_api.py), in a private tmux server, with the real pipeline:
+
+* a hand-off each way between Gemini CLI and the real Claude Code (its fake Messages API), with Gemini's
+  AfterAgent hook installed by the real ``baton hooks install --agent gemini``: the session file and the
+  hook report the turn under one id, and it is handed over once; ``agent: auto`` finds Gemini CLI (a
+  ``node``) by its argv; ``baton resolve`` names the session file, ``baton extract`` prints the answer;
+* without hooks: a tool turn hands over only its final answer (never the model call before the tool), a
+  tool waiting for approval is ``waiting`` and not the end, an interrupt is a failed turn handed to no one;
+* ``baton run`` killed between the paste and its Enter: the paste shown as ``[Pasted Text: N lines]`` is
+  recognised after the restart and submitted once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.claude_code.paste import unwrap_paste
+from plugins.claude_code.screen import input_box
+from plugins.gemini.screen import input_draft
+from tests.agent_versions import resolve
+from tests.fakes.claude_api import ClaudeAPI
+from tests.fakes.gemini_api import SLOW_CHUNKS, TOOL_FINAL, FakeGemini
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.support.agents import messages, start_agent
+from tests.support.claude import make_claude_home
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.gemini import make_gemini_home
+from tests.support.pipelines import make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+
+GEMINI = resolve("gemini")  # pinned, or npm latest with BATON_AGENTS=latest
+
+
+def _installed(package: tuple[str, str]) -> Path:
+    try:
+        return install(*package)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
+        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    return _installed(GEMINI)
+
+
+@pytest.fixture
+def gemini_api() -> Iterator[FakeGemini]:
+    with FakeGemini() as api:
+        yield api
+
+
+def claude_answer(prompt: str) -> str:
+    return f"Claude read {len(prompt)} characters and agrees ✓"
+
+
+def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
+    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
+    seen = set()
+    for record in caplog.records:
+        args = record.args
+        if isinstance(args, tuple) and turn in args:
+            if record.msg.startswith("completion"):
+                seen.add(args[3])
+            elif "already seen" in record.msg:
+                seen.add(args[2])
+    return seen
+
+
+def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
+    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
+    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
+            if r.msg.startswith("completion") and r.args[0] == tile]
+
+
+async def test_real_gemini_and_claude_code_hand_off_once_each_way(
+        tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hooks write
+    gem = make_gemini_home(tmp_path / "g", api_url=gemini_api.url, gemini_bin=gemini_bin, state=state)
+    for expected in ("added the AfterAgent hook", "already installed"):
+        result = baton("hooks", "install", "--agent", "gemini", env={"GEMINI_CLI_HOME": str(gem.home)})
+        assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
+    assert gem.settings()["security"]["auth"]["selectedType"] == "gemini-api-key"
+    claude_bin = _installed(CLAUDE_CODE)
+    with ClaudeAPI(answer=claude_answer) as claude_api:
+        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
+                              version=CLAUDE_CODE[1])
+        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
+        tmux_server.type(cc_pane, "claude")
+        g_pane = gem.start(tmux_server)
+        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
+                 what="Claude Code's input box")
+        config = make_config({"gem": {"pane": g_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
+                             [{"from": "gem", "to": "cc", "transform": "raw"},
+                              {"from": "cc", "to": "gem", "transform": "raw"}], max_hops=2)
+        caplog.set_level(logging.DEBUG, logger="batonpass")
+        prompt = "E2E-G1: review the auth middleware"
+        async with running(config, tmux_server) as pipeline:
+            assert pipeline.tiles["gem"].adapter.name == "gemini"  # agent: auto, from the process tree
+            await until(lambda: "gem: gemini session file" in caplog.text, 20, "the gemini tile's session")
+            gem.say(tmux_server, g_pane, prompt)  # a person's prompt: hop 0
+            first = gemini_api.answer(prompt)
+            await until(lambda: len(gemini_api.prompts()) >= 2, 90, "Claude's answer typed into Gemini CLI")
+            await until(lambda: len(completions(caplog, "gem")) >= 2, 30, "Gemini's second turn")
+            await aquiet_for(2.0, "a third hand-off (max_hops=2)")
+    typed = [r.last_user_text for r in claude_api.turns]  # as Claude Code sent them (a paste wrapped)
+    assert [unwrap_paste(t).strip() for t in typed] == [first], typed
+    second = claude_answer(typed[0])
+    assert gemini_api.prompts() == [prompt, second]
+    ends = completions(caplog, "gem")
+    assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
+    accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "gem"]
+    print(f"\nGemini CLI e2e: model's last chunk -> completion "
+          f"{(accepted[0].created - gemini_api.finished_at[0]) * 1e3:.0f} ms (via {accepted[0].args[3]})")
+    for turn, _, _ in ends:  # the file and the AfterAgent hook, one id
+        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+    [session] = gem.session_files()
+    resolved = baton("resolve", g_pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
+    steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
+    assert steps["transcript"]["value"] == str(session), resolved.stdout
+    assert steps["session"]["value"].startswith(session.name[-14:-6])  # its first 8 characters name the file
+    assert "rule: start time" in steps["transcript"]["detail"]
+    extracted = baton("extract", "--agent", "gemini", str(session))
+    assert extracted.returncode == 0 and extracted.stdout == gemini_api.answer(second) + "\n"
+
+
+async def test_real_gemini_tool_turns_approval_and_interrupt_without_hooks(
+        tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """No hooks: the screen confirms a final-looking answer. A tool turn hands over its last answer only;
+    at the approval prompt the tile is waiting (the file looks finished there) and nothing is handed over
+    until the person allows it; an interrupt is a failed turn, handed to no one."""
+    gem = make_gemini_home(tmp_path, api_url=gemini_api.url, gemini_bin=gemini_bin)
+    g_pane = gem.start(tmux_server)
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    config = make_config({"gem": {"pane": g_pane, "agent": "gemini"}, "t": {"pane": target, "agent": "demo"}},
+                         [{"from": "gem", "to": "t", "transform": "raw"}])
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    async with running(config, tmux_server) as pipeline:
+        await until(lambda: "gem: gemini session file" in caplog.text, 20, "the gemini tile's session")
+        gem.say(tmux_server, g_pane, "TOOLTEST: run echo hello")
+        await until(lambda: messages(log), 40, "the tool turn's answer in the target")
+        assert messages(log) == [TOOL_FINAL]
+        [first] = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "gem"]
+        print(f"\nGemini CLI e2e, no hooks: model's last chunk -> completion "
+              f"{(first.created - gemini_api.finished_at[-1]) * 1e3:.0f} ms (via {first.args[3]})")
+
+        gem.say(tmux_server, g_pane, "TOOLASK: create approved.txt")
+        ctx = pipeline.tiles["gem"].ctx
+        await until(lambda: ctx.waiting_for == "permission prompt: Shell", 30, "the approval prompt, waiting")
+        await aquiet_for(1.5, "a hand-off of the call before the tool")
+        assert messages(log) == [TOOL_FINAL]
+        assert await pipeline.tiles["gem"].adapter.target_state() == "busy"
+        tmux_server.run("send-keys", "-t", g_pane, "Enter")  # 1. Allow once
+        await until(lambda: len(messages(log)) == 2, 40, "the approved turn's answer")
+        assert messages(log) == [TOOL_FINAL, TOOL_FINAL] and (gem.project / "approved.txt").exists()
+        assert ctx.waiting_for is None
+
+        gem.say(tmux_server, g_pane, "SLOWTEST: interrupt me")
+        await until(lambda: SLOW_CHUNKS[0] + SLOW_CHUNKS[1] in tmux_server.capture(g_pane), 20,
+                    "the slow answer streaming")
+        tmux_server.run("send-keys", "-t", g_pane, "Escape")
+        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "gem")), 20,
+                    "the failed completion")
+        await aquiet_for(1.5, "a hand-off of the interrupted turn")
+    assert len(messages(log)) == 2
+    outcomes = [o for _, o, _ in completions(caplog, "gem")]
+    assert outcomes == ["completed", "completed", "failed"], outcomes
+    usage = await pipeline.tiles["gem"].adapter.usage()
+    assert usage is not None and usage.models == ("gemini-2.5-flash",) and usage.cost_usd
+
+
+def test_real_gemini_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+        tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment the real Gemini CLI shows the hand-off as ``[Pasted Text: N lines]``
+    in its input, then started again: it recognises its own paste, presses Enter once, and the session file
+    holds the prompt exactly once (tests/support/crash_at_paste.py)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    gem = make_gemini_home(tmp_path, api_url=gemini_api.url, gemini_bin=gemini_bin)
+    pane = gem.start(tmux_server)
+
+    def holds_paste() -> bool:
+        return (input_draft(tmux_server.capture(pane)) or "").startswith("[Pasted Text: ")
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "gemini"}, LONG_TEMPLATE,
+                          holds_paste, gem.prompts, marker="GEMINI-1")
+    assert note == "submitted a paste left by a crash"
