@@ -15,7 +15,7 @@ PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 #: the README's two commands, run as they are by .ci/run and by people from a fresh clone
 COMMANDS = [
     "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/baton demo",
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest",
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -n 2",
 ]
 MAX_README_LINES = 200
 
