@@ -162,8 +162,8 @@ def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_
              "tests": {"pane": "work:0.1", "agent": "shell", "command": "bash --norc --noprofile"}}
     config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
     first = baton("up", "-c", str(config))
-    line = first.one_line_error(1, "coder: command 'no-such-agent-cli --go' exited at once",
-                                "its pane work:0.0 stays, dead", "run baton up again")
+    line = first.one_line_error(1, "coder  exited   %0 (work:0.0): command 'no-such-agent-cli --go' exited",
+                                "its pane stays, dead", "run baton up again")
     assert "tests" in first.out and "created" in first.out, first.out
     created = first.out.split("created", 1)[1].split()[0]
     # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
