@@ -223,8 +223,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
                     help=f"only hand-offs in this state: {', '.join(STATES)}")
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
-                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago (-10m alike), or an ISO time "
-                    "(2026-03-01T14:00)")
+                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago (no sign: a duration counts "
+                    "back), or an ISO time (2026-03-01T14:00)")
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
