@@ -109,7 +109,9 @@ class Pipeline:
         if self.dispatcher is None:
             return
         stale = time.time() - self.config.settings.catch_up_s
-        for record in await self.journal.until_read(self.journal.unfinished):
+        # a dry run's journal is a copy: what it holds unfinished is the daemon's to finish, not to print
+        unfinished = [] if self.dry_run else await self.journal.until_read(self.journal.unfinished)
+        for record in unfinished:
             if record.state == "pending":
                 # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
                 if record.created < stale:

@@ -1,0 +1,61 @@
+"""The second newcomer trial (issue #34): ``baton run`` and its words, each run as a person would — a real
+tmux server, real demo agents, the real journal — and the exact outcome checked."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.engine.journal import Journal, default_journal_path
+from tests.support.agents import messages, start_agent
+from tests.support.cli import start_baton
+from tests.support.daemons import wait_followed, write_config
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux]
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> int:
+    proc.send_signal(signal.SIGINT)
+    return proc.wait(timeout=20)
+
+
+def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxServer, tmp_path: Path,
+                                                              daemon_factory) -> None:
+    """A turn the running daemon handed off is no "history" to a ``--dry-run`` started beside it: the
+    dry run reads a copy of the journal, so it skips nothing and prints no prompt for it, and says how
+    many turns ended since the tile's mark once per tile, in good English."""
+    writer = start_agent(tmux_server, tmp_path / "writer.jsonl", "writer", work_s=0.1)
+    reviewer = start_agent(tmux_server, tmp_path / "reviewer.jsonl", "reviewer", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, {
+        "writer": {"pane": writer, "agent": "demo"}, "reviewer": {"pane": reviewer, "agent": "demo"}},
+        [{"from": "writer", "to": "reviewer"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "writer")
+    tmux_server.type(writer, "plan the release")
+    wait_for(lambda: len(messages(tmp_path / "reviewer.jsonl")) == 1, what="the hand-off to the reviewer")
+    wait_for(lambda: [r.state for r in Journal(default_journal_path()).history()] == ["delivered"],
+             what="the hand-off recorded delivered")
+
+    err = tmp_path / "dry.err"
+    dry = start_baton("run", "--dry-run", "-c", str(config), stderr=err)
+    try:
+        wait_for(lambda: "writer: 1 turn ended since" in err.read_text(), what="the dry run's catch-up")
+        wait_for(lambda: "reviewer: 1 turn ended since" in err.read_text(), what="the reviewer's catch-up")
+        # the adapters' own first look at their sessions comes next: it must not say it all again
+        time.sleep(1.5)  # shapes the scenario
+    finally:
+        assert _stop(dry) == 0
+    assert daemon.stop() == 0
+    text = err.read_text()
+    assert "skipped" not in text and "--- writer->reviewer" not in text, text
+    for tile in ("writer", "reviewer"):
+        assert text.count(f"{tile}: 1 turn ended since") == 1, text
+    assert "turns ended" not in text, text
+    assert len(messages(tmp_path / "reviewer.jsonl")) == 1
