@@ -59,3 +59,27 @@ def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxS
         assert text.count(f"{tile}: 1 turn ended since") == 1, text
     assert "turns ended" not in text, text
     assert len(messages(tmp_path / "reviewer.jsonl")) == 1
+
+
+def test_run_with_no_tmux_server_says_it_waits_and_follows_the_tiles_once_tmux_is_there(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """No tmux server yet is no failure of ``run`` (docs/json.md): its start-up line says it keeps running,
+    each tile is said gone with what becomes of hand-offs to it, and once the server and the pane are
+    there the tile is back; Ctrl-C ends it with status 0."""
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"coder": {"pane": "work:0.0", "agent": "shell"}}, [])
+    err = tmp_path / "run.err"
+    daemon = start_baton("run", "-c", str(config), stderr=err)
+    try:
+        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        lines = err.read_text().splitlines()
+        assert [line.split(" ", 1)[1] for line in lines] == [
+            "tile coder: pane work:0.0 is gone (no tmux server is running: start tmux, or `baton up` creates "
+            "the panes); hand-offs to it are kept and typed once it is back (for up to give_up_s=600s), its "
+            "turns followed from then",
+            f"running: 1 tile, 0 routes on tmux -L {tmux_server.socket} (no tmux server runs there yet: "
+            "baton run keeps running and follows each tile once tmux and its pane are there)"], lines
+        tmux_server.run("new-session", "-d", "-s", "work", "bash --norc --noprofile")
+        wait_for(lambda: "tile coder: pane work:0.0 is back (shell)" in err.read_text(), what="'is back'")
+    finally:
+        assert _stop(daemon) == 0, err.read_text()
