@@ -83,3 +83,28 @@ def test_run_with_no_tmux_server_says_it_waits_and_follows_the_tiles_once_tmux_i
         wait_for(lambda: "tile coder: pane work:0.0 is back (shell)" in err.read_text(), what="'is back'")
     finally:
         assert _stop(daemon) == 0, err.read_text()
+
+
+def test_a_hand_off_waiting_for_a_draft_says_it_is_kept_and_when_it_is_typed(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    """A person's draft in the target's input holds the hand-off: the daemon's line says what it waits for
+    and that the hand-off is kept and typed once the draft is sent or cleared — and then it is."""
+    writer = start_agent(tmux_server, tmp_path / "writer.jsonl", "writer", work_s=0.1)
+    reviewer = start_agent(tmux_server, tmp_path / "reviewer.jsonl", "reviewer", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, {
+        "writer": {"pane": writer, "agent": "demo"}, "reviewer": {"pane": reviewer, "agent": "demo"}},
+        [{"from": "writer", "to": "reviewer"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "writer")
+    tmux_server.type(reviewer, "half a thought", enter=False)
+    tmux_server.type(writer, "plan the release")
+    key = wait_for(lambda: [r.key for r in Journal(default_journal_path()).history()], what="the hand-off")[0]
+    wait_for(lambda: "waiting     reviewer" in daemon.stderr(), what="the daemon to wait for the draft")
+    line = next(ln for ln in daemon.stderr().splitlines() if "waiting     reviewer" in ln)
+    assert line.split(" ", 1)[1] == (f"waiting     reviewer has a draft in its input (text not yet sent); "
+                                     f"hand-off {key} is kept and typed once that draft is sent or cleared")
+    tmux_server.run("send-keys", "-t", reviewer, "Enter")
+    wait_for(lambda: len(messages(tmp_path / "reviewer.jsonl")) == 2, what="the hand-off typed after it")
+    assert messages(tmp_path / "reviewer.jsonl")[0] == "half a thought"
+    assert daemon.stop() == 0
