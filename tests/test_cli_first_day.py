@@ -55,7 +55,8 @@ def test_status_exits_3_when_every_tile_is_gone_on_a_running_server(tmux_server:
                                                           "b": {"pane": "nosuch:0.0", "agent": "shell"}})
     result = baton("status", "-c", str(config))
     assert result.status == 3, result
-    assert result.out.splitlines()[0].split() == ["TILE", "PANE", "AGENT", "PID", "STATE", "LAST", "ANSWER"]
+    assert result.out.splitlines()[0].split() == ["TILE", "PANE", "AGENT", "PID", "SESSION", "STATE", "LAST",
+                                                  "ANSWER"]
     assert f"none of the 2 tiles has its pane on tmux -L {tmux_server.socket}" in result.err
 
 

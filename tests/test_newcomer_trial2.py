@@ -3,6 +3,7 @@ tmux server, real demo agents, the real journal — and the exact outcome checke
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -12,9 +13,10 @@ import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent
-from tests.support.cli import start_baton
+from tests.support.cli import baton, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
+from tests.support.standin_targets import StandinTarget
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
@@ -108,3 +110,25 @@ def test_a_hand_off_waiting_for_a_draft_says_it_is_kept_and_when_it_is_typed(
     wait_for(lambda: len(messages(tmp_path / "reviewer.jsonl")) == 2, what="the hand-off typed after it")
     assert messages(tmp_path / "reviewer.jsonl")[0] == "half a thought"
     assert daemon.stop() == 0
+
+
+def test_status_has_a_session_column(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Which session each agent is in, at a glance: its id's first 8 characters in the table, the whole id
+    (and its file) below it, ``session_id`` in the JSON; ``-`` for an agent that names none."""
+    claude = StandinTarget(tmux_server, tmp_path, "claude", name="coder")
+    demo = StandinTarget(tmux_server, tmp_path, "demo", name="notes")
+    config = write_routes(tmp_path, tmux_server.socket, {"coder": claude.tile, "notes": demo.tile})
+    session_file = wait_for(lambda: next((claude.home / "sessions").glob("*.json"), None),
+                            what="the stand-in's session file")
+    session = json.loads(session_file.read_text())["sessionId"]
+    rows = json.loads(baton("status", "--json", "-c", str(config)).out)
+    assert [(r["tile"], r["session_id"]) for r in rows] == [("coder", session), ("notes", None)], rows
+    result = baton("status", "-c", str(config))
+    assert result.status == 0, result
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["TILE", "PANE", "AGENT", "PID", "SESSION", "STATE", "LAST", "ANSWER"], lines
+    assert lines[1].split()[:6] == ["coder", claude.pane, "claude", str(rows[0]["agent_pid"]), session[:8],
+                                    "ready"], lines
+    assert lines[2].split()[:6] == ["notes", demo.pane, "demo", str(rows[1]["agent_pid"]), "-", "ready"], \
+        lines
+    assert f"coder session: {session} ({session_file})" in lines, lines
