@@ -37,6 +37,12 @@ __all__ = ["MAX_LIMIT", "main"]
 MAX_LIMIT = 1_000_000
 
 
+def _actions(parser: argparse.ArgumentParser) -> list[str]:
+    """The actions of a command that has them (``baton hooks install``)."""
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = _parser()
@@ -45,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     setup_logging(args.verbose)
     if not getattr(args, "func", None):
-        (getattr(args, "help_of", None) or parser).print_help()
+        if (named := getattr(args, "help_of", None)) is not None:  # `baton hooks`: the action is missing
+            named.error(f"which action? usage: {named.prog} ACTION, one of: {', '.join(_actions(named))}")
+        parser.print_help()
         return 2
     try:
         return args.func(args)
@@ -160,8 +168,8 @@ def _parser() -> argparse.ArgumentParser:
                     "program runs in the pane (a shell runs the text as a command)")
 
     sp = cmd("resolve", _command("resolve"),
-             "run the resolution chain for one pane and show every step")
-    sp.add_argument("pane", type=pane_target, help=target_help)
+             "run the resolution chain for one tile's pane (or any pane) and show every step")
+    sp.add_argument("pane", type=pane_target, metavar="TILE|PANE", help=target_help)
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
                     help="read the pane with this agent's adapter (default: the tile's agent, else found "
                     "from the pane's process tree)")

@@ -132,3 +132,23 @@ def test_status_has_a_session_column(tmux_server: TmuxServer, tmp_path: Path) ->
     assert lines[2].split()[:6] == ["notes", demo.pane, "demo", str(rows[1]["agent_pid"]), "-", "ready"], \
         lines
     assert f"coder session: {session} ({session_file})" in lines, lines
+
+
+def test_hooks_with_no_action_is_one_line_naming_the_actions() -> None:
+    """``baton hooks`` alone is bad usage: one line with the usage and the actions, exit 2 — not the help
+    page with no word of what was wrong."""
+    baton("hooks").one_line_error(
+        2, "baton hooks: error: which action? usage: baton hooks ACTION, one of: install; see baton hooks -h")
+    assert baton("hooks").out == ""
+
+
+def test_resolve_names_its_argument_a_tile_or_a_pane(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``baton resolve TILE`` reads the tile's pane (its usage says so); a tile whose pane is not there is
+    one line naming the pane."""
+    shell = tmux_server.new_pane()
+    config = write_routes(tmp_path, tmux_server.socket, {"sh": {"pane": shell, "agent": "shell"},
+                                                          "gone": {"pane": "title:zz", "agent": "shell"}})
+    assert "TILE|PANE" in baton("resolve", "-h").out
+    result = baton("resolve", "sh", "-c", str(config))
+    assert result.status == 0 and result.out.splitlines()[0] == f"{shell}: agent shell (tile sh)", result
+    baton("resolve", "gone", "-c", str(config)).one_line_error(1, "baton resolve: ", "title 'zz'")
