@@ -4,6 +4,7 @@ tmux server, real demo agents, the real journal — and the exact outcome checke
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -15,6 +16,7 @@ from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent
 from tests.support.cli import baton, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
+from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.standin_targets import StandinTarget
 from tests.support.tmux import TmuxServer
@@ -152,3 +154,21 @@ def test_resolve_names_its_argument_a_tile_or_a_pane(tmux_server: TmuxServer, tm
     result = baton("resolve", "sh", "-c", str(config))
     assert result.status == 0 and result.out.splitlines()[0] == f"{shell}: agent shell (tile sh)", result
     baton("resolve", "gone", "-c", str(config)).one_line_error(1, "baton resolve: ", "title 'zz'")
+
+
+def test_up_on_the_example_routes_yaml_says_the_tests_pane_does_not_exist(tmux_server: TmuxServer,
+                                                                           tmp_path: Path) -> None:
+    """The README's example, brought up as is (on the test's server): its ``tests`` tile has no command,
+    and ``up`` says its pane does not exist and how to make it — not just "nothing to start"."""
+    example = tmp_path / "routes.yaml"
+    example.write_text((REPO / "routes.yaml").read_text())
+    # neither claude nor codex on this PATH: their panes exit at once (status 127), whatever is installed
+    result = baton("up", "-L", tmux_server.socket, cwd=tmp_path,
+                   env={"PATH": f"{Path(shutil.which('tmux') or '/usr/bin/tmux').parent}:/bin"})
+    assert result.status == 1, result
+    assert result.out.split(None, 2) == [
+        "tests", "no", "command  its pane title:tests does not exist, and up starts nothing without a "
+        "`command:`: make a pane titled tests (tmux select-pane -T tests) yourself, or give the tile a "
+        "command\n"], result
+    failed = [line.split()[:2] for line in result.error_lines if ": warning: " not in line]  # no API key
+    assert failed == [["coder", "exited"], ["reviewer", "exited"]], result.err
