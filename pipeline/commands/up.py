@@ -60,6 +60,7 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
     vanishes; its pane is removed when that moves no other pane (else it stays, dead, and the next ``up``
     starts the command in it again)."""
     results: dict[str, UpResult] = {}
+    await _sessions(tmux)  # tmux not installed: one error for all (TmuxError), before any tile
     for name in _creation_order(config):
         results[name] = await _bring_one(tmux, name, config.tiles[name])
     started = {n: r.pane_id for n, r in results.items() if r.action in ("created", "restarted") and r.pane_id}
@@ -281,7 +282,11 @@ def up_command(args: argparse.Namespace) -> int:
         print(f"baton up: nothing to bring up: {note}", file=sys.stderr)
         return 0
     config = this_host(config, args.host)
-    results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
+    try:
+        results = anyio.run(lambda: bring_up(config, tmux_for(args, config)))
+    except TmuxError as exc:
+        print(f"baton up: {exc}", file=sys.stderr)
+        return 1
     tile_w = max((len(r.tile) for r in results), default=0)
     action_w = max((len(r.action) for r in results), default=0)
     for r in results:  # one table; its failed rows on standard error (each said once)
