@@ -128,7 +128,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help=f"{what} as JSON")
 
     sp = cmd("run", _command("run"), "the routing daemon, in the foreground")
-    sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
+    sp.description = (
+        "the routing daemon, in the foreground (Ctrl-C ends it, status 0). Started before tmux, or while a "
+        "tile's pane is missing, it keeps running and says so: each tile is followed once its pane is there, "
+        "and hand-offs to it are kept until then (settings.give_up_s)")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="print prompts instead of typing them; decides from a copy of the journal (what "
+                    "a running daemon handed off is not handed again), writes nothing to it")
     sp.add_argument("--host", type=non_blank("--host"), default=None,
                     help="run the tiles of this host (default: this machine's host name)")
 
@@ -176,6 +182,11 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "the steps")
 
     sp = cmd("up", _command("up"), "create the panes of tiles that declare a command, and start their agents")
+    sp.description = (
+        "create the panes of tiles that declare a command, and start their agents: a title:NAME pane "
+        "anywhere, a session:window.pane one only as the next pane of its window (else it says which address "
+        "to write); a pane already there is left alone, one whose command exited is started again; a command "
+        "that ends within a second is reported exited, with its status and its last line")
     host_flag(sp, "bring up")
 
     sp = cmd("status", _command("status"), "per tile: pane, agent, agent PID, state, session, transcript, "
