@@ -139,8 +139,11 @@ def test_up_reports_a_missing_folder_and_commands_that_exit_once_each(tmux_serve
                                                                       tmp_path: Path) -> None:
     """A ``cwd`` that is no folder is refused (tmux would start the command elsewhere); a command that ends
     within a second is ``exited`` with the last line it printed, and a command not found is status 127
-    whichever its name; each failure is one line of standard error, not a row and a line again."""
+    whichever its name; each failure is one line of standard error, not a row and a line again. A relative
+    ``cwd`` is routes.yaml's folder's."""
+    (tmp_path / "sub").mkdir()
     config = write_routes(tmp_path, tmux_server.socket, {
+        "here": {"pane": "title:here", "agent": "shell", "command": "bash --norc", "cwd": "sub"},
         "nowhere": {"pane": "title:nowhere", "agent": "shell", "command": "bash", "cwd": "/nonexistent/dir"},
         "brief": {"pane": "title:brief", "agent": "shell",
                   "command": "sleep 0.8; echo 'cannot reach the model'; exit 3"},  # shapes the scenario
@@ -160,8 +163,11 @@ def test_up_reports_a_missing_folder_and_commands_that_exit_once_each(tmux_serve
         "fix the command and run baton up again"), rows["brief"]
     for tile in ("claude", "codex"):
         assert f"command 'no-such-{tile}" in rows[tile] and "exited (status 127): " in rows[tile], rows[tile]
-    assert result.out.split(None, 2) == [
+    assert result.out.splitlines()[0].split()[:2] == ["here", "created"], result.out
+    assert result.out.splitlines()[1].split(None, 2) == [
         "tests", "no", "command  its pane title:tests does not exist, and up starts nothing without a "
         "`command:`: make a pane titled tests (tmux select-pane -T tests) yourself, or give the tile a "
-        "command\n"]
+        "command"]
     assert not any(line.endswith(" nowhere") for line in _panes(tmux_server)), _panes(tmux_server)
+    here = tmux_server.run("list-panes", "-a", "-F", "#{pane_title} #{pane_current_path}").splitlines()
+    assert f"here {tmp_path / 'sub'}" in here, here

@@ -61,8 +61,10 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
     starts the command in it again)."""
     results: dict[str, UpResult] = {}
     await _sessions(tmux)  # tmux not installed: one error for all (TmuxError), before any tile
+    # a relative cwd is routes.yaml's folder's (tmux would read it from its server's own folder)
+    base = os.path.dirname(os.path.abspath(config.path)) if config.path != "<memory>" else os.getcwd()
     for name in _creation_order(config):
-        results[name] = await _bring_one(tmux, name, config.tiles[name])
+        results[name] = await _bring_one(tmux, name, config.tiles[name], base)
     started = {n: r.pane_id for n, r in results.items() if r.action in ("created", "restarted") and r.pane_id}
     if started:
         await anyio.sleep(SETTLE_S)
@@ -85,14 +87,14 @@ def _creation_order(config: Config) -> list[str]:
     return sorted(config.tiles, key=place)
 
 
-async def _bring_one(tmux: Tmux, name: str, tile: Tile) -> UpResult:
+async def _bring_one(tmux: Tmux, name: str, tile: Tile, base: str) -> UpResult:
     try:
         info = await _find(tmux, tile.pane)
         if not tile.command:
             return _no_command(name, tile, info)
         if info is not None and not info.dead:
             return UpResult(name, "exists", "already there; left as it is", info.pane_id)
-        cwd = _folder(tile.cwd)
+        cwd = _folder(tile.cwd, base)
         if info is None:
             # a placeholder first, so the pane can keep its command's exit status before the command runs
             info = await _create(tmux, tile.pane, name, cwd)
@@ -118,11 +120,12 @@ def _no_command(name: str, tile: Tile, info: PaneInfo | None) -> UpResult:
                     f"without a `command:`: make {make} yourself, or give the tile a command")
 
 
-def _folder(cwd: str | None) -> str | None:
-    """The tile's ``cwd``, refused when it is no folder (tmux would start the command somewhere else)."""
+def _folder(cwd: str | None, base: str) -> str | None:
+    """The tile's ``cwd`` (``~`` expanded; relative to ``base``), refused when it is no folder: tmux would
+    start the command somewhere else without a word."""
     if not cwd:
         return None
-    path = os.path.expanduser(cwd)
+    path = os.path.join(base, os.path.expanduser(cwd))
     if not os.path.isdir(path):
         why = "not a folder" if os.path.exists(path) else "no such folder"
         raise CannotCreate(f"cwd {cwd} is {why}: fix the tile's `cwd:` or make the folder; nothing started")
