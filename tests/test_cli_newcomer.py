@@ -253,7 +253,7 @@ def test_since_takes_a_duration_or_a_time_and_nothing_else() -> None:
             "duration counts back from now by itself; write 2h; see baton history -h")
     for absurd in ("999999999999999999999999d", "99999999d"):
         baton("history", "--since", absurd).one_line_error(
-            2, "argument --since: ", "reaches back before 1970, before anything a journal holds")
+            2, "argument --since: ", "reaches back before 1970 (no journal is that old): give a shorter one")
     baton("history", "--since", "-yesterday").one_line_error(
         2, "argument --since: '-yesterday' reads as an option, not as its value", "write --since=-yesterday")
 

@@ -250,8 +250,8 @@ def parse_since(value: str) -> float:
     if ago:
         since = time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
         if since < 0:
-            raise argparse.ArgumentTypeError(f"{shown} reaches back before 1970, before anything a journal "
-                                             "holds; give a shorter duration or an ISO time")
+            raise argparse.ArgumentTypeError(f"{shown} reaches back before 1970 (no journal is that old): "
+                                             "give a shorter one")
         return since
     try:
         return datetime.fromisoformat(value).timestamp()

@@ -79,7 +79,8 @@ async def bring_up(config: Config, tmux: Tmux) -> list[UpResult]:
 def _creation_order(config: Config) -> list[str]:
     """routes.yaml's order, but a window's panes lowest index first: a pane can only be added at the end."""
     def place(name: str) -> tuple[int, int]:
-        m = _ADDRESS.match(config.tiles[name].pane)
+        pane = config.tiles[name].pane
+        m = None if pane.startswith("title:") else _ADDRESS.match(pane)
         if m is None:
             return (-1, -1)
         return (int(m["window"]) if m["window"].isdigit() else 0, int(m["pane"] or 0))
