@@ -153,7 +153,9 @@ def test_resolve_names_its_argument_a_tile_or_a_pane(tmux_server: TmuxServer, tm
     assert "TILE|PANE" in baton("resolve", "-h").out
     result = baton("resolve", "sh", "-c", str(config))
     assert result.status == 0 and result.out.splitlines()[0] == f"{shell}: agent shell (tile sh)", result
-    baton("resolve", "gone", "-c", str(config)).one_line_error(1, "baton resolve: ", "title 'zz'")
+    baton("resolve", "gone", "-c", str(config)).one_line_error(
+        1, "baton resolve: tile gone's pane title:zz is not there (no `command:`, so baton up cannot make "
+        f"it): no pane has the title 'zz' on tmux -L {tmux_server.socket}")
 
 
 def test_up_on_the_example_routes_yaml_says_the_tests_pane_does_not_exist(tmux_server: TmuxServer,
