@@ -4,6 +4,7 @@ tmux server, real demo agents, the real journal — and the exact outcome checke
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.support.agents import messages, start_agent
+from tests.support.agents import messages, start_agent, transcript_answers
 from tests.support.cli import baton, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
 from tests.support.paths import REPO
@@ -42,10 +43,13 @@ def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxS
     daemon = daemon_factory(config)
     daemon.start()
     wait_followed(daemon, "writer")
+    wait_followed(daemon, "reviewer")
     tmux_server.type(writer, "plan the release")
     wait_for(lambda: len(messages(tmp_path / "reviewer.jsonl")) == 1, what="the hand-off to the reviewer")
     wait_for(lambda: [r.state for r in Journal(default_journal_path()).history()] == ["delivered"],
              what="the hand-off recorded delivered")
+    wait_for(lambda: len(transcript_answers(Path(os.environ["XDG_STATE_HOME"]))) == 2,
+             what="the reviewer's answer")
 
     err = tmp_path / "dry.err"
     dry = start_baton("run", "--dry-run", "-c", str(config), stderr=err)
