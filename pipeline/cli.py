@@ -37,6 +37,12 @@ __all__ = ["MAX_LIMIT", "main"]
 MAX_LIMIT = 1_000_000
 
 
+def _actions(parser: argparse.ArgumentParser) -> list[str]:
+    """The actions of a command that has them (``baton hooks install``)."""
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = _parser()
@@ -45,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     setup_logging(args.verbose)
     if not getattr(args, "func", None):
-        (getattr(args, "help_of", None) or parser).print_help()
+        if (named := getattr(args, "help_of", None)) is not None:  # `baton hooks`: the action is missing
+            named.error(f"which action? usage: {named.prog} ACTION, one of: {', '.join(_actions(named))}")
+        parser.print_help()
         return 2
     try:
         return args.func(args)
@@ -120,7 +128,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help=f"{what} as JSON")
 
     sp = cmd("run", _command("run"), "the routing daemon, in the foreground")
-    sp.add_argument("--dry-run", action="store_true", help="print prompts instead of typing them")
+    sp.description = (
+        "the routing daemon, in the foreground (Ctrl-C ends it, status 0). Started before tmux, or while a "
+        "tile's pane is missing, it keeps running and says so: each tile is followed once its pane is there, "
+        "and hand-offs to it are kept until then (settings.give_up_s)")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="print prompts instead of typing them; decides from a copy of the journal (what "
+                    "a running daemon handed off is not handed again), writes nothing to it")
     sp.add_argument("--host", type=non_blank("--host"), default=None,
                     help="run the tiles of this host (default: this machine's host name)")
 
@@ -160,14 +174,19 @@ def _parser() -> argparse.ArgumentParser:
                     "program runs in the pane (a shell runs the text as a command)")
 
     sp = cmd("resolve", _command("resolve"),
-             "run the resolution chain for one pane and show every step")
-    sp.add_argument("pane", type=pane_target, help=target_help)
+             "run the resolution chain for one tile's pane (or any pane) and show every step")
+    sp.add_argument("pane", type=pane_target, metavar="TILE|PANE", help=target_help)
     sp.add_argument("--agent", default="auto", type=non_blank("--agent"),
                     help="read the pane with this agent's adapter (default: the tile's agent, else found "
                     "from the pane's process tree)")
     json_flag(sp, "the steps")
 
     sp = cmd("up", _command("up"), "create the panes of tiles that declare a command, and start their agents")
+    sp.description = (
+        "create the panes of tiles that declare a command, and start their agents: a title:NAME pane "
+        "anywhere, a session:window.pane one only as the next pane of its window (else it says which address "
+        "to write); a pane already there is left alone, one whose command exited is started again; a command "
+        "that ends within a second is reported exited, with its status and its last line")
     host_flag(sp, "bring up")
 
     sp = cmd("status", _command("status"), "per tile: pane, agent, agent PID, state, session, transcript, "
@@ -225,8 +244,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
                     help=f"only hand-offs in this state: {', '.join(STATES)}")
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
-                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago (-10m alike), or an ISO time "
-                    "(2026-03-01T14:00)")
+                    help="only hand-offs made since: 30s, 10m, 2h, 1d ago (no sign: a duration counts "
+                    "back), or an ISO time (2026-03-01T14:00)")
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -45,7 +45,8 @@ def test_send_and_resolve_refuse_an_empty_pane_before_tmux(tmux_server: TmuxServ
     before = tmux_server.capture(shell)
     args = [a.replace("{p}", pane) for a in command]
     line = baton(*args, "-L", tmux_server.socket).one_line_error(2, "the pane is empty")
-    assert line.startswith(f"baton {command[0]}: error: argument pane:")
+    named = "pane" if command[0] == "send" else "TILE|PANE"
+    assert line.startswith(f"baton {command[0]}: error: argument {named}:")
     assert tmux_server.capture(shell) == before  # nothing typed into the current pane
 
 
@@ -75,9 +76,10 @@ def test_up_names_a_command_that_exits_at_once(tmux_server: TmuxServer, tmp_path
                     tmux={"socket_name": tmux_server.socket})
     result = baton("up", "-c", str(config))
     line = result.one_line_error(1)
-    # the status, and what the command printed when there is something (tmux 3.3 sometimes loses the status)
-    assert line.startswith("b: command 'no-such-agent-cli' exited at once"), line
-    assert line.startswith("b: command 'no-such-agent-cli' exited at once (127)") or "not found" in line, line
+    assert line.split(None, 2)[:2] == ["b", "exited"], line
+    # the status, and what the command printed (a shell's "not found" stands for the status tmux 3.3 may lose)
+    assert line.split(None, 2)[2].startswith("command 'no-such-agent-cli' exited (status 127): "), line
+    assert result.out == f"a  no command  {shell} (s1:0.0) already there; nothing to start (no `command:`)\n"
     panes = tmux_server.run("list-panes", "-a", "-F", "#{pane_id} #{pane_dead}").split()
     assert panes == [shell, "0"]  # the dead pane is not left behind
 
@@ -119,11 +121,6 @@ def test_tmux_missing_from_path_is_one_line(tmp_path: Path, command: list[str]) 
         assert result.status == 0 and result.out == "an answer\n", result.err
     else:
         result.one_line_error(1, "tmux is not installed (no `tmux` on PATH)")
-
-
-def test_hooks_alone_shows_the_hooks_help() -> None:
-    result = baton("hooks")
-    assert result.status == 2 and result.out.startswith("usage: baton hooks") and "install" in result.out
 
 
 # ---- extract: clear words, never a hang ----------------------------------------------------------------

@@ -30,7 +30,8 @@ def test_run_names_gone_tiles_at_start_and_when_they_come_back_and_a_deleted_con
     daemon = start_baton("run", "-c", str(config), stderr=err)
     try:
         wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
-        assert re.search(r"tile later: pane later:0\.0 is gone \(.*\); nothing is handed to or from it",
+        assert re.search(r"tile later: pane later:0\.0 is gone \(.*\); hand-offs to it are kept and typed "
+                         r"once it is back \(for up to give_up_s=600s\), its turns followed from then",
                          err.read_text()), err.read_text()
         assert "tile here:" not in err.read_text()  # a tile that is there is not mentioned
         tmux_server.run("new-session", "-d", "-s", "later", "bash --norc --noprofile")
@@ -54,7 +55,8 @@ def test_status_exits_3_when_every_tile_is_gone_on_a_running_server(tmux_server:
                                                           "b": {"pane": "nosuch:0.0", "agent": "shell"}})
     result = baton("status", "-c", str(config))
     assert result.status == 3, result
-    assert result.out.splitlines()[0].split() == ["TILE", "PANE", "AGENT", "PID", "STATE", "LAST", "ANSWER"]
+    assert result.out.splitlines()[0].split() == ["TILE", "PANE", "AGENT", "PID", "SESSION", "STATE", "LAST",
+                                                  "ANSWER"]
     assert f"none of the 2 tiles has its pane on tmux -L {tmux_server.socket}" in result.err
 
 

@@ -162,8 +162,8 @@ def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_
              "tests": {"pane": "work:0.1", "agent": "shell", "command": "bash --norc --noprofile"}}
     config = write_routes(tmp_path, tmux_server.socket, tiles, [{"from": "coder", "to": "tests"}])
     first = baton("up", "-c", str(config))
-    line = first.one_line_error(1, "coder: command 'no-such-agent-cli --go' exited at once",
-                                "its pane work:0.0 stays, dead", "run baton up again")
+    line = first.one_line_error(1, "coder  exited   %0 (work:0.0): command 'no-such-agent-cli --go' exited",
+                                "its pane stays, dead", "run baton up again")
     assert "tests" in first.out and "created" in first.out, first.out
     created = first.out.split("created", 1)[1].split()[0]
     # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
@@ -237,17 +237,23 @@ def test_the_board_in_a_50_column_pane_resized_then_quit(tmux_server: TmuxServer
 # ---- a value that starts with - ------------------------------------------------------------------------
 
 
-def test_since_minus_five_minutes_means_five_minutes_ago() -> None:
-    """argparse takes ``-5m`` for an option ("expected one argument"); a person writing "minus five
-    minutes" means five minutes ago."""
+def test_since_takes_a_duration_or_a_time_and_nothing_else() -> None:
+    """``--since 5m`` is five minutes ago; a signed duration (``-2h``: argparse would take it for an option)
+    and one that reaches back before 1970 are refused in one line, exit 2, not read as something else."""
     journal = Journal(default_journal_path())
     add_handoff(journal, "a->b", "a", "b", "old", "delivered", ago_s=3600)
     add_handoff(journal, "a->b", "a", "b", "new", "delivered", ago_s=60)
-    for since in (["--since", "-5m"], ["--since=-5m"], ["--since", "5m"], ["--since", "-0.5h"],
-                  ["-n", "5", "--since", "-5m", "--json"]):
+    for since in (["--since", "5m"], ["--since", "0.05h"], ["-n", "5", "--since", "5m", "--json"]):
         result = baton("history", "--json", *since)
         assert result.status == 0 and result.err == "", (since, result)
         assert [row["turn_id"] for row in json_lines(result.out)] == ["new"], since
+    for since in (["--since", "-2h"], ["--since=-2h"], ["--since", "+2h"]):
+        baton("history", *since).one_line_error(
+            2, f"baton history: error: argument --since: {since[-1].split('=')[-1]} is not a duration: a "
+            "duration counts back from now by itself; write 2h; see baton history -h")
+    for absurd in ("999999999999999999999999d", "99999999d"):
+        baton("history", "--since", absurd).one_line_error(
+            2, "argument --since: ", "reaches back before 1970 (no journal is that old): give a shorter one")
     baton("history", "--since", "-yesterday").one_line_error(
         2, "argument --since: '-yesterday' reads as an option, not as its value", "write --since=-yesterday")
 

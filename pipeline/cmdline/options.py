@@ -67,10 +67,11 @@ class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line on standard error (``baton demo: error: argument ...; see baton demo -h``),
     exit status 2: the usage block is in ``-h``, not in front of every mistake.
 
-    argparse reads any word that starts with ``-`` as an option, so ``--since -5m`` (a person writing
-    "minus five minutes") would be "expected one argument". A value that starts with ``-`` and a digit can
-    be no option of ``baton``, so it is joined to the option before argparse looks (``--since=-5m``); any
-    other such value is named in the error, with the way to write it."""
+    argparse reads any word that starts with ``-`` as an option, so ``--since -5m`` would be "expected one
+    argument" instead of the option's own word on it. A value that starts with ``-`` and a digit can be no
+    option of ``baton``, so it is joined to the option before argparse looks (``--since=-5m``, which
+    ``--since`` then refuses in its own words); any other such value is named in the error, with the way to
+    write it."""
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -244,24 +245,27 @@ def _range(low: float, high: float) -> str:
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-#: a duration ago; a leading minus ("minus five minutes", ``-5m``) means ago as well
-_AGO = re.compile(r"-?\s*(\d+(?:\.\d+)?)\s*([smhd])")
+#: a duration ago: a number and its unit
+_AGO = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
 
 
 def parse_since(value: str) -> float:
-    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago (``-10m`` too), or an ISO time
-    (``2026-03-01T14:00``, local time unless it names its zone). Returns epoch seconds; argparse turns a
-    ValueError into a usage error."""
+    """``--since``: ``90s``, ``10m``, ``2h``, ``1d`` ago, or an ISO time (``2026-03-01T14:00``, local time
+    unless it names its zone). Returns epoch seconds; argparse turns the error into a usage error (exit 2).
+    A duration with a sign (``-2h``) is refused, not read as ``2h``: a duration already counts back from now,
+    and ``+2h``/``-2h`` could as well mean the future. So is one that reaches back before 1970 (the epoch):
+    no journal holds anything older, and it is a mistake."""
     value = value.strip()
+    shown = value if len(value) <= 24 else f"{value[:24]}… ({len(value)} characters)"
+    if value[:1] in "+-" and _AGO.fullmatch(value[1:].strip()):
+        raise argparse.ArgumentTypeError(f"{shown} is not a duration: a duration counts back from now by "
+                                         f"itself; write {value[1:].strip()}")
     ago = _AGO.fullmatch(value)
     if ago:
         since = time.time() - float(ago.group(1)) * _UNITS[ago.group(2)]
-        try:  # a time is shown as a local time (the "nothing matches" line): one this far back cannot be
-            time.localtime(since)
-        except (OverflowError, OSError, ValueError):
-            shown = value if len(value) <= 24 else f"{value[:24]}… ({len(value)} characters)"
-            raise argparse.ArgumentTypeError(f"{shown} ago is before any time this machine can show") \
-                from None
+        if since < 0:
+            raise argparse.ArgumentTypeError(f"{shown} reaches back before 1970 (no journal is that old): "
+                                             "give a shorter one")
         return since
     try:
         return datetime.fromisoformat(value).timestamp()

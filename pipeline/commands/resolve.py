@@ -13,6 +13,7 @@ from pipeline.cmdline.target import PaneTarget, TargetError, adapter_for, find_t
 from pipeline.engine.context import EngineContext
 from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import AgentAdapter
+from pipeline.system.tmux import PaneGone
 
 __all__ = ["resolve_command"]
 
@@ -37,6 +38,14 @@ def resolve_command(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"baton resolve: {exc}", file=sys.stderr)
         return exc.status
+    except PaneGone as exc:
+        if args.pane not in setup.tiles:
+            raise
+        tile = setup.tiles[args.pane]
+        make = "baton up creates it" if tile.command else "no `command:`, so baton up cannot make it"
+        print(f"baton resolve: tile {args.pane}'s pane {tile.pane} is not there ({make}): {exc}",
+              file=sys.stderr)
+        return 1
     ok = all(s.ok for s in steps)
     pane = target.tile.pane if target.name == target.given else target.given
     if args.json:

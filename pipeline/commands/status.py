@@ -18,6 +18,9 @@ from pipeline.views.tile_status import tile_status
 
 __all__ = ["status_command"]
 
+#: the session id's first characters in the table (as git shortens a commit); the whole below it and in JSON
+SESSION_CHARS = 8
+
 def status_command(args: argparse.Namespace) -> int:
     """0; 1 when routes.yaml is invalid; 3 when none of the tiles has its pane."""
     registries = load_registries()
@@ -61,10 +64,14 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 def _print_rows(rows: list[dict[str, Any]], *, errors: bool = True) -> None:
-    print(table(("TILE", "PANE", "AGENT", "PID", "STATE", "LAST ANSWER"),
-                [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-", r["state"],
-                  r["last_response"] or "-") for r in rows]))
+    print(table(("TILE", "PANE", "AGENT", "PID", "SESSION", "STATE", "LAST ANSWER"),
+                [(r["tile"], r["pane_id"] or r["pane"], r["agent"], r["agent_pid"] or "-",
+                  (r.get("session_id") or "-")[:SESSION_CHARS], r["state"], r["last_response"] or "-")
+                 for r in rows]))
     for r in rows:
-        for key in ("session", "transcript", "error"):
+        if r.get("session_id") or r.get("session"):  # the whole id, and its file
+            both = f"{r['session_id']} ({r['session']})" if r.get("session_id") and r.get("session") else None
+            print(f"{r['tile']} session: {both or r.get('session_id') or r['session']}")
+        for key in ("transcript", "error"):
             if r.get(key) and (errors or key != "error"):
                 print(f"{r['tile']} {key}: {r[key]}")

@@ -26,7 +26,7 @@ import anyio
 
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host
-from pipeline.engine.journal import MEMORY, Journal, JournalUnusable, check_folder, open_journal
+from pipeline.engine.journal import Journal, JournalUnusable, check_folder, open_journal
 from pipeline.engine.notify import Notifier
 from pipeline.engine.presence import watch_presence
 from pipeline.engine.runtime import Pipeline
@@ -48,7 +48,8 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
     win over the file's ``tmux.socket_name``). Raises TmuxError when tmux cannot run at all."""
     host = host or local_host()
     if dry_run:
-        await _route(config, path, registries, server, Journal(MEMORY), dry_run, host)
+        # a copy of the journal: its catch-up is the daemon's (handed off, followed until), its writes its own
+        await _route(config, path, registries, server, Journal.copy_of(), dry_run, host)
         return
     try:
         check_folder(state_dir())  # a folder it cannot write: one line naming it, before anything runs

@@ -250,6 +250,30 @@ class Journal:
         #: why the journal cannot be written now, "" while it can (said once per pause)
         self.fault = ""
 
+    @classmethod
+    def copy_of(cls, path: str | os.PathLike[str] | None = None) -> Journal:
+        """A journal in memory that starts as a copy of the one at ``path`` (default: the user's), read
+        without writing to it: ``baton run --dry-run`` decides as the daemon would — which turns were
+        handed off, where each tile was followed until — and leaves the daemon's journal alone. Empty when
+        there is no journal yet (or it cannot be read: said in the log)."""
+        journal = cls(MEMORY)
+        where = Path(path) if path is not None else default_journal_path()
+        if not where.exists():
+            return journal
+        try:
+            source = sqlite3.connect(f"{where.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+            try:
+                source.backup(journal.db)
+            finally:
+                source.close()
+            journal.db.executescript(SCHEMA)
+            journal._add_columns()
+        except sqlite3.Error as exc:
+            log.warning("cannot read the journal %s (%s); this run starts from an empty one", where, exc)
+            journal.close()
+            journal = cls(MEMORY)
+        return journal
+
     def _add_columns(self) -> None:
         """Columns newer than the journal file (it outlives upgrades): added in place, old rows null."""
         have = {row[1] for row in self.db.execute("PRAGMA table_info(handoffs)")}

@@ -36,9 +36,11 @@ class TilePresence:
     #: why a gone tile is gone: its pane, or the whole tmux server
     why: str = "no such pane"
 
-    def describe(self) -> str:
+    def describe(self, give_up_s: float = 600) -> str:
         if self.state == "gone":
-            return f"tile {self.tile}: pane {self.pane} is gone ({self.why}); nothing is handed to or from it"
+            return (f"tile {self.tile}: pane {self.pane} is gone ({self.why}); hand-offs to it are kept and "
+                    f"typed once it is back (for up to give_up_s={give_up_s:g}s), its turns followed from "
+                    "then")
         if self.state == "absent":
             return (f"tile {self.tile}: pane {self.pane} runs no {self.agent} agent; "
                     "hand-offs to it wait until the agent runs there again")
@@ -116,11 +118,12 @@ async def watch_presence(config: Config, registries: Registries, tmux: Tmux, *,
     ``tg.start``: the first check raises TmuxError when tmux itself cannot run (not installed)."""
     tiles = await build_tiles(config, registries.agents, tmux)
     known: dict[str, str] = {}
-    _report(await presence(tiles), known)
+    give_up_s = config.settings.give_up_s
+    _report(await presence(tiles), known, give_up_s)
     task_status.started()
     while True:
         await anyio.sleep(CHECK_EVERY_S)
-        _report(await _presence_or_gone(tiles), known)
+        _report(await _presence_or_gone(tiles), known, give_up_s)
 
 
 async def _presence_or_gone(tiles: dict[str, TileRuntime]) -> list[TilePresence]:
@@ -130,9 +133,9 @@ async def _presence_or_gone(tiles: dict[str, TileRuntime]) -> list[TilePresence]
         return [TilePresence(name, r.ctx.tile.pane, r.adapter.name, "gone") for name, r in tiles.items()]
 
 
-def _report(current: list[TilePresence], known: dict[str, str]) -> None:
+def _report(current: list[TilePresence], known: dict[str, str], give_up_s: float) -> None:
     for p in current:
         before = known.get(p.tile)
         if before != p.state and (before is not None or p.state != "present"):
-            (log.info if p.state == "present" else log.warning)("%s", p.describe())
+            (log.info if p.state == "present" else log.warning)("%s", p.describe(give_up_s))
         known[p.tile] = p.state

@@ -29,12 +29,25 @@ from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.events import Completion, Delivery, Prompt, Response
 from pipeline.plugin.manager import Registries
-from pipeline.system.tmux import Tmux
+from pipeline.system.tmux import ServerGone, Tmux, TmuxError
 
 __all__ = ["Pipeline"]
 
 log = logging.getLogger("batonpass")
 STREAM_SIZE = 64
+
+
+async def _no_server(tmux: Tmux) -> str:
+    """What the start-up line adds when no tmux server runs yet: ``run`` keeps running and waits for one
+    (docs/json.md), following each tile once its pane exists; "" when a server answers."""
+    try:
+        await tmux.run("list-sessions", "-F", "#{session_name}")
+    except ServerGone:
+        return (" (no tmux server runs there yet: baton run keeps running and follows each tile once tmux "
+                "and its pane are there)")
+    except TmuxError:
+        pass
+    return ""
 
 
 class Pipeline:
@@ -99,8 +112,8 @@ class Pipeline:
             else:
                 tg.start_soon(self.dispatcher.run, prompts_out)
             tiles, routes = len(self.tiles), len(self.config.routes)
-            log.info("running: %d tile%s, %d route%s on %s", tiles, "s" * (tiles != 1), routes,
-                     "s" * (routes != 1), self.tmux.describe())
+            log.info("running: %d tile%s, %d route%s on %s%s", tiles, "s" * (tiles != 1), routes,
+                     "s" * (routes != 1), self.tmux.describe(), await _no_server(self.tmux))
             tg.start_soon(self._recover)
             task_status.started(self)
 
@@ -109,7 +122,9 @@ class Pipeline:
         if self.dispatcher is None:
             return
         stale = time.time() - self.config.settings.catch_up_s
-        for record in await self.journal.until_read(self.journal.unfinished):
+        # a dry run's journal is a copy: what it holds unfinished is the daemon's to finish, not to print
+        unfinished = [] if self.dry_run else await self.journal.until_read(self.journal.unfinished)
+        for record in unfinished:
             if record.state == "pending":
                 # its adapter reports the turn again if it can; one it cannot is past saving after catch_up_s
                 if record.created < stale:

@@ -13,6 +13,8 @@ from pipeline.system.tmux import Tmux, TmuxError
 
 __all__ = ["FILE_STEPS", "tile_row", "tile_status"]
 
+#: the keys under which a resolve step's value names the agent's session (Claude Code, OpenCode, Codex)
+SESSION_KEYS = ("sessionId", "session_id", "thread")
 #: resolve steps whose value is worth a column of its own
 FILE_STEPS = {
     "session": ("session", "session file", "session-file", "thread"),
@@ -31,7 +33,8 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
     """One tile's row. ``baton status --watch`` keeps its tiles between calls, so adapters that read
     their agent's files as they grow only read what was appended."""
     row: dict[str, Any] = {"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
-                           "pane_id": None, "agent_pid": None, "session": None, "transcript": None,
+                           "pane_id": None, "agent_pid": None, "session_id": None, "session": None,
+                           "transcript": None,
                            "state": None, "last_response": None}
     try:
         info = await runtime.ctx.pane()
@@ -44,6 +47,7 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
         for step in await runtime.adapter.resolve():
             if step.step == "activity" and step.ok:  # what the agent does, in its adapter's words
                 row["state"] = step.detail
+            row["session_id"] = row["session_id"] or _session_id(step.value)
             for column, names in FILE_STEPS.items():
                 if step.step in names and step.ok and row[column] is None:
                     value = step.value
@@ -59,3 +63,12 @@ async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> 
     except NoAnswer:
         pass
     return row
+
+
+def _session_id(value: object) -> str | None:
+    """The session a resolve step's value names (``{"sessionId": …}``, ``{"thread": …}``), if any."""
+    if isinstance(value, dict):
+        for key in SESSION_KEYS:
+            if isinstance(value.get(key), str) and value[key]:
+                return str(value[key])
+    return None

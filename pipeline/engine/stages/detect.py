@@ -29,6 +29,7 @@ from pipeline.engine.tiles import TileRuntime
 from pipeline.engine.watch import FileWatcher
 from pipeline.plugin.events import Completion
 from pipeline.spool import ensure_spool_dir, read_records
+from pipeline.system.text import count
 
 __all__ = ["CompletionDetector"]
 
@@ -87,15 +88,18 @@ class CompletionDetector:
             log.error("%s: the %s adapter could not list finished turns (%s: %s); no catch-up this time",
                       runtime.name, runtime.adapter.name, type(exc).__name__, exc)
             ends = None
+        news = 0  # the turns this run had not seen: a look again after a new session says only those
         for end in ends or []:
             completion = end.completion(runtime.name, "catch-up")
+            news += (completion.tile, completion.turn_id) not in self._seen
             if first:
                 await self._history(completion)
             else:
                 await self.accept(completion)
-        if ends is not None and ends:
-            log.info("%s: %d turns ended since %s (%s)", runtime.name, len(ends), time.strftime("%H:%M:%S",
-                     time.localtime(since)), "history, not handed off" if first else "the journal decides")
+        if news:
+            log.info("%s: %s ended since %s (%s)", runtime.name, count(news, "turn"),
+                     time.strftime("%H:%M:%S", time.localtime(since)),
+                     "history, not handed off" if first else "the journal decides")
         await self.journal.until_done(partial(self.journal.mark_followed, [runtime.name], now))
         self._followed.add(runtime.name)
 

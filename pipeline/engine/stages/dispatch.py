@@ -40,8 +40,8 @@ WAIT_TICK_S = 0.2
 #: the window ``max_per_hour`` counts in
 HOUR_S = 3600.0
 #: what a target that cannot take a prompt yet is doing, for the log
-_WAITS_FOR = {"busy": "is busy (a turn runs, or it asks a person something)",
-              "draft": "has text in its input (a draft): it goes once that is sent or cleared"}
+_WAITS_FOR = {"busy": ("is busy (a turn runs, or it asks a person something)", "once it is free"),
+              "draft": ("has a draft in its input (text not yet sent)", "once that draft is sent or cleared")}
 #: after a restart, how long to wait before looking again for a prompt the target neither shows nor holds
 RECHECK_S = 0.5
 #: a held hand-off looks again at least this often (the journal may be changed under it, the clock set)
@@ -255,8 +255,9 @@ class PromptDispatcher:
             waited = time.monotonic() - started
             if state in ("busy", "draft"):
                 if said != state:
-                    log.info("waiting     %s %s; %s stays queued", prompt.target, _WAITS_FOR[state],
-                             prompt.key)
+                    why, until = _WAITS_FOR[state]
+                    log.info("waiting     %s %s; hand-off %s is kept and typed %s", prompt.target, why,
+                             prompt.key, until)
                     said = state
                 await anyio.sleep(WAIT_TICK_S)
                 continue
