@@ -34,8 +34,8 @@ __all__ = ["GeminiAdapter"]
 
 #: how long an AfterAgent hook waits for the session file to show the turn's end
 ANSWER_WAIT_S = 1.0
-#: an open turn that wrote nothing for this long, with no busy line on screen, is not trusted to run: a running
-#: turn shows its spinner (a crash mid-stream writes nothing, and hand-offs to it would wait for ever)
+#: an open turn that wrote nothing for this long, with no busy line on screen, is not trusted to run: a
+#: running turn shows its spinner (a crash mid-stream writes nothing, and hand-offs to it would wait for ever)
 STALE_BUSY_S = 60.0
 
 
