@@ -24,12 +24,12 @@ outcome comes back.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sqlite3
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -38,7 +38,10 @@ from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.journal import Journal
 from pipeline.plugin.registry import UnknownName
-from pipeline.system.tmux import PaneGone, TmuxError
+from pipeline.system.tmux import PaneGone, Tmux, TmuxError
+
+if TYPE_CHECKING:
+    from pipeline.cmdline.target import Setup
 
 __all__ = ["KINDS", "Action", "ActionKind", "ActionResult", "perform", "perform_here"]
 
@@ -50,15 +53,16 @@ KEY_GAP_S = 0.1
 CONFIRM_S = 3.0
 
 
-async def perform(action: Action, *, config_path: Path) -> ActionResult:
-    """Do ``action`` with routes.yaml at ``config_path``: here, or over the bus on the host of its tile."""
-    return await perform_here(action, config_path=config_path, action_id=uuid.uuid4().hex)
+async def perform(action: Action, *, config_path: Path, tmux: Tmux | None = None) -> ActionResult:
+    """Do ``action`` with routes.yaml at ``config_path``: here, or over the bus on the host of its tile.
+    ``tmux``: the server to act on when not routes.yaml's (``-L``/``-S``)."""
+    return await perform_here(action, config_path=config_path, action_id=uuid.uuid4().hex, tmux=tmux)
 
 
-async def perform_here(action: Action, *, config_path: Path, action_id: str,
-                       host: str | None = None) -> ActionResult:
+async def perform_here(action: Action, *, config_path: Path, action_id: str, host: str | None = None,
+                       tmux: Tmux | None = None) -> ActionResult:
     """:func:`perform` with a given id (an action that came over the bus keeps its sender's) and as the
-    daemon of ``host`` (default: this machine)."""
+    daemon of ``host`` (default: this machine) on its tmux server."""
     here = host or local_host()
     problem = _bad_input(action)
     if problem:
@@ -74,7 +78,7 @@ async def perform_here(action: Action, *, config_path: Path, action_id: str,
             return ActionResult(done is not None and done.outcome == "done",
                                 f"already done: {done.message if done else ''}")
         try:
-            result = await _dispatch(action, config, journal, here, action_id)
+            result = await _dispatch(action, config, journal, here, action_id, tmux)
         except (_Refused, TmuxError, UnknownName, sqlite3.Error, OSError) as exc:
             result = ActionResult(False, str(exc))
         with anyio.CancelScope(shield=True):
@@ -112,26 +116,28 @@ def _config(path: Path) -> Config:
     return config
 
 
-async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
-                    action_id: str) -> ActionResult:
-    remote = _remote_host(action, config, journal, here)
+async def _dispatch(action: Action, config: Config, journal: Journal, here: str, action_id: str,
+                    tmux: Tmux | None) -> ActionResult:
+    remote = _remote_host(action, config, here)
     if remote is not None:
         from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
 
-        return await send_action(action, config, remote, action_id, here)
+        tile = action.target if action.kind in ("approve", "deny", "send") else _route_target(action.target,
+                                                                                             config)
+        return await send_action(action, config, remote, action_id, here, tile)
     if action.kind in ("approve", "deny"):
-        return await _answer(action, config, approve=action.kind == "approve")
+        return await _answer(action, _setup(config, here, tmux), approve=action.kind == "approve")
     if action.kind == "send":
         from pipeline.commands.send import send_text
 
-        ok, line = await send_text(action.target, action.text or "", _setup(config))
+        ok, line = await send_text(action.target, action.text or "", _setup(config, here, tmux))
         return ActionResult(ok, line)
     if action.kind == "retry":
-        return await _retry(action, config, journal)
+        return await _retry(action, _setup(config, here, tmux), journal)
     return _hold(action, config, journal)
 
 
-def _remote_host(action: Action, config: Config, journal: Journal, here: str) -> str | None:
+def _remote_host(action: Action, config: Config, here: str) -> str | None:
     """The host whose daemon must do ``action``, when it is not this one; refused when its tile or route
     is not in routes.yaml."""
     if action.kind in ("approve", "deny", "send"):
@@ -162,24 +168,24 @@ def _route_target(name: str, config: Config) -> str:
     return next(r.to for r in config.routes if r.label == label)
 
 
-def _setup(config: Config):  # type: ignore[no-untyped-def]
-    """What ``baton send`` works with (:class:`pipeline.cmdline.target.Setup`), for routes.yaml's tmux."""
-    from pipeline.cmdline.target import target_setup
+def _setup(config: Config, here: str, tmux: Tmux | None) -> Setup:
+    """What ``baton send`` works with, on routes.yaml's tmux server unless ``tmux`` is given: the tiles of
+    host ``here`` (the daemon's ``--host`` may not be the machine's name)."""
+    from pipeline.cmdline.target import Setup
+    from pipeline.plugin.manager import load_registries
 
-    args = argparse.Namespace(agent="auto", config=config.path, socket=None, socket_path=None)
-    setup = target_setup(args)
-    if setup is None:
-        raise _Refused(f"{config.path} is invalid")
-    return setup
+    tmux = tmux or Tmux(socket_name=config.tmux.socket_name)
+    tiles = {name: tile.model_copy(update={"host": None}) for name, tile in config.tiles_on(here).items()}
+    return Setup(load_registries(), config, tmux, tiles)
 
 
-async def _answer(action: Action, config: Config, *, approve: bool) -> ActionResult:
+async def _answer(action: Action, setup: Setup, *, approve: bool) -> ActionResult:
     """approve/deny: the adapter's keys for the prompt on screen, one at a time; then until it left."""
     from pipeline.cmdline.target import adapter_for, running_in
     from pipeline.engine.context import EngineContext
 
-    setup, name = _setup(config), action.target
-    tile = config.tiles[name]
+    name = action.target
+    tile = setup.tiles[name]
     ctx = EngineContext(name=name, tile=tile, tmux=setup.tmux)
     try:
         info = await ctx.pane()
@@ -215,7 +221,7 @@ async def _answer(action: Action, config: Config, *, approve: bool) -> ActionRes
                         "pane")
 
 
-async def _retry(action: Action, config: Config, journal: Journal) -> ActionResult:
+async def _retry(action: Action, setup: Setup, journal: Journal) -> ActionResult:
     """A failed hand-off typed again as ``baton send`` types, on its own journal row: once."""
     from pipeline.commands.send import RetryRecord, send_text
 
@@ -231,7 +237,7 @@ async def _retry(action: Action, config: Config, journal: Journal) -> ActionResu
     if not journal.claim_failed(key, f"retry asked ({action.origin})"):
         return ActionResult(False, f"hand-off {key} is being retried already")
     retry = RetryRecord(key, journal)
-    ok, line = await send_text(record.target, record.prompt, _setup(config), retry)
+    ok, line = await send_text(record.target, record.prompt, setup, retry)
     if not retry.started:  # refused before anything was recorded (the tile is gone from routes.yaml)
         journal.set_state(key, "failed", error=f"retry: {line}")
     return ActionResult(ok, f"retry of {key}: {line}")
