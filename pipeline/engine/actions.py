@@ -38,7 +38,7 @@ from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.journal import Journal
 from pipeline.plugin.registry import UnknownName
-from pipeline.system.tmux import PaneGone, Tmux, TmuxError
+from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
 
 if TYPE_CHECKING:
     from pipeline.cmdline.target import Setup
@@ -189,7 +189,7 @@ async def _answer(action: Action, setup: Setup, *, approve: bool) -> ActionResul
     ctx = EngineContext(name=name, tile=tile, tmux=setup.tmux)
     try:
         info = await ctx.pane()
-    except PaneGone as exc:
+    except (PaneGone, ServerGone) as exc:
         return ActionResult(False, f"tile {name}: {exc}; nothing typed")
     found, running = running_in(info, setup.registries)
     agent = tile.agent if tile.agent != "auto" else (found or "terminal")
