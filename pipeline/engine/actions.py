@@ -41,14 +41,21 @@ from pipeline.plugin.registry import UnknownName
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from pipeline.cmdline.target import Setup
+    from pipeline.plugin.agents import AgentAdapter
 
 __all__ = ["KINDS", "Action", "ActionKind", "ActionResult", "perform", "perform_here"]
 
 log = logging.getLogger("batonpass")
 
-#: between two keys of an answer: a TUI reading one burst as one key would miss the second
-KEY_GAP_S = 0.1
+#: after a key's effect shows, for the rest of the redraw before the next key
+KEY_GAP_S = 0.05
+#: how long a key's effect may take to show before the next key goes anyway
+KEY_SETTLE_S = 1.0
+#: the most keys one answer types (a menu that never reaches its choice stops here)
+MAX_KEYS = 12
 #: how long after the keys the prompt may take to leave the screen
 CONFIRM_S = 3.0
 
@@ -195,30 +202,61 @@ async def _answer(action: Action, setup: Setup, *, approve: bool) -> ActionResul
     agent = tile.agent if tile.agent != "auto" else (found or "terminal")
     adapter = adapter_for(agent, ctx, setup.registries)
     escapes, start, end = adapter.answer_screen
-    verb = action.kind
+    where = f"tile {name} ({adapter.name}, {info.pane_id})"
 
-    async def keys_now() -> list[str] | None:
-        return adapter.answer_keys(await ctx.capture(escapes=escapes, start=start, end=end), approve)
+    async def screen_now() -> str:
+        return await ctx.capture(escapes=escapes, start=start, end=end)
 
-    keys = await keys_now()
-    if keys is None:
-        return ActionResult(False, f"tile {name} ({adapter.name}, {info.pane_id}) shows no permission prompt "
-                            f"now: nothing typed, nothing to {verb}")
-    for i, key in enumerate(keys):
-        if i:
-            await anyio.sleep(KEY_GAP_S)
-        await setup.tmux.send_keys(info.pane_id, key)
-    typed = " ".join(keys)
+    screen = await screen_now()
+    plan = adapter.answer_keys(screen, approve)
+    if plan is None:
+        return ActionResult(False, f"{where} shows no permission prompt now: nothing typed, nothing to "
+                            f"{action.kind}")
+    typed: list[str] = []
+    # a key at a time, the keys asked again once the screen shows the last one's effect: a TUI may read a
+    # key against the state it drew before the previous one (Enter taking the choice the arrow left)
+    while len(plan) > 1 and len(typed) < MAX_KEYS:
+        typed.append(plan[0])
+        await setup.tmux.send_keys(info.pane_id, plan[0])
+        moved = await _changed(screen_now, screen)
+        if moved is None:
+            plan = plan[1:]
+            continue
+        screen, plan = moved, adapter.answer_keys(moved, approve)
+        if plan is None:
+            return ActionResult(False, f"the permission prompt of {where} left its screen after "
+                                f"{' '.join(typed)}, before the answer was complete: look at the pane")
+    typed.append(plan[0])
+    await setup.tmux.send_keys(info.pane_id, plan[0])
+    keys = " ".join(typed)
+    if await _gone(screen_now, adapter, approve):
+        said = "approved" if approve else "denied"
+        return ActionResult(True, f"{said} the permission prompt of {where} (keys {keys}); it left the "
+                            "screen")
+    return ActionResult(False, f"typed {keys} into {where} to {action.kind}, but a permission prompt is "
+                        f"still on its screen after {CONFIRM_S:g}s: look at the pane")
+
+
+async def _changed(screen_now: Callable[[], Awaitable[str]], before: str) -> str | None:
+    """The screen once it differs from ``before``, or None when it stayed the same for ``KEY_SETTLE_S``."""
+    deadline = time.monotonic() + KEY_SETTLE_S
+    while time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+        screen = await screen_now()
+        if screen != before:
+            await anyio.sleep(KEY_GAP_S)  # the rest of the redraw
+            return await screen_now()
+    return None
+
+
+async def _gone(screen_now: Callable[[], Awaitable[str]], adapter: AgentAdapter, approve: bool) -> bool:
+    """Whether the permission prompt leaves the screen within ``CONFIRM_S``."""
     deadline = time.monotonic() + CONFIRM_S
     while time.monotonic() < deadline:
         await anyio.sleep(0.05)
-        if await keys_now() is None:
-            said = "approved" if approve else "denied"
-            return ActionResult(True, f"{said} the permission prompt of tile {name} ({adapter.name}, "
-                                f"{info.pane_id}; keys {typed}); it left the screen")
-    return ActionResult(False, f"typed {typed} into tile {name} ({adapter.name}, {info.pane_id}) to {verb}, "
-                        f"but a permission prompt is still on its screen after {CONFIRM_S:g}s: look at the "
-                        "pane")
+        if adapter.answer_keys(await screen_now(), approve) is None:
+            return True
+    return False
 
 
 async def _retry(action: Action, setup: Setup, journal: Journal) -> ActionResult:
