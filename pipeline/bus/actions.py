@@ -12,6 +12,7 @@ and only then acknowledges the message. A redelivered action is answered with th
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,13 +24,27 @@ from pipeline.engine.action_kinds import Action, ActionResult
 if TYPE_CHECKING:
     from pipeline.engine.config import Config
 
-__all__ = ["CONNECT_S", "OUTCOME_S", "action_of", "outcome_subject", "send_action"]
+__all__ = ["CONNECT_S", "OUTCOME_S", "STALE_S", "action_of", "outcome_subject", "send_action", "too_late"]
 
 log = logging.getLogger("batonpass")
 #: how long the sender tries to reach the bus
 CONNECT_S = 10.0
 #: how long the sender waits for the other host's outcome (an approve confirms in a few seconds)
 OUTCOME_S = 30.0
+
+
+#: an approve, deny or send that reaches its host later than this after it was sent is not done: the prompt
+#: on screen by then may be another one than the person saw (hold and resume are done whenever they arrive)
+STALE_S = 120.0
+
+
+def too_late(body: dict[str, Any], now: float) -> str | None:
+    """Why the action in ``body`` must not be done any more, or None."""
+    kind, sent = body["action"].get("kind"), body.get("sent")
+    if kind in ("hold", "resume") or not isinstance(sent, int | float) or now - sent <= STALE_S:
+        return None
+    return (f"it arrived {now - sent:.0f}s after it was sent (more than {STALE_S:g}s): the screen may show "
+            "something else by now; nothing typed")
 
 
 def outcome_subject(action_id: str) -> str:
@@ -56,7 +71,7 @@ async def send_action(action: Action, config: Config, host: str, action_id: str,
                             f"sent to host {host}")
     try:
         sub = await link.nc.subscribe(outcome_subject(action_id))
-        body = {"v": 1, "id": action_id, "source_host": here,
+        body = {"v": 1, "id": action_id, "source_host": here, "sent": time.time(),
                 "action": {"kind": action.kind, "target": action.target, "text": action.text,
                            "origin": action.origin}}
         await link.js.publish(link.subject(host, subject_tile), orjson.dumps(body),

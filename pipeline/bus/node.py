@@ -214,14 +214,20 @@ class BusNode:
     async def _take_action(self, msg: Any, body: dict[str, Any]) -> None:
         """An action from another host: performed once (the journal's ``actions`` row, keyed by its id), its
         outcome published back, then the message acknowledged; a redelivery gets the outcome journaled."""
-        from pipeline.bus.actions import outcome_subject
+        from pipeline.bus.actions import action_of, outcome_subject, too_late
 
         action_id = str(body["id"])
         done = self.journal.action(action_id)
+        late = too_late(body, time.time()) if done is None else None
         if done is not None and done.outcome != "started":
             ok, message = done.outcome == "done", done.message
         elif done is not None:
             ok, message = False, "it was being done when this daemon stopped: look at the pane"
+        elif late is not None:
+            ok, message = False, late
+            a = action_of(body)
+            self.journal.start_action(action_id, a.kind, a.target, a.origin, self.host)
+            self.journal.end_action(action_id, False, late)
         elif self.on_action is None:
             ok, message = False, f"the daemon of host {self.host} takes no actions"
         else:
