@@ -4,7 +4,8 @@ the real CLI of the version it stands in for (tests/fixtures/*/screens/, tests/r
 A stand-in runs in a real pane of the recorded size; it is driven into each state — idle, a short paste
 drawn inline, a long one drawn as the agent's placeholder, busy, asking for approval — and its screen is
 read with the real agent's adapter, exactly as the recording is: what the input holds, whether the agent
-is busy, what it waits for, the keys that would answer its prompt. Every reading must be the same (a placeholder's running number aside).
+is busy, what it waits for, the keys that would answer its prompt. Every reading must be the same (a
+placeholder's running number aside).
 """
 
 from __future__ import annotations
