@@ -231,7 +231,7 @@ def _parser() -> argparse.ArgumentParser:
     json_flag(sp, "the text (or why the route would not fire) and the notes")
 
     sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and "
-             "why; with the actions people took (approve, deny, send, retry, hold, resume), from where")
+             "why;\nand the actions people took (approve, deny, send, retry, hold, resume)")
     json_flag(sp, "the hand-offs, one object per line")
     sp.add_argument("-n", "--limit", type=bounded_int(1, MAX_LIMIT), default=50,
                     help=f"how many of the latest hand-offs, 1 to {MAX_LIMIT} (default 50)")
