@@ -80,7 +80,11 @@ async def perform_here(action: Action, *, config_path: Path, action_id: str, hos
     except (_Refused, sqlite3.Error, OSError) as exc:
         return ActionResult(False, str(exc))
     try:
-        if not journal.start_action(action_id, action.kind, action.target, action.origin, here):
+        try:  # recorded before anything is done: an action the journal cannot hold is not done
+            fresh = journal.start_action(action_id, action.kind, action.target, action.origin, here)
+        except sqlite3.Error as exc:
+            return ActionResult(False, f"cannot record it in the journal {journal.path} ({exc}): not done")
+        if not fresh:
             done = journal.action(action_id)
             return ActionResult(done is not None and done.outcome == "done",
                                 f"already done: {done.message if done else ''}")
@@ -88,8 +92,14 @@ async def perform_here(action: Action, *, config_path: Path, action_id: str, hos
             result = await _dispatch(action, config, journal, here, action_id, tmux)
         except (_Refused, TmuxError, UnknownName, sqlite3.Error, OSError) as exc:
             result = ActionResult(False, str(exc))
-        with anyio.CancelScope(shield=True):
+        except Exception as exc:  # a bug: one line (the traceback with -v), the action recorded as refused
+            log.debug("action %s %s failed", action.kind, action.target, exc_info=True)
+            result = ActionResult(False, f"failed: {type(exc).__name__}: {exc}")
+        try:
             journal.end_action(action_id, result.ok, result.message)
+        except sqlite3.Error as exc:
+            log.warning("action %s %s: its outcome not recorded in the journal (%s)", action.kind,
+                        action.target, exc)
         log.debug("action      %s %s (%s): %s", action.kind, action.target, action.origin, result.message)
         return result
     finally:
