@@ -33,6 +33,8 @@ from pipeline.system.tmux import TmuxError
 
 __all__ = ["MAX_LIMIT", "main"]
 
+#: how an action ended, in ``baton history``
+ACTION_OUTCOMES = ("done", "refused", "started")
 #: the most hand-offs ``history -n`` shows: more than a month of a busy daemon's journal holds
 MAX_LIMIT = 1_000_000
 
@@ -173,6 +175,22 @@ def _parser() -> argparse.ArgumentParser:
                     help="type even when the pane runs no agent of the kind expected: types into whatever "
                     "program runs in the pane (a shell runs the text as a command)")
 
+    tile_help = "a tile's name in routes.yaml (one of another host goes over the bus to that host's daemon)"
+    sp = cmd("approve", _command("approve"), "answer the permission prompt on a tile's screen: allow it once "
+             "(exit 1, nothing typed, when no prompt shows)")
+    sp.add_argument("tile", type=non_blank("the tile"), help=tile_help)
+    sp = cmd("deny", _command("deny"), "answer the permission prompt on a tile's screen: refuse it "
+             "(exit 1, nothing typed, when no prompt shows)")
+    sp.add_argument("tile", type=non_blank("the tile"), help=tile_help)
+    sp = cmd("retry", _command("retry"), "type a failed hand-off again, with baton send's checks, once")
+    sp.add_argument("handoff", type=non_blank("the hand-off"),
+                    help="the hand-off's key (baton history --outcome failed --json shows it)")
+    sp = cmd("hold", _command("hold"), "keep a route's hand-offs queued (held) until baton resume; the "
+             "running daemon honours it")
+    sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
+    sp = cmd("resume", _command("resume"), "let a held route's queued hand-offs go, each once")
+    sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
+
     sp = cmd("resolve", _command("resolve"),
              "run the resolution chain for one tile's pane (or any pane) and show every step")
     sp.add_argument("pane", type=pane_target, metavar="TILE|PANE", help=target_help)
@@ -233,7 +251,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="AI transforms: print the request that would be sent instead of calling the model")
     json_flag(sp, "the text (or why the route would not fire) and the notes")
 
-    sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and why")
+    sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and "
+             "why;\nand the actions people took (approve, deny, send, retry, hold, resume)")
     json_flag(sp, "the hand-offs, one object per line")
     sp.add_argument("-n", "--limit", type=bounded_int(1, MAX_LIMIT), default=50,
                     help=f"how many of the latest hand-offs, 1 to {MAX_LIMIT} (default 50)")
@@ -241,8 +260,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--route", type=non_blank("--route"),
                     help="only this route's hand-offs: its name, or FROM->TO (any route between those tiles)")
     sp.add_argument("--tile", type=non_blank("--tile"), help="only hand-offs from or to this tile")
-    sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
-                    help=f"only hand-offs in this state: {', '.join(STATES)}")
+    sp.add_argument("--outcome", choices=(*STATES, *ACTION_OUTCOMES), metavar="OUTCOME",
+                    help=f"only hand-offs in this state: {', '.join(STATES)}; actions: "
+                    f"{', '.join(ACTION_OUTCOMES)}")
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
                     help="only hand-offs made since: 30s, 10m, 2h, 1d ago (no sign: a duration counts "
                     "back), or an ISO time (2026-03-01T14:00)")

@@ -91,7 +91,8 @@ def test_every_command_honours_TMUX_like_tmux_does(tmux_server: TmuxServer, tmp_
 
 
 @pytest.mark.parametrize("command", ["run", "check", "status", "up", "send", "resolve", "preview", "history",
-                                     "extract", "plugins", "demo"])
+                                     "extract", "plugins", "demo", "approve", "deny", "retry", "hold",
+                                     "resume"])
 def test_every_subcommand_takes_the_common_options_after_its_name(command: str) -> None:
     result = baton(command, "--help")
     assert result.status == 0, result

@@ -38,7 +38,7 @@ from tests.support.tmux import TmuxServer
 
 #: what a first-day user runs first
 COMMANDS = ["status", "plugins", "check", "up", "demo", "resolve", "extract", "preview", "send", "history",
-            "run", "bus", "hooks install"]
+            "run", "bus", "hooks install", "approve", "deny", "retry", "hold", "resume"]
 
 
 # ---- without a routes.yaml ------------------------------------------------------------------------------

@@ -76,11 +76,13 @@ class BusLink:
 
     ``reader=True`` is a read-only command's (``status``/``history --all-hosts``): it creates no stream and
     logs no outage — it hands nothing off, so "hand-offs are kept and retried" would be untrue; a refusal of
-    its credentials is kept in :attr:`refusal` for the command to say."""
+    its credentials is kept in :attr:`refusal` for the command to say. ``quiet=True`` is a command's short use
+    of the bus (an action): its connection and disconnection are no news."""
 
-    def __init__(self, settings: BusSettings | None, *, reader: bool = False) -> None:
+    def __init__(self, settings: BusSettings | None, *, reader: bool = False, quiet: bool = False) -> None:
         self.settings = settings or BusSettings()
         self.reader = reader
+        self.quiet = quiet or reader
         #: why the server refused this connection ("" while it has not)
         self.refusal = ""
         self.servers = bus_servers(settings)
@@ -143,7 +145,7 @@ class BusLink:
         self.js = self.nc.jetstream(timeout=5)
         if not self.reader:
             await self._stream()
-        log.log(logging.DEBUG if self.reader else logging.INFO, "bus: connected to %s (max_payload %d bytes)",
+        log.log(logging.DEBUG if self.quiet else logging.INFO, "bus: connected to %s (max_payload %d bytes)",
                 shown(str(self.nc.connected_url.geturl())), self.nc.max_payload)
 
     async def _stream(self) -> None:
@@ -214,7 +216,7 @@ class BusLink:
             log.debug("bus: %s: %s", type(exc).__name__, exc)
 
     async def _disconnected(self) -> None:
-        if self.reader:
+        if self.quiet:
             log.debug("bus: disconnected from %s", self.describe())
             return
         log.warning("bus: disconnected from %s; hand-offs are kept and retried", self.describe())
