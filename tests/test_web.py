@@ -1,0 +1,141 @@
+"""``baton web``: the real command over real tmux panes, asked over plain HTTP and looked at in a headless
+Chromium (Debian's, driven by Playwright).
+
+The Claude tile is a pane whose process is named claude (tests.support.claude.Scene): the test writes its
+session file (busy, waiting on a permission prompt) and its transcript (an answer holding HTML), and the
+page must follow — within a generous timeout, never a wall-clock assertion (bench/bench_web.py measures).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.claude import Scene, text
+from tests.support.cli import baton, write_routes
+from tests.support.tmux import TmuxServer
+from tests.support.web import WebServer, request, start_web
+
+#: an answer that would run script if the page ever treated agent text as HTML
+HOSTILE = ('Done. <script>window.pwned = "script"</script> <img src=x onerror="window.pwned = \'img\'"> '
+           '<a href="javascript:window.pwned = \'link\'">details</a>')
+
+
+def _board(tmux_server: TmuxServer, tmp_path: Path) -> tuple[Scene, Path]:
+    """A Claude tile (idle, its last answer HOSTILE), a shell tile, a tile whose pane is gone."""
+    scene = Scene(tmux_server, tmp_path)
+    scene.status("idle")
+    tx = scene.transcript()
+    tx.prompt("summarise the page")
+    tx.write(tx.line({"type": "assistant", "message": {
+        "id": "msg_1", "model": "claude-sonnet-4-5-20250929", "role": "assistant", "stop_reason": "end_turn",
+        "content": [text(HOSTILE)], "usage": {"input_tokens": 1200, "output_tokens": 300}}}))
+    tx.end()
+    shell = tmux_server.new_pane()
+    config = write_routes(tmp_path, tmux_server.socket, {
+        "coder": {"pane": scene.pane, "agent": "claude"},
+        "reviewer": {"pane": shell, "agent": "shell"},
+        "ghost": {"pane": "%999", "agent": "claude"},
+    }, [{"from": "coder", "to": "reviewer"}, {"name": "back", "from": "reviewer", "to": "coder"}])
+    return scene, config
+
+
+def _web(tmux_server: TmuxServer, tmp_path: Path, config: Path, scene: Scene | None = None) -> WebServer:
+    env = {"CLAUDE_CONFIG_DIR": str(scene.config)} if scene else {}
+    return start_web("-c", str(config), tmp=tmp_path, env=env)
+
+
+@pytest.mark.tmux
+def test_the_token_guards_page_stream_and_actions_and_other_sites_are_refused(
+    tmux_server: TmuxServer, tmp_path: Path, private_state: Path
+) -> None:
+    config = write_routes(tmp_path, tmux_server.socket, {"a": {"pane": tmux_server.new_pane(), "agent": "shell"}})
+    web = _web(tmux_server, tmp_path, config)
+    try:
+        base, token = web.base, web.token
+        assert web.url.startswith("http://127.0.0.1:")
+        for url in (f"{base}/", f"{base}/?token=wrong", f"{base}/api/events", f"{base}/api/board?token="):
+            assert request(url)[0] == 401, url
+        status, head, body = request(f"{base}/?token={token}")
+        assert status == 200 and b'<script src="/static/board.js"' in body and b"<script>" not in body
+        csp = head["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+        assert head["x-content-type-options"] == "nosniff" and head["referrer-policy"] == "no-referrer"
+        assert "set-cookie" not in head
+        status, head, body = request(f"{base}/api/events?token={token}")
+        assert status == 200 and head["content-type"].startswith("text/event-stream")
+        act = {"kind": "hold", "target": "a->a"}
+        # the token in the URL, or no token: not enough for an action
+        assert request(f"{base}/api/action?token={token}", method="POST", body=act)[0] == 401
+        assert request(f"{base}/api/action", method="POST", body=act,
+                       headers={"X-Baton-Token": "nope"})[0] == 401
+        # another site, even holding the token (or a page served under another name: DNS rebinding)
+        mine = {"X-Baton-Token": token}
+        assert request(f"{base}/api/action", method="POST", body=act,
+                       headers={**mine, "Origin": "http://evil.example"})[0] == 403
+        assert request(f"{base}/api/action", method="POST", body=act,
+                       headers={**mine, "Sec-Fetch-Site": "cross-site"})[0] == 403
+        assert request(f"{base}/?token={token}", headers={"Host": "evil.example"})[0] == 403
+        assert request(f"{base}/api/action", method="POST", body={"kind": "rm -rf", "target": "a"},
+                       headers=mine)[0] == 400
+    finally:
+        assert web.stop() == 0
+    assert "Traceback" not in web.err.read_text()
+    token_file = private_state / "batonpass" / "web-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and token_file.read_text().strip() == token
+    again = _web(tmux_server, tmp_path, config)  # the same token next time: a bookmark keeps working
+    try:
+        assert again.token == token
+    finally:
+        assert again.stop() == 0
+    refused = baton("-c", str(config), "web", "--host", "0.0.0.0")
+    refused.one_line_error(2, "--public", "TLS")
+
+
+def _tile(page: Any, name: str) -> Any:
+    return page.locator(f'article[data-tile="{name}"]')
+
+
+@pytest.mark.tmux
+def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
+    tmux_server: TmuxServer, tmp_path: Path, browser: Any
+) -> None:
+    scene, config = _board(tmux_server, tmp_path)
+    web = _web(tmux_server, tmp_path, config, scene)
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(web.url)
+        for name, kind in (("coder", "idle"), ("reviewer", "idle"), ("ghost", "gone")):
+            _tile(page, name).and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=20_000)
+        answer = _tile(page, "coder").locator(".answer")
+        answer.filter(has_text="<script>").wait_for(timeout=20_000)
+        assert answer.text_content() == HOSTILE
+        assert page.evaluate("window.pwned") is None  # nothing ran
+        assert page.locator("main script, main img, main a, main iframe").count() == 0
+        # a page's CSP forbids eval: Playwright waits with locators, not wait_for_function
+        _tile(page, "coder").locator(".usage").filter(has_text="1.5k tokens · $0.01").wait_for(timeout=20_000)
+        assert _tile(page, "coder").locator(".ask").is_hidden()
+        assert page.locator("#routes li").all_text_contents()[1].startswith("back (reviewer → coder)")
+
+        for status, kind in (("busy", "working"), ("waiting", "waiting"), ("idle", "idle")):
+            scene.status(status, **({"waitingFor": "permission prompt"} if status == "waiting" else {}))
+            _tile(page, "coder").and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=10_000)
+            if kind == "waiting":
+                assert _tile(page, "coder").locator(".state").text_content() == "waiting: permission prompt"
+                assert _tile(page, "coder").locator(".ask button").all_text_contents() == ["Approve", "Deny"]
+                shot = tmp_path / "web-board-390x844.png"
+                page.screenshot(path=str(shot), full_page=True)
+                print(f"screenshot at phone width: {shot}")
+                if os.environ.get("BATON_WEB_SCREENSHOT"):
+                    page.screenshot(path=os.environ["BATON_WEB_SCREENSHOT"], full_page=True)
+        assert page.evaluate("window.pwned") is None and errors == []
+        page.close()
+    finally:
+        assert web.stop() == 0
+    assert "Traceback" not in web.err.read_text()
