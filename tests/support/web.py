@@ -5,6 +5,7 @@ no browser download: CI installs ``chromium`` with apt (.ci/run)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -87,6 +88,8 @@ def request(url: str, *, method: str = "GET", body: Any = None,
 def browser() -> Iterator[Any]:
     """Headless Chromium (Debian's), one per test module."""
     if not CHROMIUM.exists():
+        if os.environ.get("CI"):  # CI installs it (.ci/run): missing there is a failure, not a skip
+            pytest.fail("no /usr/bin/chromium: .ci/run did not install it")
         pytest.skip("no /usr/bin/chromium (apt-get install chromium; .ci/run does)")
     from playwright.sync_api import sync_playwright
 
