@@ -159,6 +159,22 @@ def _parser() -> argparse.ArgumentParser:
                     help="type even when the pane runs no agent of the kind expected: types into whatever "
                     "program runs in the pane (a shell runs the text as a command)")
 
+    tile_help = "a tile's name in routes.yaml (one of another host goes over the bus to that host's daemon)"
+    sp = cmd("approve", _command("approve"), "answer the permission prompt on a tile's screen: allow it once "
+             "(exit 1, nothing typed, when no prompt shows)")
+    sp.add_argument("tile", type=non_blank("the tile"), help=tile_help)
+    sp = cmd("deny", _command("deny"), "answer the permission prompt on a tile's screen: refuse it "
+             "(exit 1, nothing typed, when no prompt shows)")
+    sp.add_argument("tile", type=non_blank("the tile"), help=tile_help)
+    sp = cmd("retry", _command("retry"), "type a failed hand-off again, with baton send's checks, once")
+    sp.add_argument("handoff", type=non_blank("the hand-off"),
+                    help="the hand-off's key (baton history --outcome failed --json shows it)")
+    sp = cmd("hold", _command("hold"), "keep a route's hand-offs queued (held) until baton resume; the "
+             "running daemon honours it")
+    sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
+    sp = cmd("resume", _command("resume"), "let a held route's queued hand-offs go, each once")
+    sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
+
     sp = cmd("resolve", _command("resolve"),
              "run the resolution chain for one pane and show every step")
     sp.add_argument("pane", type=pane_target, help=target_help)

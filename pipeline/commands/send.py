@@ -33,11 +33,11 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
-from pipeline.cmdline.options import InputTooLarge, check_size, read_input
+from pipeline.cmdline.options import MAX_INPUT_BYTES, InputTooLarge, check_size, read_input
 from pipeline.cmdline.target import Setup, TargetError, adapter_for, find_target, running_in, target_setup
 from pipeline.engine.context import EngineContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.journal import HandoffState, Journal, default_journal_path
@@ -50,18 +50,18 @@ from pipeline.plugin.events import Completion, Prompt
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import PaneGone, TmuxError
 
-__all__ = ["SEND_ROUTE", "send_command"]
+__all__ = ["SEND_ROUTE", "RetryRecord", "SendRecord", "send_command", "send_text", "text_problem"]
 
 #: the route (and source) a send is journaled under: ``baton history --route send``
 SEND_ROUTE = "send"
 
 
-class _SendRecord:
+class SendRecord:
     """The send's hand-off in the journal (route ``send``). A journal that cannot be written is said once
     and not tried again."""
 
-    def __init__(self) -> None:
-        self.turn_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    def __init__(self, turn_id: str | None = None) -> None:
+        self.turn_id = turn_id or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         self.key = f"{SEND_ROUTE}@{self.turn_id}"
         self._journal: Journal | None = None
         self._broken = False
@@ -92,6 +92,23 @@ class _SendRecord:
             print(f"baton send: not recorded in the journal {default_journal_path()}: {exc}", file=sys.stderr)
 
 
+class RetryRecord(SendRecord):
+    """``baton retry``: the typing journaled on the failed hand-off's own row (``key``), not a new one."""
+
+    def __init__(self, key: str, journal: Journal) -> None:
+        super().__init__()
+        self.key, self._journal, self.started = key, journal, False
+
+    def start(self, target: str, text: str, state: HandoffState, why: str) -> None:
+        self.started = True
+        failed = state == "failed"
+        self._write(lambda j: j.set_state(self.key, state, note=None if failed else why,
+                                          error=why if failed else None))
+
+    def close(self) -> None:
+        """The journal is the caller's."""
+
+
 @dataclass
 class _Progress:
     """How far a send got, for what a Ctrl-C says."""
@@ -106,6 +123,9 @@ class _Progress:
     submitting: bool = False
     #: its outcome was said (the one line a Ctrl-C must not add to)
     said: bool = False
+    #: where a refusal or failure is said (``baton send``: standard error), and the line saying it was sent
+    say: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
+    tell: Callable[[str], None] = field(default=print)
 
     def nothing_typed(self) -> str:
         return "baton send: interrupted; nothing was typed" + (f" into {self.where}" if self.where else "")
@@ -121,14 +141,11 @@ def send_command(args: argparse.Namespace) -> int:
     except InputTooLarge as exc:
         print(f"baton send: {exc}", file=sys.stderr)
         return 1
-    what = "standard input" if args.text == "-" else "the text"
-    if not text.strip():
-        print(f"baton send: {what} is empty: nothing to type", file=sys.stderr)
+    problem = text_problem(text, "standard input" if args.text == "-" else "the text")
+    if problem:
+        print(f"baton send: {problem}", file=sys.stderr)
         return 1
-    if not sanitize(text).strip():
-        print(f"baton send: {what} holds nothing printable: nothing to type", file=sys.stderr)
-        return 1
-    progress, record = _Progress(), _SendRecord()
+    progress, record = _Progress(), SendRecord()
     try:
         setup = target_setup(args)
         if setup is None:
@@ -145,8 +162,42 @@ def send_command(args: argparse.Namespace) -> int:
         record.close()
 
 
+def text_problem(text: str, what: str = "the text") -> str | None:
+    """Why ``text`` cannot be typed (empty, nothing printable), or None."""
+    if not text.strip():
+        return f"{what} is empty: nothing to type"
+    if not sanitize(text).strip():
+        return f"{what} holds nothing printable: nothing to type"
+    return None
+
+
+async def send_text(given: str, text: str, setup: Setup,
+                    record: SendRecord | None = None) -> tuple[bool, str]:
+    """``baton send GIVEN TEXT`` (no ``--wait``, no ``--force``) for an action
+    (:mod:`pipeline.engine.actions`): the same checks, typing and journal, its outcome as (typed, one
+    line) instead of printed. ``record`` journals it elsewhere than a new hand-off of route ``send``
+    (``baton retry``: the hand-off's own row)."""
+    problem = text_problem(text) if len(os.fsencode(text)) <= MAX_INPUT_BYTES else "the text is too long"
+    if problem:
+        return False, problem
+    lines: list[str] = []
+    progress = _Progress(say=lines.append, tell=lines.append)
+    own = record is None
+    record = record or SendRecord(f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{os.urandom(3).hex()}")
+    args = argparse.Namespace(pane=given, agent="auto", wait=0.0, force=False)
+    try:
+        with pane_lookups_shared():
+            status = await _send(args, text, setup, progress, record)
+    except (TargetError, TmuxError) as exc:
+        return False, str(exc)
+    finally:
+        if own:
+            record.close()
+    return status == 0, (lines[-1] if lines else "nothing said").removeprefix("baton send: ")
+
+
 async def _send_under_ctrl_c(args: argparse.Namespace, text: str, setup: Setup, progress: _Progress,
-                             record: _SendRecord) -> int:
+                             record: SendRecord) -> int:
     status, error = 130, None
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async with anyio.create_task_group() as tg:
@@ -178,7 +229,7 @@ async def _on_ctrl_c(signals: AsyncIterator[int], scope: anyio.CancelScope, prog
 
 
 async def _send(args: argparse.Namespace, text: str, setup: Setup, progress: _Progress,
-                record: _SendRecord) -> int:
+                record: SendRecord) -> int:
     target = await find_target(args.pane, args.agent, setup, strict=True)
     ctx = EngineContext(name=target.name or target.given, tile=target.tile, tmux=setup.tmux)
     try:
@@ -192,7 +243,7 @@ async def _send(args: argparse.Namespace, text: str, setup: Setup, progress: _Pr
         record.start(journaled, text, "failed", why)
         progress.said = True
         then = f"; {hint}" if hint else ""
-        print(f"baton send: not typing into {where}: {why}; nothing was typed{then}", file=sys.stderr)
+        progress.say(f"baton send: not typing into {where}: {why}; nothing was typed{then}")
         return 1
 
     force = "--force types into whatever runs there"
@@ -233,7 +284,7 @@ async def _ready(adapter: AgentAdapter, wait_s: float) -> TargetState:
 
 
 async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, progress: _Progress,
-                record: _SendRecord) -> int:
+                record: SendRecord) -> int:
     """Type as the dispatcher does, journaled before the paste; the paste and its Enter shielded from
     the first Ctrl-C."""
     record.start(journaled, text, "unconfirmed", "baton send was typing this and stopped before it knew "
@@ -246,7 +297,7 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
             result = await type_prompt(adapter, text, on_submit=submitting)
         except TmuxError as exc:
             record.end("failed", error=f"tmux: {exc}")
-            print(f"baton send: typing into {where} failed: {exc}", file=sys.stderr)
+            progress.say(f"baton send: typing into {where} failed: {exc}")
             progress.said = True
             return 1
     if result is None:  # a second Ctrl-C cut the typing short
@@ -254,7 +305,7 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
         pasted = "the text may wait, unsubmitted, in its input: clear it or press Enter there"
         left = submitted if progress.submitting else pasted
         record.end("unconfirmed", note=f"baton send was interrupted while typing: {left}")
-        print(f"baton send: interrupted while typing into {where}: {left}", file=sys.stderr)
+        progress.say(f"baton send: interrupted while typing into {where}: {left}")
         progress.said = True
         return 130
     confirmed, pane_id = result
@@ -267,7 +318,7 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
               file=sys.stderr)
         return 130
     removed = len(text) - len(typed)
-    print(f"sent {len(typed)} chars to {pane_id} ({adapter.name}"
+    progress.tell(f"sent {len(typed)} chars to {pane_id} ({adapter.name}"
           + (f", tile {journaled}" if journaled != pane_id else "") + ")"
           + (f", {removed} control chars removed" if removed else "") + ": "
           + ("the agent started a turn" if confirmed else "typed; the agent did not show a new turn yet"))

@@ -46,8 +46,9 @@ from pipeline.plugin.events import Completion, Prompt
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
 
-__all__ = ["FINAL_STATES", "MEMORY", "STATES", "HandoffRecord", "HandoffState", "HistoryFilter", "Journal",
-           "JournalUnusable", "check_folder", "default_journal_path", "describe", "is_fault", "open_journal"]
+__all__ = ["FINAL_STATES", "MEMORY", "STATES", "ActionRecord", "HandoffRecord", "HandoffState",
+           "HistoryFilter", "Journal", "JournalUnusable", "check_folder", "default_journal_path", "describe",
+           "is_fault", "open_journal"]
 
 log = logging.getLogger("batonpass")
 T = TypeVar("T")
@@ -77,6 +78,11 @@ CREATE INDEX IF NOT EXISTS handoffs_updated ON handoffs (updated);
 CREATE TABLE IF NOT EXISTS hops (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tile TEXT NOT NULL, hop INTEGER NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS tiles (tile TEXT PRIMARY KEY, followed_until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS actions (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, origin TEXT NOT NULL, host TEXT NOT NULL,
+    outcome TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', created REAL NOT NULL, updated REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS actions_created ON actions (created);
+CREATE TABLE IF NOT EXISTS holds (route TEXT PRIMARY KEY, origin TEXT NOT NULL, at REAL NOT NULL);
 """
 #: ``Journal(MEMORY)``: a journal that lives as long as the process (``--dry-run``, the unit tests)
 MEMORY = ":memory:"
@@ -182,6 +188,27 @@ class HandoffRecord:
     def to_prompt(self) -> Prompt:
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
                       turn_id=self.turn_id, hop=self.hop, created=self.created)
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """A person's action (``baton approve``, ``deny``, ``send``, ``retry``, ``hold``, ``resume``; the web
+    page's buttons): what, on what, from where, and how it ended."""
+
+    id: str
+    #: approve, deny, send, retry, hold, resume
+    kind: str
+    #: the tile, route or hand-off key it was about
+    target: str
+    #: where it came from: ``cli``, ``web 127.0.0.1``, ``bus <host>``
+    origin: str
+    #: the host it was performed on
+    host: str
+    #: ``started`` (it stopped before it knew), ``done``, ``refused``
+    outcome: str
+    message: str
+    created: float
+    updated: float
 
 
 @dataclass(frozen=True)
@@ -491,7 +518,56 @@ class Journal:
                                    (cutoff,)).rowcount
             self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
             self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
+            self.db.execute("DELETE FROM actions WHERE updated < ?", (cutoff,))
         return gone
+
+    # ---- actions: what people did (approve, deny, send, retry, hold, resume) -----------------------------
+
+    def start_action(self, action_id: str, kind: str, target: str, origin: str, host: str) -> bool:
+        """Record an action as ``started``, before its side effect; False when ``action_id`` is recorded
+        already (the same action again, from the bus: it must not be done twice)."""
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO actions (id, kind, target, origin, host, outcome, created, updated) "
+            "VALUES (?,?,?,?,?,'started',?,?)", (action_id, kind, target, origin, host, now, now))
+        return cur.rowcount == 1
+
+    def end_action(self, action_id: str, ok: bool, message: str) -> None:
+        self.db.execute("UPDATE actions SET outcome=?, message=?, updated=? WHERE id=?",
+                        ("done" if ok else "refused", redact(message), time.time(), action_id))
+
+    def action(self, action_id: str) -> ActionRecord | None:
+        row = self.db.execute(f"SELECT {_ACTION_COLUMNS} FROM actions WHERE id=?", (action_id,)).fetchone()
+        return ActionRecord(*row) if row else None
+
+    def actions(self, limit: int = 100, since: float | None = None) -> list[ActionRecord]:
+        """The latest ``limit`` actions (created at or after ``since``), oldest first."""
+        rows = self.db.execute(f"SELECT {_ACTION_COLUMNS} FROM actions WHERE created >= ? "
+                               "ORDER BY created DESC, id LIMIT ?", (since or 0.0, limit)).fetchall()
+        return [ActionRecord(*r) for r in reversed(rows)]
+
+    # ---- held routes (baton hold / resume): their hand-offs stay queued -----------------------------------
+
+    def hold(self, route: str, origin: str) -> bool:
+        """Hold ``route``; False when it was held already."""
+        cur = self.db.execute("INSERT OR IGNORE INTO holds (route, origin, at) VALUES (?,?,?)",
+                              (route, origin, time.time()))
+        return cur.rowcount == 1
+
+    def resume(self, route: str) -> bool:
+        """Resume ``route``; False when it was not held."""
+        return self.db.execute("DELETE FROM holds WHERE route=?", (route,)).rowcount == 1
+
+    def holds(self) -> dict[str, tuple[str, float]]:
+        """The held routes: (who held it, when), by route."""
+        return {r: (o, float(a)) for r, o, a in self.db.execute("SELECT route, origin, at FROM holds")}
+
+    def claim_failed(self, key: str, note: str) -> bool:
+        """A ``failed`` hand-off taken back to ``transformed`` for a retry; False when it is not failed
+        (any more): of two retries, one wins."""
+        return self.db.execute(
+            "UPDATE handoffs SET state='transformed', note=?, updated=? WHERE key=? AND state='failed'",
+            (redact(note), time.time(), key)).rowcount == 1
 
     # ---- how far each tile was followed (catch-up after a restart) ----------------------------------------
 
@@ -541,6 +617,7 @@ _COLUMNS = (
     "key, route, source, target, turn_id, hop, state, response, prompt, attempts, last_error, note, pane,"
     " created, updated, usage"
 )
+_ACTION_COLUMNS = "id, kind, target, origin, host, outcome, message, created, updated"
 #: columns added after the first release, and their types
 _ADDED_COLUMNS = {"usage": "TEXT"}
 

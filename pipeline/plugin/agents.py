@@ -98,7 +98,8 @@ class AgentAdapter(abc.ABC):
     :meth:`current_draft`, :meth:`shows_paste`), start confirmation (:meth:`snapshot`,
     :meth:`turn_started`, :meth:`prompt_submitted`), files read offline (:meth:`extract_file`), hooks
     (:meth:`install_hooks`, :meth:`hook_completion`), the board (:meth:`last_response`, :meth:`usage`,
-    :meth:`working_since`), ``baton resolve`` (:meth:`resolve`). An agent read from its screen gets all of
+    :meth:`working_since`), ``baton resolve`` (:meth:`resolve`), ``baton approve``/``deny``
+    (:meth:`answer_keys`). An agent read from its screen gets all of
     them from :class:`pipeline.plugin.screen.ScreenAdapter`, the base the built-ins share."""
 
     #: what `agent:` in routes.yaml names
@@ -234,6 +235,19 @@ class AgentAdapter(abc.ABC):
         drawn inline (:func:`pipeline.plugin.pastes.shows_text`); an agent that draws a long paste as a
         placeholder adds its rule, with the count that must match (docs/agent-versions.md)."""
         return shows_text(draft, text)
+
+    #: the screen :meth:`answer_keys` reads, as :meth:`TileContext.capture`'s (escapes, start, end): with SGR
+    #: escapes, so a menu whose selection is drawn only in colour can be read
+    answer_screen: ClassVar[CaptureKind] = (True, None, None)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        """``baton approve`` / ``baton deny``: the tmux key names (``send-keys``: ``Down``, ``Enter``,
+        ``y``) that answer the permission prompt on ``screen`` (captured as :attr:`answer_screen` says) —
+        allowing it once (``approve``) or refusing it — or None when ``screen`` shows no permission prompt
+        now (then nothing is typed, and the person is told so). The keys are sent one at a time; the engine
+        then looks again and reports a prompt still on screen. By default None: an agent with no prompts,
+        or whose prompts this adapter cannot answer. Helpers: :mod:`pipeline.plugin.dialogs`."""
+        return None
 
     async def resolve(self) -> list[ResolveStep]:
         """The chain from pane to answer, each step shown by ``baton resolve``."""

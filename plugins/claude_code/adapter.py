@@ -50,7 +50,14 @@ from plugins.claude_code.reader import (
     scan_back,
 )
 from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
-from plugins.claude_code.screen import BUSY_MARKERS, dialog, input_box, paste_placeholder, screen_answer
+from plugins.claude_code.screen import (
+    BUSY_MARKERS,
+    dialog,
+    input_box,
+    paste_placeholder,
+    permission_answer,
+    screen_answer,
+)
 from plugins.claude_code.turns import TurnEnd, turn_id
 from plugins.claude_code.usage import TranscriptUsage
 
@@ -352,6 +359,9 @@ class ClaudeCodeAdapter(FileFollowing):
 
     def shows_paste(self, draft: str, text: str) -> bool:
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return permission_answer(screen, approve)
 
     def waiting_for(self, screen: str) -> str | None:
         """A permission prompt or dialog on the screen: what tells it when no session file does (the

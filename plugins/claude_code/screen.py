@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
+from pipeline.plugin.dialogs import menu_keys, pick
 from pipeline.plugin.tools import strip_ansi, utf16_length
 
-__all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "screen_answer"]
+__all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "permission_answer", "screen_answer"]
 
 BUSY_MARKERS = ("esc to interrupt",)
 _RULE = re.compile(r"^\s*─{3,}")
@@ -61,6 +62,32 @@ def dialog(screen: str) -> str | None:
         if any(ln.startswith(marker) for ln in below):
             return reason
     return None
+
+
+_NUMBERED = re.compile(r"^\d+\.\s*")
+
+
+def permission_answer(screen: str, approve: bool) -> list[str] | None:
+    """The keys that answer the permission prompt on ``screen``, or None when none shows. The choices
+    are the lines under ``Do you want to proceed?`` down to a blank line, the selected one marked ``❯``:
+    2.1.332 draws ``❯ No`` / ``Yes`` (No selected), older versions ``❯ 1. Yes`` / ``2. Yes, and always
+    allow …`` / ``3. No``. Approve takes a plain "Yes" (once, never "always"), deny the "No"."""
+    if dialog(screen) != "permission prompt":
+        return None
+    lines = [ln.strip() for ln in strip_ansi(screen).rstrip("\n").split("\n")]
+    ask = max(i for i, ln in enumerate(lines) if ln.startswith(DIALOGS[0][0]))
+    labels: list[str] = []
+    selected = 0
+    for line in lines[ask + 1:]:
+        if not line:
+            break
+        if line.startswith("❯"):
+            selected = len(labels)
+        labels.append(_NUMBERED.sub("", line.removeprefix("❯").strip()))
+    once = (lambda s: s in ("Yes", "Yes."), lambda s: s.startswith("Yes") and "always" not in s)
+    wanted = (pick(labels, *once)
+              if approve else pick(labels, lambda s: s.startswith("No")))
+    return None if wanted is None else menu_keys(selected, wanted)
 
 
 def input_box(screen: str) -> str | None:

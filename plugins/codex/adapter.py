@@ -35,7 +35,13 @@ from plugins.codex.resolve import (
     default_codex_home,
     resolve_rollout,
 )
-from plugins.codex.screen import approval_prompt, composer_draft, paste_placeholder, strip_furniture
+from plugins.codex.screen import (
+    approval_answer,
+    approval_prompt,
+    composer_draft,
+    paste_placeholder,
+    strip_furniture,
+)
 from plugins.codex.turns import RolloutState, Turn
 from plugins.codex.usage import RolloutUsage
 
@@ -192,6 +198,9 @@ class CodexAdapter(RolloutFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return approval_prompt(screen)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return approval_answer(screen, approve)
 
     async def current_draft(self) -> str:
         try:

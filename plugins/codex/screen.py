@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
+from pipeline.plugin.dialogs import menu_keys, pick
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["approval_prompt", "composer_draft", "paste_placeholder", "strip_furniture"]
+__all__ = ["approval_answer", "approval_prompt", "composer_draft", "paste_placeholder", "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
 #: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
@@ -32,6 +33,33 @@ def approval_prompt(screen: str) -> str | None:
     if title is None or not any(ln.startswith(_CONFIRM) for ln in lines[title + 1:]):
         return None
     return "permission prompt"
+
+
+_CHOICE = re.compile(r"^(›\s*)?\d+\.\s+(.*)$")
+
+
+def approval_answer(screen: str, approve: bool) -> list[str] | None:
+    """The keys that answer the approval dialog on ``screen``, or None when none shows. Its choices are
+    the numbered lines under the title, the selected one marked ``›`` (0.171.0: ``› 1. Yes, proceed (y)``,
+    ``2. Yes, and don't ask again for … (p)``, ``3. No, and tell Codex what to do differently (esc)``):
+    approve takes the plain "Yes, proceed" (never "don't ask again"), deny the "No"."""
+    if approval_prompt(screen) is None:
+        return None
+    lines = [strip_ansi(ln).strip() for ln in screen.rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = max(i for i, ln in enumerate(lines) if _ASKS.match(ln))
+    labels: list[str] = []
+    selected = 0
+    for line in lines[title + 1:]:
+        m = _CHOICE.match(line)
+        if m is None:
+            continue
+        if m.group(1):
+            selected = len(labels)
+        labels.append(m.group(2))
+    wanted = (pick(labels, lambda s: s.startswith("Yes, proceed"),
+                   lambda s: s.startswith("Yes") and "don't ask again" not in s)
+              if approve else pick(labels, lambda s: s.startswith("No")))
+    return None if wanted is None else menu_keys(selected, wanted)
 
 
 def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to do anything",)) -> str | None:

@@ -21,9 +21,9 @@ from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.screen import ScreenAdapter
-from pipeline.plugin.tools import AppendedLines, proc, sanitize
+from pipeline.plugin.tools import AppendedLines, proc, sanitize, strip_ansi
 from pipeline.plugin.turns import TurnEnd, TurnMark
-from plugins.demo.agent import transcript_dir
+from plugins.demo.agent import ASK, transcript_dir
 
 __all__ = ["DemoAdapter"]
 
@@ -46,6 +46,14 @@ class DemoAdapter(ScreenAdapter):
         self._prompts: list[str] = []
         self._answers_by_turn: dict[str, dict[str, Any]] = {}
         self._open_turn: str | None = None
+
+    def waiting_for(self, screen: str) -> str | None:
+        """The demo agent's permission prompt (:data:`plugins.demo.agent.ASK`) on its screen's last line."""
+        lines = [ln for ln in strip_ansi(screen).rstrip().split("\n") if ln.strip()]
+        return "permission prompt" if lines and lines[-1].rstrip().endswith(ASK) else None
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return (["y"] if approve else ["n"]) if self.waiting_for(screen) else None
 
     def draft(self, screen: str) -> str:
         """The input line and the lines below it: the demo agent draws a pasted text's further lines there,

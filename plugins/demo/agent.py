@@ -5,7 +5,9 @@ paste (so a multi-line paste is one message, submitted by Enter), shows a busy l
 ``esc to interrupt`` while it works, and names itself ``baton-demo`` in ``/proc/PID/comm`` so that the
 process tree tells it apart from a bare shell. Like Claude Code it keeps a transcript of its turns, one
 JSONL file per process (:func:`transcript_dir`), written when a prompt arrives and when the answer is done.
-``--log FILE`` appends every message it receives as JSON (for tests).
+``--log FILE`` appends every message it receives as JSON (for tests). A message holding ``NEEDS_APPROVAL``
+first asks the person, as the real agents' permission prompts do (:data:`ASK`), and reads keys until ``y``
+(it goes on) or ``n`` (it refuses the turn); each key is logged (``event: approval``).
 
 Run: ``python -m plugins.demo.agent --name alice --role writer``
 """
@@ -26,6 +28,9 @@ from typing import TextIO
 PROMPT = "demo❯ "
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+APPROVAL = "NEEDS_APPROVAL"
+#: the demo agent's permission prompt, the last line of its screen until y or n answers it
+ASK = "allow? [y/n]"
 
 
 def answer(role: str, name: str, turn: int, message: str) -> str:
@@ -181,6 +186,11 @@ def _work(args: argparse.Namespace, turn: int, message: str, out: TextIO, fd: in
     _log(args, turn=turn, message=message)
     turn_id = uuid.uuid4().hex
     _transcript(args, type="prompt", turn_id=turn_id, text=message)
+    if APPROVAL in message and not _allowed(args, turn, out, fd):
+        reply = f"Refused {turn}: {args.name} was not allowed to go on."
+        _transcript(args, type="answer", turn_id=turn_id, text=reply)
+        out.write(reply + "\r\n\r\n")
+        return b""
     end, i, early = time.monotonic() + args.work_s, 0, b""
     while time.monotonic() < end:
         out.write(f"\r{SPINNER[i % len(SPINNER)]} {args.name} is working… (esc to interrupt)\x1b[K")
@@ -195,6 +205,19 @@ def _work(args: argparse.Namespace, turn: int, message: str, out: TextIO, fd: in
     _transcript(args, type="answer", turn_id=turn_id, text=reply)
     out.write(reply.replace("\n", "\r\n") + "\r\n\r\n")
     return early
+
+
+def _allowed(args: argparse.Namespace, turn: int, out: TextIO, fd: int) -> bool:
+    """Ask, as a permission prompt does, and read keys until y (True) or n (False)."""
+    out.write(f"{args.name} asks to run `touch demo.txt`: {ASK} ")
+    out.flush()
+    while True:
+        key = os.read(fd, 64)
+        answer = {b"y": "approved", b"n": "denied"}.get(key[-1:].lower(), "")
+        _log(args, event="approval", turn=turn, key=key.decode("utf-8", "replace"), answer=answer)
+        if answer:
+            out.write(f"{key[-1:].decode()}\r\n")
+            return answer == "approved"
 
 
 def transcript_dir() -> str:

@@ -34,7 +34,7 @@ from plugins.opencode.resolve import (
     read_process,
     same_prompt,
 )
-from plugins.opencode.screen import input_draft, paste_placeholder, permission_prompt
+from plugins.opencode.screen import input_draft, paste_placeholder, permission_answer, permission_prompt
 
 __all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions", "input_draft"]
 
@@ -240,6 +240,9 @@ class OpenCodeAdapter(StoreFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return permission_prompt(screen)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return permission_answer(screen, approve)
 
     async def snapshot(self) -> TurnMark:
         """The newest user message of every session this pane's OpenCode could be writing to, and the

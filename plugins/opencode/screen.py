@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from pipeline.plugin.dialogs import menu_keys
 from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
-__all__ = ["input_draft", "paste_placeholder", "permission_prompt"]
+__all__ = ["input_draft", "paste_placeholder", "permission_answer", "permission_prompt"]
 
 #: how many lines from the bottom the dialog is looked for (it is drawn over the input box)
 DIALOG_LINES = 30
@@ -65,3 +66,44 @@ def permission_prompt(screen: str) -> str | None:
     if any("Allow once" in ln and "Reject" in ln for ln in lines[title + 1:]):
         return "permission prompt"
     return None
+
+
+#: the dialog's buttons, left to right (1.18.33); the first is selected when the dialog opens
+BUTTONS = ("Allow once", "Allow always", "Reject")
+_SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+
+
+def permission_answer(screen: str, approve: bool) -> list[str] | None:
+    """The keys that answer the permission dialog on ``screen`` (captured with SGR escapes), or None when
+    none shows: Left/Right move the selection along the row of buttons, Enter takes it. Approve takes
+    "Allow once" (never "Allow always"), deny "Reject". The selected button is drawn only in colour — the
+    one button whose background differs from the others'; on a screen without escapes, the first."""
+    if permission_prompt(screen) is None:
+        return None
+    row = next((ln for ln in reversed(screen.rstrip("\n").split("\n")[-DIALOG_LINES:])
+                if all(b in strip_ansi(ln) for b in BUTTONS)), "")
+    backgrounds = [_background_at(row, row.find(b)) for b in BUTTONS]
+    odd = [i for i, bg in enumerate(backgrounds) if backgrounds.count(bg) == 1]
+    selected = odd[0] if len(odd) == 1 else 0
+    return menu_keys(selected, 0 if approve else BUTTONS.index("Reject"), across=True)
+
+
+def _background_at(line: str, at: int) -> str:
+    """The background colour the SGR escapes before ``at`` in ``line`` leave set ("" the default)."""
+    bg = ""
+    for m in _SGR.finditer(line[: max(at, 0)]):
+        params = m.group(1).replace(":", ";").split(";")
+        i = 0
+        while i < len(params):
+            p = params[i]
+            if p in ("", "0", "49"):
+                bg = ""
+            elif p == "48":
+                size = 3 if params[i + 1:i + 2] == ["5"] else 5
+                bg, i = ";".join(params[i:i + size]), i + size - 1
+            elif p == "38":
+                i += 2 if params[i + 1:i + 2] == ["5"] else 4
+            elif p.isdigit() and (40 <= int(p) <= 47 or 100 <= int(p) <= 107):
+                bg = p
+            i += 1
+    return bg

@@ -11,7 +11,10 @@ On Enter the stand-in writes the turn's start to the agent's files (Claude Code:
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
 Codex: ``task_started`` and the ``UserMessage`` in a rollout it holds open; OpenCode: a user message and a
 step in its store), logs ``{"message": …}`` to ``--log``, works ``--work-s`` seconds and writes the answer.
-A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog until a key answers it.
+A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog, its choices moved by the arrow
+keys and taken by Enter (Esc refuses), and logs each key it got (``{"key": …}``) and the answer
+(``{"approval": "approved"|"denied"}``): approved, the turn goes on; denied, the agent answers that it was
+refused.
 
 Run: ``python -m tests.fakes.agent_tui --agent claude --log FILE`` (in a tmux pane; ``CLAUDE_CONFIG_DIR``,
 ``CODEX_HOME`` or ``XDG_DATA_HOME`` set as for the real agent).
@@ -93,8 +96,15 @@ class Look:
     def input(self, draft: list[str], busy: bool) -> list[str]:
         raise NotImplementedError
 
-    def dialog(self) -> list[str]:
+    #: the dialog's choices, in order, the first selected when it opens; whether they stand in a row
+    choices: tuple[str, ...] = ()
+    across = False
+
+    def dialog(self, selected: int = 0) -> list[str]:
         raise NotImplementedError
+
+    def approves(self, choice: str) -> bool:
+        return choice.startswith(("Yes", "Allow"))
 
     def prompt_row(self, text: str) -> list[str]:
         return [text.split("\n")[0][: self.width - 4]]
@@ -119,7 +129,9 @@ class ClaudeLook(Look):
         above = ["\x1b[38;5;174m✢ Crystallizing… (1s · ↓ 9 tokens)\x1b[39m"] if busy else [""]
         return [*above, " " * (self.width - 20) + "◐ medium · /effort", rule, *body, rule, footer]
 
-    def dialog(self) -> list[str]:
+    choices = ("No", "Yes")
+
+    def dialog(self, selected: int = 0) -> list[str]:
         dashed = "╌" * self.width
         return [
             "─" * self.width,
@@ -130,8 +142,7 @@ class ClaudeLook(Look):
             dashed,
             "",
             " Do you want to proceed?",
-            " ❯ No",
-            "   Yes",
+            *[f" {'❯' if i == selected else ' '} {c}" for i, c in enumerate(self.choices)],
             "",
             " Esc to cancel · Tab to amend",
         ]
@@ -164,7 +175,13 @@ class CodexLook(Look):
             "  ← for agents · ? for shortcuts",
         ]
 
-    def dialog(self) -> list[str]:
+    choices = ("Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch` (p)",
+               "No, and tell Codex what to do differently (esc)")
+
+    def approves(self, choice: str) -> bool:
+        return choice.startswith("Yes")
+
+    def dialog(self, selected: int = 0) -> list[str]:
         return [
             "• Running touch APPROVAL_PROBE.txt",
             "",
@@ -172,8 +189,7 @@ class CodexLook(Look):
             "",
             "  $ touch APPROVAL_PROBE.txt",
             "",
-            "› 1. Yes, proceed (y)",
-            "  2. No, and tell Codex what to do differently (esc)",
+            *[f"{'›' if i == selected else ' '} {i + 1}. {c}" for i, c in enumerate(self.choices)],
             "",
             "  Press enter to confirm or esc to cancel",
         ]
@@ -203,13 +219,18 @@ class OpenCodeLook(Look):
             status,
         ]
 
-    def dialog(self) -> list[str]:
+    choices = ("Allow once", "Allow always", "Reject")
+    across = True
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        buttons = "  ".join(f"\x1b[48;5;215m {c} \x1b[48;5;234m" if i == selected else f" {c} "
+                            for i, c in enumerate(self.choices))
         return [
             "  ┃",
             "  ┃  △ Permission required",
             "  ┃    ← Access external directory /etc",
             "  ┃",
-            "  ┃   Allow once   Allow always   Reject            ⇆ select  enter confirm",
+            f"  ┃  {buttons}           ⇆ select  enter confirm",
             "  ┃",
         ]
 
@@ -430,8 +451,8 @@ class Stand:
         self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
         self.count = 0  # the session's placeholder pastes
 
-    def draw(self, *, busy: bool = False, dialog: bool = False) -> None:
-        bottom = self.look.dialog() if dialog else self.look.input(self.draft_lines(), busy)
+    def draw(self, *, busy: bool = False, dialog: int | None = None) -> None:
+        bottom = self.look.dialog(dialog) if dialog is not None else self.look.input(self.draft_lines(), busy)
         rows = (self.history + bottom)[-self.height :]
         rows = [""] * (self.height - len(rows)) + rows
         sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(rows))
@@ -462,18 +483,56 @@ class Stand:
         self.history += self.look.prompt_row(message)
         self.files.prompt(message, long_paste)
         self.draw(busy=True)
+        approved = True
         if APPROVAL in message:
             self.files.waiting()
-            self.draw(dialog=True)
-            os.read(sys.stdin.fileno(), 64)  # any key answers it, as Enter on the selected choice does
+            approved = self.ask()
             if isinstance(self.files, ClaudeFiles):
                 self.files.status("busy")
             self.draw(busy=True)
-        time.sleep(self.work_s)  # shapes the scenario: the agent works this long
-        answer = f"answer to: {message[:60]}".replace("\n", " ")
+        if approved:
+            time.sleep(self.work_s)  # shapes the scenario: the agent works this long
+        answer = f"{'answer to' if approved else 'refused'}: {message[:60]}".replace("\n", " ")
         self.files.answer(answer)
         self.history += self.look.answer_rows(answer)
         self.draw()
+
+
+    def ask(self) -> bool:
+        """The approval dialog until Enter takes a choice or Esc refuses; every key logged."""
+        back, forth = ("Left", "Right") if self.look.across else ("Up", "Down")
+        selected = 0
+        while True:
+            self.draw(dialog=selected)
+            for key in _keys(os.read(sys.stdin.fileno(), 64)):
+                self.note({"key": key})
+                if key in (back, forth):
+                    step = 1 if key == forth else -1
+                    selected = (selected + step) % len(self.look.choices)
+                elif key in ("Enter", "Escape"):
+                    approved = key == "Enter" and self.look.approves(self.look.choices[selected])
+                    self.note({"approval": "approved" if approved else "denied"})
+                    return approved
+
+    def note(self, record: dict[str, Any]) -> None:
+        with open(self.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"t": time.time(), **record}) + "\n")
+
+
+_ARROWS = {b"A": "Up", b"B": "Down", b"C": "Right", b"D": "Left"}
+
+
+def _keys(data: bytes) -> list[str]:
+    """The keys in one read of the terminal: arrows (``ESC [ A`` or ``ESC O A``), Enter, Esc, characters."""
+    keys = []
+    while data:
+        if data[:1] == b"\x1b" and data[1:2] in (b"[", b"O") and data[2:3] in _ARROWS:
+            keys.append(_ARROWS[data[2:3]])
+            data = data[3:]
+            continue
+        byte, data = data[:1], data[1:]
+        keys.append({b"\r": "Enter", b"\x1b": "Escape"}.get(byte, byte.decode("latin-1")))
+    return keys
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,250 @@
+"""What a person does to the agents from outside their panes: approve or deny a permission prompt, send a
+prompt, retry a failed hand-off, hold and resume a route. One entry, :func:`perform`, for every way in: the
+``baton approve``/``deny``/``send``/``retry``/``hold``/``resume`` commands, the web page, and another host's
+action arriving over the bus.
+
+Each action is journaled (the ``actions`` table: what, on what, from where, when, how it ended) before its
+side effect, and shown by ``baton history``. It never raises for bad input: a tile, route or hand-off that
+does not exist, a prompt no longer on screen, a busy agent — each is ``ok=False`` with one line saying why,
+and nothing typed.
+
+- approve/deny: the keys are the adapter's (:meth:`~pipeline.plugin.agents.AgentAdapter.answer_keys`, per
+  agent and version), sent one at a time through :mod:`pipeline.system.tmux`; then the screen is looked at
+  again until the prompt has left it (said when it has not).
+- send: ``baton send``'s path (:func:`pipeline.commands.send.send_text`): the dispatcher's checks and typing.
+- retry: a ``failed`` hand-off, taken back in the journal (one retry wins), typed as ``send`` types, its
+  outcome written on its own row.
+- hold/resume: the ``holds`` table of the journal; the daemon's dispatcher keeps a held route's hand-offs
+  queued (journaled ``held``) and types each once the route is resumed.
+
+An action on a tile of another host (or a route whose target is there) goes over the bus to that host's
+daemon (:mod:`pipeline.bus.actions`), once (its id is the message id and the journal key there), and the
+outcome comes back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+
+from pipeline.engine.action_kinds import KINDS, Action, ActionKind, ActionResult
+from pipeline.engine.config import Config, ConfigError, load_config
+from pipeline.engine.hosts import local_host, tile_host
+from pipeline.engine.journal import Journal
+from pipeline.plugin.registry import UnknownName
+from pipeline.system.tmux import PaneGone, TmuxError
+
+__all__ = ["KINDS", "Action", "ActionKind", "ActionResult", "perform", "perform_here"]
+
+log = logging.getLogger("batonpass")
+
+#: between two keys of an answer: a TUI reading one burst as one key would miss the second
+KEY_GAP_S = 0.1
+#: how long after the keys the prompt may take to leave the screen
+CONFIRM_S = 3.0
+
+
+async def perform(action: Action, *, config_path: Path) -> ActionResult:
+    """Do ``action`` with routes.yaml at ``config_path``: here, or over the bus on the host of its tile."""
+    return await perform_here(action, config_path=config_path, action_id=uuid.uuid4().hex)
+
+
+async def perform_here(action: Action, *, config_path: Path, action_id: str,
+                       host: str | None = None) -> ActionResult:
+    """:func:`perform` with a given id (an action that came over the bus keeps its sender's) and as the
+    daemon of ``host`` (default: this machine)."""
+    here = host or local_host()
+    problem = _bad_input(action)
+    if problem:
+        return ActionResult(False, problem)
+    try:
+        config = _config(config_path)
+        journal = Journal()
+    except (_Refused, sqlite3.Error, OSError) as exc:
+        return ActionResult(False, str(exc))
+    try:
+        if not journal.start_action(action_id, action.kind, action.target, action.origin, here):
+            done = journal.action(action_id)
+            return ActionResult(done is not None and done.outcome == "done",
+                                f"already done: {done.message if done else ''}")
+        try:
+            result = await _dispatch(action, config, journal, here, action_id)
+        except (_Refused, TmuxError, UnknownName, sqlite3.Error, OSError) as exc:
+            result = ActionResult(False, str(exc))
+        with anyio.CancelScope(shield=True):
+            journal.end_action(action_id, result.ok, result.message)
+        log.debug("action      %s %s (%s): %s", action.kind, action.target, action.origin, result.message)
+        return result
+    finally:
+        journal.close()
+
+
+class _Refused(Exception):
+    """An action that cannot be done as asked: the message says why, in one line."""
+
+
+def _bad_input(action: Action) -> str | None:
+    if action.kind not in KINDS:
+        return f"no action {action.kind!r}: one of {', '.join(KINDS)}"
+    if not isinstance(action.target, str) or not action.target.strip():
+        return f"{action.kind}: no target named"
+    if action.kind == "send" and not (action.text or "").strip():
+        return "send: the text is empty: nothing to type"
+    return None
+
+
+def _config(path: Path) -> Config:
+    from pipeline.plugin.manager import load_registries
+
+    try:
+        config, _ = load_config(path, load_registries())
+    except ConfigError as exc:
+        first = exc.problems[0] if exc.problems else "invalid"
+        raise _Refused(f"{path} is invalid ({len(exc.problems)} problems; first: {first})") from None
+    except OSError as exc:
+        raise _Refused(f"cannot read {path}: {exc.strerror or exc}") from None
+    return config
+
+
+async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
+                    action_id: str) -> ActionResult:
+    remote = _remote_host(action, config, journal, here)
+    if remote is not None:
+        from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
+
+        return await send_action(action, config, remote, action_id, here)
+    if action.kind in ("approve", "deny"):
+        return await _answer(action, config, approve=action.kind == "approve")
+    if action.kind == "send":
+        from pipeline.commands.send import send_text
+
+        ok, line = await send_text(action.target, action.text or "", _setup(config))
+        return ActionResult(ok, line)
+    if action.kind == "retry":
+        return await _retry(action, config, journal)
+    return _hold(action, config, journal)
+
+
+def _remote_host(action: Action, config: Config, journal: Journal, here: str) -> str | None:
+    """The host whose daemon must do ``action``, when it is not this one; refused when its tile or route
+    is not in routes.yaml."""
+    if action.kind in ("approve", "deny", "send"):
+        tile = config.tiles.get(action.target)
+        if tile is None:
+            names = ", ".join(sorted(config.tiles)) or "none"
+            raise _Refused(f"no tile {action.target!r} in {config.path} (tiles: {names})")
+        host = tile_host(tile, here)
+    elif action.kind in ("hold", "resume"):
+        target = config.tiles.get(_route_target(action.target, config))
+        host = tile_host(target, here) if target is not None else here
+    else:
+        return None
+    return None if host == here else host
+
+
+def _route(name: str, config: Config) -> str:
+    """The label of the route ``name`` names (its name, or FROM->TO)."""
+    for r in config.routes:
+        if name in (r.label, f"{r.from_}->{r.to}"):
+            return r.label
+    labels = ", ".join(r.label for r in config.routes) or "none"
+    raise _Refused(f"no route {name!r} in {config.path} (routes: {labels})")
+
+
+def _route_target(name: str, config: Config) -> str:
+    label = _route(name, config)
+    return next(r.to for r in config.routes if r.label == label)
+
+
+def _setup(config: Config):  # type: ignore[no-untyped-def]
+    """What ``baton send`` works with (:class:`pipeline.cmdline.target.Setup`), for routes.yaml's tmux."""
+    from pipeline.cmdline.target import target_setup
+
+    args = argparse.Namespace(agent="auto", config=config.path, socket=None, socket_path=None)
+    setup = target_setup(args)
+    if setup is None:
+        raise _Refused(f"{config.path} is invalid")
+    return setup
+
+
+async def _answer(action: Action, config: Config, *, approve: bool) -> ActionResult:
+    """approve/deny: the adapter's keys for the prompt on screen, one at a time; then until it left."""
+    from pipeline.cmdline.target import adapter_for, running_in
+    from pipeline.engine.context import EngineContext
+
+    setup, name = _setup(config), action.target
+    tile = config.tiles[name]
+    ctx = EngineContext(name=name, tile=tile, tmux=setup.tmux)
+    try:
+        info = await ctx.pane()
+    except PaneGone as exc:
+        return ActionResult(False, f"tile {name}: {exc}; nothing typed")
+    found, running = running_in(info, setup.registries)
+    agent = tile.agent if tile.agent != "auto" else (found or "terminal")
+    adapter = adapter_for(agent, ctx, setup.registries)
+    escapes, start, end = adapter.answer_screen
+    verb = action.kind
+
+    async def keys_now() -> list[str] | None:
+        return adapter.answer_keys(await ctx.capture(escapes=escapes, start=start, end=end), approve)
+
+    keys = await keys_now()
+    if keys is None:
+        return ActionResult(False, f"tile {name} ({adapter.name}, {info.pane_id}) shows no permission prompt "
+                            f"now: nothing typed, nothing to {verb}")
+    for i, key in enumerate(keys):
+        if i:
+            await anyio.sleep(KEY_GAP_S)
+        await setup.tmux.send_keys(info.pane_id, key)
+    typed = " ".join(keys)
+    deadline = time.monotonic() + CONFIRM_S
+    while time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+        if await keys_now() is None:
+            said = "approved" if approve else "denied"
+            return ActionResult(True, f"{said} the permission prompt of tile {name} ({adapter.name}, "
+                                f"{info.pane_id}; keys {typed}); it left the screen")
+    return ActionResult(False, f"typed {typed} into tile {name} ({adapter.name}, {info.pane_id}) to {verb}, "
+                        f"but a permission prompt is still on its screen after {CONFIRM_S:g}s: look at the "
+                        "pane")
+
+
+async def _retry(action: Action, config: Config, journal: Journal) -> ActionResult:
+    """A failed hand-off typed again as ``baton send`` types, on its own journal row: once."""
+    from pipeline.commands.send import RetryRecord, send_text
+
+    key = action.target
+    record = journal.handoff(key)
+    if record is None:
+        return ActionResult(False, f"no hand-off {key!r} in the journal (baton history --outcome failed "
+                            "lists the failed ones)")
+    if record.state != "failed":
+        return ActionResult(False, f"hand-off {key} is {record.state}, not failed: nothing to retry")
+    if not record.prompt:
+        return ActionResult(False, f"hand-off {key} has no prompt recorded: nothing to retype")
+    if not journal.claim_failed(key, f"retry asked ({action.origin})"):
+        return ActionResult(False, f"hand-off {key} is being retried already")
+    retry = RetryRecord(key, journal)
+    ok, line = await send_text(record.target, record.prompt, _setup(config), retry)
+    if not retry.started:  # refused before anything was recorded (the tile is gone from routes.yaml)
+        journal.set_state(key, "failed", error=f"retry: {line}")
+    return ActionResult(ok, f"retry of {key}: {line}")
+
+
+def _hold(action: Action, config: Config, journal: Journal) -> ActionResult:
+    route = _route(action.target, config)
+    if action.kind == "hold":
+        if not journal.hold(route, action.origin):
+            origin, at = journal.holds()[route]
+            return ActionResult(False, f"route {route} is held already (by {origin} at "
+                                f"{time.strftime('%H:%M:%S', time.localtime(at))}): nothing changed")
+        return ActionResult(True, f"route {route} held: its hand-offs stay queued until baton resume {route}")
+    if not journal.resume(route):
+        return ActionResult(False, f"route {route} is not held: nothing to resume")
+    return ActionResult(True, f"route {route} resumed: its queued hand-offs go out, each once")
