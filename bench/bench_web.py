@@ -204,8 +204,9 @@ def main() -> None:
         lat, quiet, pages = run(TILES, Path(tmp), idle=True)
         print(f"{f'{TILES} tiles':>18}: a state change to the page's stream: {summary(lat)}", flush=True)
         print(f"{TILES} tiles / baseline: p50 x{statistics.median(lat) / statistics.median(base):.2f}")
-        print(f"idle server, {TILES} tiles, {IDLE_S:.0f} s: {quiet:.2f} % of a core with no page, {pages:.2f} % "
-              f"with {PAGES} pages open: the pages add {pages - quiet:+.2f} % (x{pages / quiet:.2f})")
+        print(f"idle server, {TILES} tiles, {IDLE_S:.0f} s: {quiet:.2f} % of a core with no page, "
+              f"{pages:.2f} % with {PAGES} pages open: the pages add {pages - quiet:+.2f} % "
+              f"(x{pages / quiet:.2f})")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,13 @@ from typing import Any
 
 import pytest
 
+from pipeline.engine.journal import Journal, default_journal_path
+from pipeline.plugin.events import Completion, Prompt
+from tests.support.agents import read_log
 from tests.support.claude import Scene, text
 from tests.support.cli import baton, write_routes
+from tests.support.polling import wait_for
+from tests.support.standin_targets import StandinTarget
 from tests.support.tmux import TmuxServer
 from tests.support.web import WebServer, request, start_web
 
@@ -53,7 +58,8 @@ def _web(tmux_server: TmuxServer, tmp_path: Path, config: Path, scene: Scene | N
 def test_the_token_guards_page_stream_and_actions_and_other_sites_are_refused(
     tmux_server: TmuxServer, tmp_path: Path, private_state: Path
 ) -> None:
-    config = write_routes(tmp_path, tmux_server.socket, {"a": {"pane": tmux_server.new_pane(), "agent": "shell"}})
+    shell = {"pane": tmux_server.new_pane(), "agent": "shell"}
+    config = write_routes(tmp_path, tmux_server.socket, {"a": shell})
     web = _web(tmux_server, tmp_path, config)
     try:
         base, token = web.base, web.token
@@ -135,7 +141,70 @@ def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
                 if os.environ.get("BATON_WEB_SCREENSHOT"):
                     page.screenshot(path=os.environ["BATON_WEB_SCREENSHOT"], full_page=True)
         assert page.evaluate("window.pwned") is None and errors == []
+
+        # a hand-off that failed: listed with a Retry button, whose outcome the page shows
+        journal = Journal()
+        completion = Completion(tile="coder", turn_id="claude:s:k1")
+        journal.record_completion(completion)
+        prompt = Prompt(route="coder->reviewer", source="coder", target="reviewer", text="echo retried",
+                        turn_id="claude:s:k1", hop=1)
+        journal.record_routing(completion, [(prompt, "coder->reviewer", "reviewer", "transformed", "")])
+        journal.set_state("coder->reviewer@claude:s:k1", "failed", error="the pane was gone")
+        journal.close()
+        failed = page.locator('#recent li[data-state="failed"]')
+        failed.filter(has_text="the pane was gone").wait_for(timeout=20_000)
+        assert failed.get_attribute("data-key") == "coder->reviewer@claude:s:k1"
+        _tile(page, "coder").locator(".handoff").filter(has_text="→reviewer failed").wait_for(timeout=20_000)
+        failed.locator("button", has_text="Retry").click()
+        said = page.locator("#outcome").filter(has_text="retry coder->reviewer@claude:s:k1:")
+        said.wait_for(timeout=20_000)
+        print(f"the page said: {said.text_content()}")
         page.close()
     finally:
         assert web.stop() == 0
     assert "Traceback" not in web.err.read_text()
+
+
+@pytest.mark.tmux
+def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: Path, browser: Any) -> None:
+    """The Claude Code stand-in asks for a permission; Approve on the page answers it with the adapter's
+    keys and the agent goes on; Send types a prompt; Hold and Resume flip a route — each journaled as
+    from the web."""
+    standin = StandinTarget(tmux_server, tmp_path, "claude", work_s=0.1)
+    other = {"pane": tmux_server.new_pane(), "agent": "shell"}
+    config = write_routes(tmp_path, tmux_server.socket, {"b": standin.tile, "sh": other},
+                          [{"from": "b", "to": "sh"}])
+    web = start_web("-c", str(config), tmp=tmp_path, env=standin.env())
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(web.url)
+        _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
+        tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
+        _tile(page, "b").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
+        _tile(page, "b").locator("button.approve").click()
+        page.locator("#outcome.ok").filter(has_text="approve b:").wait_for(timeout=20_000)
+        wait_for(lambda: [r["approval"] for r in read_log(standin.log) if "approval" in r] == ["approved"],
+                 what="the stand-in approved")
+        wait_for(lambda: "answer to: NEEDS_APPROVAL" in tmux_server.capture(standin.pane), what="it went on")
+        went_on = _tile(page, "b").locator(".answer").filter(has_text="answer to: NEEDS_APPROVAL")
+        went_on.wait_for(timeout=20_000)
+        _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
+
+        _tile(page, "b").locator("input[name=text]").fill("hello from the page")
+        _tile(page, "b").locator(".send button").click()
+        page.locator("#outcome.ok").filter(has_text="send b:").wait_for(timeout=20_000)
+        wait_for(lambda: "hello from the page" in standin.messages(), what="the prompt typed")
+
+        route = page.locator('#routes li[data-route="b->sh"]')
+        route.locator("button", has_text="Hold").click()
+        page.locator('#routes li[data-route="b->sh"][data-held="true"]').wait_for(timeout=20_000)
+        route.locator("button", has_text="Resume").click()
+        page.locator('#routes li[data-route="b->sh"][data-held="false"]').wait_for(timeout=20_000)
+        page.close()
+    finally:
+        assert web.stop() == 0
+    rows = Journal(default_journal_path()).actions()
+    assert [(r.kind, r.target, r.outcome) for r in rows] == [
+        ("approve", "b", "done"), ("send", "b", "done"), ("hold", "b->sh", "done"),
+        ("resume", "b->sh", "done")]
+    assert all(r.origin == "web 127.0.0.1" for r in rows)

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -190,9 +190,9 @@ def _performer(path: Path) -> Any:
     """``perform(kind, target, text, origin)``: the actions' own code (:mod:`pipeline.engine.actions`)."""
 
     async def perform(kind: str, target: str, text: str | None, origin: str) -> tuple[bool, str]:
-        from pipeline.engine.actions import Action, perform
+        from pipeline.engine.actions import Action, ActionKind, perform
 
-        result = await perform(Action(kind, target, text, origin), config_path=path)  # type: ignore[arg-type]
+        result = await perform(Action(cast(ActionKind, kind), target, text, origin), config_path=path)
         return result.ok, result.message
 
     return perform

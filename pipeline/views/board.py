@@ -147,16 +147,22 @@ def _view(row: tuple[Any, ...]) -> HandoffView:
     return HandoffView(route, source, target, state, float(updated), error or note or "", key)
 
 
-def read_recent(path: Path, limit: int) -> list[HandoffView]:
-    """The ``limit`` hand-offs updated last, newest first, read-only (as :func:`read_handoffs`)."""
+def read_recent(path: Path, limit: int) -> tuple[list[HandoffView], set[str]]:
+    """The ``limit`` hand-offs updated last, newest first, and the routes on hold (``baton hold``),
+    read-only (as :func:`read_handoffs`)."""
     if not path.exists():
-        return []
+        return [], set()
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
     try:
-        return [_view(row) for row in db.execute(
+        recent = [_view(row) for row in db.execute(
             f"SELECT {_VIEW_COLUMNS} FROM handoffs ORDER BY updated DESC LIMIT ?", (limit,))]
+        try:
+            held = {str(route) for (route,) in db.execute("SELECT route FROM holds")}
+        except sqlite3.OperationalError:  # a journal from before holds
+            held = set()
+        return recent, held
     except sqlite3.Error:
-        return []
+        return [], set()
     finally:
         db.close()
 

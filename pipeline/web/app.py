@@ -26,6 +26,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from pipeline.engine.action_kinds import KINDS as ACTION_KINDS
 from pipeline.web.feed import WebFeed
 
 __all__ = ["ACTION_KINDS", "HEADERS", "MAX_TEXT", "Guard", "Handlers", "make_app"]
@@ -40,7 +41,6 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-ACTION_KINDS = ("approve", "deny", "send", "retry", "hold", "resume")
 #: the most text one Send may carry (``baton send``'s limit)
 MAX_TEXT = 8 * 1024 * 1024
 #: a comment line on a quiet stream, so that proxies and the browser keep it open

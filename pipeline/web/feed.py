@@ -85,6 +85,7 @@ class WebFeed:
         self.wake = Wake()
         self.last: bytes = b""
         self.recent: list[dict[str, Any]] = []
+        self.held: set[str] = set()
 
     def changed(self) -> None:
         self.wake.set()
@@ -120,7 +121,8 @@ class WebFeed:
             tiles += [_tile(v, self.hosts.host_of.get(name, "?"), False)
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
-        routes = [{"name": r.label, "from": r.from_, "to": r.to} for r in self.config.routes]
+        routes = [{"name": r.label, "from": r.from_, "to": r.to, "held": r.label in self.held}
+                  for r in self.config.routes]
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
                 "recent": self.recent, "note": " · ".join(n for n in notes if n)}
 
@@ -131,7 +133,7 @@ class WebFeed:
     async def publish_loop(self) -> None:
         """One frame per change (a burst of changes: one frame), to every listener."""
         while True:
-            views = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
+            views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
             self.recent = [asdict(v) for v in views]
             frame = orjson.dumps(self.body())
             if frame != self.last:

@@ -129,9 +129,11 @@ function item(parts, buttons) {
 
 function renderRoutes(routes) {
   $("routes").replaceChildren(...routes.map((r) => {
-    const li = item([["what", r.name + (r.name === r.from + "->" + r.to ? "" : " (" + r.from + " → " + r.to + ")")]],
-      [["Hold", (b) => act("hold", r.name, null, b)], ["Resume", (b) => act("resume", r.name, null, b)]]);
+    const li = item([["what", r.name + (r.name === r.from + "->" + r.to ? "" : " (" + r.from + " → " + r.to + ")")],
+                     ["st", r.held ? "held" : ""]],
+      [r.held ? ["Resume", (b) => act("resume", r.name, null, b)] : ["Hold", (b) => act("hold", r.name, null, b)]]);
     li.dataset.route = r.name;
+    li.dataset.held = String(r.held);
     return li;
   }));
 }
