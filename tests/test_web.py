@@ -8,16 +8,22 @@ page must follow — within a generous timeout, never a wall-clock assertion (be
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+import anyio
+import orjson
 import pytest
 
+from pipeline.bus.link import subject_token
+from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.events import Completion, Prompt
 from tests.support.agents import read_log
+from tests.support.bus import NatsServer
 from tests.support.claude import Scene, text
 from tests.support.cli import baton, write_routes
 from tests.support.polling import wait_for
@@ -208,3 +214,53 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         ("approve", "b", "done"), ("send", "b", "done"), ("hold", "b->sh", "done"),
         ("resume", "b->sh", "done")]
     assert all(r.origin == "web 127.0.0.1" for r in rows)
+
+
+def _put(url: str, key: str, rows: list[dict]) -> None:
+    """Put ``key`` into the bus's board bucket, as a host's ``baton run`` does."""
+    from pipeline.bus.board import _bucket
+    from pipeline.bus.link import BusLink
+    from pipeline.engine.hosts import BusSettings
+
+    async def put() -> None:
+        link = BusLink(BusSettings(servers=[url]))
+        await link.connect()
+        try:
+            await (await _bucket(link)).put(key, orjson.dumps(rows))
+        finally:
+            await link.close()
+
+    anyio.run(put)
+
+
+@pytest.mark.tmux
+def test_with_a_bus_the_page_holds_every_hosts_tiles(tmux_server: TmuxServer, tmp_path: Path,
+                                                       nats: NatsServer) -> None:
+    """This host's tiles from their own files, every other host's from the bus (``--all-hosts``'s data):
+    this host's own keys on the bus are not shown twice."""
+    here = local_host()
+    config = tmp_path / "routes.yaml"
+    config.write_text(f'version: 1\ntmux: {{socket_name: "{tmux_server.socket}"}}\ntiles:\n'
+                      f'  mine: {{pane: "{tmux_server.new_pane()}", agent: shell}}\n'
+                      '  far: {pane: "%4", agent: codex, host: beta}\n'
+                      "routes:\n  - {from: mine, to: far}\n")
+    _put(nats.url, f"tiles.{subject_token(here)}", [{"host": here, "tile": "mine", "agent": "shell",
+                                                      "state": "busy", "pane": "%0"}])
+    _put(nats.url, "tiles.beta", [{"host": "beta", "tile": "far", "agent": "codex", "state": "busy",
+                                   "pane": "%4"}])
+    web = start_web("-c", str(config), tmp=tmp_path, env={"BATON_BUS_URL": nats.url})
+    try:
+        def tiles() -> dict[str, dict]:
+            body = request(f"{web.base}/api/board?token={web.token}")[2]
+            return {t["tile"]: t for t in json.loads(body or b"{}").get("tiles", [])}
+
+        shown = wait_for(lambda: (t := tiles()).get("far", {}).get("kind") == "working" and t, 20,
+                         what="beta's tile from the bus")
+        assert list(shown) == ["mine", "far"] and shown["mine"]["local"] and not shown["far"]["local"]
+        assert shown["far"]["host"] == "beta" and shown["mine"]["kind"] == "idle"  # its pane, not the bus
+        _put(nats.url, "tiles.beta", [{"host": "beta", "tile": "far", "agent": "codex",
+                                       "state": "waiting (permission prompt)", "pane": "%4"}])
+        wait_for(lambda: tiles()["far"]["kind"] == "waiting", 20, what="beta's tile waiting")
+    finally:
+        assert web.stop() == 0
+    assert "Traceback" not in web.err.read_text()
