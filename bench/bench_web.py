@@ -7,10 +7,10 @@ change reaches a page, and what open pages cost the idle server.
   HTTP client reading ``/api/events``) holds the frame that shows it. The baseline, in the same process: the
   same with one tile (what 49 more tiles cost).
 - Idle: the server's CPU time (its process and its children, psutil) over ``BENCH_IDLE_S`` (30) seconds
-  with no page open, then with 10 event streams open, as a percentage of one core; the difference is what
-  10 pages add.
+  with no page open, then with 10 event streams open, as a percentage of one core, alternated twice; the
+  difference is what 10 pages add.
 
-Run: ``.venv/bin/python bench/bench_web.py`` (needs tmux; its own socket and temp dirs; ~2 min).
+Run: ``.venv/bin/python bench/bench_web.py`` (needs tmux; its own socket and temp dirs; ~4 min).
 """
 
 from __future__ import annotations
@@ -106,6 +106,32 @@ def cpu_s(proc: psutil.Process) -> float:
     return total
 
 
+def window(proc: psutil.Process) -> float:
+    """The server's CPU over one window, as a percentage of one core."""
+    t0, c0 = time.monotonic(), cpu_s(proc)
+    time.sleep(IDLE_S)  # shapes the scenario: the window measured
+    return (cpu_s(proc) - c0) / (time.monotonic() - t0) * 100
+
+
+def idle_cost(proc: psutil.Process, port: int, token: str) -> tuple[float, float]:
+    """(CPU % with no page, with 10 pages): windows alternated (none, pages, none, pages), each the mean
+    of its two; the frames the pages got meanwhile printed (an idle board sends none)."""
+    quiet, busy = [], []
+    for _ in range(2):
+        time.sleep(2)  # shapes the scenario: the last streams gone
+        quiet.append(window(proc))
+        pages = [Stream(port, token) for _ in range(PAGES)]
+        time.sleep(2)  # shapes the scenario: every page has its first frame
+        before = sum(len(page.frames) for page in pages)
+        busy.append(window(proc))
+        got = sum(len(page.frames) for page in pages) - before
+        print(f"  windows of {IDLE_S:.0f} s: no page {quiet[-1]:.2f} %, {PAGES} pages {busy[-1]:.2f} % "
+              f"({got} frames sent to them meanwhile)", flush=True)
+        for page in pages:
+            page.close()
+    return statistics.mean(quiet), statistics.mean(busy)
+
+
 def run(tiles: int, tmp: Path, idle: bool) -> tuple[list[float], float, float]:
     """(latencies in ms, idle CPU % with no page, idle CPU % with 10 pages) for ``tiles`` tiles."""
     work = tmp / f"t{tiles}"
@@ -168,18 +194,7 @@ def run(tiles: int, tmp: Path, idle: bool) -> tuple[list[float], float, float]:
         stream.close()
         quiet = with_pages = float("nan")
         if idle:
-            proc = psutil.Process(server.pid)
-            time.sleep(2)  # shapes the scenario: the last stream gone
-            t0, c0 = time.monotonic(), cpu_s(proc)
-            time.sleep(IDLE_S)  # shapes the scenario: the window measured
-            quiet = (cpu_s(proc) - c0) / (time.monotonic() - t0) * 100
-            pages = [Stream(port, token) for _ in range(PAGES)]
-            time.sleep(2)  # shapes the scenario: every page has its first frame
-            t0, c0 = time.monotonic(), cpu_s(proc)
-            time.sleep(IDLE_S)  # shapes the scenario: the window measured
-            with_pages = (cpu_s(proc) - c0) / (time.monotonic() - t0) * 100
-            for page in pages:
-                page.close()
+            quiet, with_pages = idle_cost(psutil.Process(server.pid), port, token)
         return latencies, quiet, with_pages
     finally:
         if server is not None:
