@@ -33,6 +33,8 @@ from pipeline.system.tmux import TmuxError
 
 __all__ = ["MAX_LIMIT", "main"]
 
+#: how an action ended, in ``baton history``
+ACTION_OUTCOMES = ("done", "refused", "started")
 #: the most hand-offs ``history -n`` shows: more than a month of a busy daemon's journal holds
 MAX_LIMIT = 1_000_000
 
@@ -237,7 +239,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="AI transforms: print the request that would be sent instead of calling the model")
     json_flag(sp, "the text (or why the route would not fire) and the notes")
 
-    sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and why")
+    sp = cmd("history", _command("history"), "the hand-off journal: when, route, turn, hop, outcome, and "
+             "why; with the actions people took (approve, deny, send, retry, hold, resume), from where")
     json_flag(sp, "the hand-offs, one object per line")
     sp.add_argument("-n", "--limit", type=bounded_int(1, MAX_LIMIT), default=50,
                     help=f"how many of the latest hand-offs, 1 to {MAX_LIMIT} (default 50)")
@@ -245,8 +248,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--route", type=non_blank("--route"),
                     help="only this route's hand-offs: its name, or FROM->TO (any route between those tiles)")
     sp.add_argument("--tile", type=non_blank("--tile"), help="only hand-offs from or to this tile")
-    sp.add_argument("--outcome", choices=STATES, metavar="OUTCOME",
-                    help=f"only hand-offs in this state: {', '.join(STATES)}")
+    sp.add_argument("--outcome", choices=(*STATES, *ACTION_OUTCOMES), metavar="OUTCOME",
+                    help=f"only hand-offs in this state: {', '.join(STATES)}; actions: "
+                    f"{', '.join(ACTION_OUTCOMES)}")
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
                     help="only hand-offs made since: 30s, 10m, 2h, 1d ago (-10m alike), or an ISO time "
                     "(2026-03-01T14:00)")

@@ -8,12 +8,21 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.engine.actions import Action, perform
+from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext, make_adapter
 from pipeline.engine.journal import Journal, default_journal_path
-from tests.support.agents import read_log
-from tests.support.cli import baton, write_routes
+from pipeline.plugin.agents import AgentAdapter
+from pipeline.plugin.manager import load_registries
+from pipeline.system.tmux import Tmux
+from tests.support.agents import demo_agent_command, messages, read_log, start_agent
+from tests.support.cli import baton, json_lines, shell_ready, start_baton, write_routes
+from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
 from tests.support.standin_targets import TARGETS, StandinTarget
 from tests.support.tmux import TmuxServer
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _asking(tmux_server: TmuxServer, tmp_path: Path, agent: str) -> tuple[StandinTarget, Path]:
@@ -59,3 +68,175 @@ def test_approve_and_deny_answer_each_agents_prompt_with_its_own_keys(
     rows = Journal(default_journal_path()).actions()
     assert [(r.kind, r.target, r.origin, r.outcome) for r in rows] == [
         (verb, "b", "cli", "done"), (verb, "b", "cli", "refused")]
+
+
+def test_hold_keeps_a_routes_hand_offs_queued_and_resume_delivers_them_once(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    a, b = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1), tmp_path / "b.jsonl"
+    b_pane = start_agent(tmux_server, b, "b", work_s=0.1)
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b_pane, "agent": "demo"}},
+                          [{"name": "ab", "from": "a", "to": "b"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    held = baton("hold", "ab", "-c", str(config))
+    assert held.status == 0 and "route ab held" in held.out, held
+    baton("hold", "a->b", "-c", str(config)).one_line_error(1, "route ab is held already", "by cli")
+    tmux_server.type(a, "one")
+    wait_for(lambda: _states() == ["held"], what="the hand-off held")
+    shown = json_lines(baton("history", "--json", "--outcome", "held").out)
+    assert [h["prompt"] for h in shown] == ["one"] and "held by cli" in shown[0]["note"], shown
+    assert messages(b) == []
+    status = baton("status", "-c", str(config))
+    assert "route ab: held by cli since" in status.out and "1 hand-off queued" in status.out, status
+    resumed = baton("resume", "ab", "-c", str(config))
+    assert resumed.status == 0 and "route ab resumed" in resumed.out, resumed
+    wait_for(lambda: _states() == ["delivered"], what="the hand-off delivered")
+    assert messages(b) == ["one"]
+    baton("resume", "ab", "-c", str(config)).one_line_error(1, "route ab is not held")
+    tmux_server.type(a, "two")  # not held any more: it goes at once
+    wait_for(lambda: _states() == ["delivered", "delivered"], what="the next hand-off delivered")
+    assert daemon.stop() == 0
+    assert messages(b) == ["one", "two"]
+    actions = [r for r in json_lines(baton("history", "--json").out) if r.get("kind") == "action"]
+    assert [(r["route"], r["state"], r["origin"]) for r in actions] == [
+        ("hold", "done", "cli"), ("hold", "refused", "cli"), ("resume", "done", "cli"),
+        ("resume", "refused", "cli")]
+    table = baton("history").out
+    assert "hold" in table and "ab from cli: route ab held" in table, table
+
+
+def test_retry_types_a_failed_hand_off_again_once(tmux_server: TmuxServer, tmp_path: Path,
+                                                  daemon_factory) -> None:
+    a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1)
+    b = shell_ready(tmux_server)  # no agent yet: the hand-off fails
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {"a": {"pane": a, "agent": "demo"}, "b": {"pane": b, "agent": "demo"}},
+                          [{"from": "a", "to": "b"}], give_up_s=0.5)
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    tmux_server.type(a, "again")
+    wait_for(lambda: _states() == ["failed"], what="the hand-off failed")
+    assert daemon.stop() == 0
+    key = Journal(default_journal_path()).history()[0].key
+    blog = tmp_path / "b.jsonl"
+    tmux_server.type(b, "exec " + demo_agent_command("b", work_s=0.1, log=blog))
+    wait_for(lambda: "demo❯" in tmux_server.capture(b), what="the demo agent in b's pane")
+    both = [start_baton("retry", key, "-c", str(config), stderr=tmp_path / f"retry{i}.err") for i in (1, 2)]
+    statuses = sorted(p.wait(timeout=60) for p in both)
+    assert statuses == [0, 1], [(tmp_path / f"retry{i}.err").read_text() for i in (1, 2)]
+    wait_for(lambda: messages(blog) == ["again"], what="the retried hand-off typed")
+    assert _states() == ["delivered"]
+    record = Journal(default_journal_path()).handoff(key)
+    assert record is not None and record.attempts >= 1
+    late = baton("retry", key, "-c", str(config))
+    late.one_line_error(1, f"hand-off {key} is delivered, not failed")
+    baton("retry", "nope@1", "-c", str(config)).one_line_error(1, "no hand-off 'nope@1'")
+    assert messages(blog) == ["again"]
+
+
+def _states() -> list[str]:
+    return [h.state for h in Journal(default_journal_path()).history()]
+
+
+# ---- perform(): the one entry of the CLI, the web page and the bus ----------------------------------------
+
+
+@pytest.mark.anyio
+async def test_send_through_perform_is_baton_sends_path_and_journal(tmux_server: TmuxServer,
+                                                                    tmp_path: Path) -> None:
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.1)
+    config = write_routes(tmp_path, tmux_server.socket, {"b": {"pane": b, "agent": "demo"}})
+    sent = await perform(Action("send", "b", "hello from the page", origin="web 127.0.0.1"),
+                         config_path=config)
+    assert sent.ok and sent.message.startswith(f"sent 19 chars to {b} (demo, tile b)"), sent
+    wait_for(lambda: tmux_server.capture(b).count("hello from the page") == 2, what="the echo answered")
+    # busy: refused as baton send refuses, nothing typed
+    busy = await perform(Action("send", "b", "NEEDS_APPROVAL: now"), config_path=config)
+    wait_for(lambda: "allow? [y/n]" in tmux_server.capture(b), what="b asking")
+    refused = await perform(Action("send", "b", "not now", origin="web 127.0.0.1"), config_path=config)
+    assert busy.ok and not refused.ok and "is busy with a turn" in refused.message, refused
+    rows = json_lines(baton("history", "--json").out)
+    sends = [(r["route"], r["state"], r.get("origin")) for r in rows]
+    # each action, then its hand-off
+    assert sends == [("send", "done", "web 127.0.0.1"), ("send", "delivered", None),
+                     ("send", "done", "cli"), ("send", "delivered", None),
+                     ("send", "refused", "web 127.0.0.1"), ("send", "failed", None)], sends
+    assert messages(blog) == ["hello from the page", "NEEDS_APPROVAL: now"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("action", "says"), [
+    (Action("approve", "nope"), "no tile 'nope' in"),
+    (Action("deny", " "), "deny: no target named"),
+    (Action("send", "b", "  "), "send: the text is empty"),
+    (Action("hold", "b->a"), "no route 'b->a' in"),
+    (Action("resume", "ab"), "route ab is not held"),
+    (Action("retry", "ab@1"), "no hand-off 'ab@1' in the journal"),
+    (Action("reboot", "b"), "no action 'reboot'"),  # type: ignore[arg-type]
+])
+async def test_perform_refuses_bad_input_in_one_line_and_never_raises(action: Action, says: str,
+                                                                      tmp_path: Path) -> None:
+    config = write_routes(tmp_path, "unused", {"a": {"pane": "%0"}, "b": {"pane": "%1"}},
+                          [{"name": "ab", "from": "a", "to": "b"}])
+    result = await perform(action, config_path=config)
+    assert not result.ok and says in result.message and "\n" not in result.message, result
+    missing = await perform(action, config_path=tmp_path / "none.yaml")
+    assert not missing.ok and "\n" not in missing.message
+
+
+@pytest.mark.anyio
+async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_server: TmuxServer) -> None:
+    shell_ready(tmux_server)
+    config = write_routes(tmp_path, tmux_server.socket, {"b": {"pane": "title:nobody", "agent": "claude"}})
+    result = await perform(Action("approve", "b"), config_path=config)
+    assert not result.ok and result.message.startswith("tile b:") and "nothing typed" in result.message
+
+
+# ---- the keys each adapter names, read from the real CLIs' recorded prompts -------------------------------
+
+
+@pytest.mark.parametrize(("screen", "approve", "deny"), [
+    ("claude-code-2.1.332/screens/screen_permission_prompt.txt", ["Down", "Enter"], ["Enter"]),  # ❯ No / Yes
+    ("claude-code/screens/screen_permission_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),  # Yes…No
+    ("codex/approval/screen_approval.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("opencode/screens/screen_permission_prompt.txt", ["Enter"], ["Right", "Right", "Enter"]),
+])
+def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
+                                                         deny: list[str]) -> None:
+    adapter = _adapter({"claude-code": "claude", "codex": "codex", "opencode": "opencode"}[
+        screen.split("/")[0].split("-2")[0]])
+    text = (FIXTURES / screen).read_text()
+    assert adapter.answer_keys(text, True) == approve
+    assert adapter.answer_keys(text, False) == deny
+
+
+@pytest.mark.parametrize("screen", [
+    "claude-code-2.1.332/screens/screen_permission_declined.txt",
+    "claude-code-2.1.332/screens/screen_done.txt",
+    "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt"])
+def test_no_keys_when_no_prompt_shows(screen: str) -> None:
+    for agent in ("claude", "codex", "opencode", "demo", "terminal"):
+        assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
+
+
+def _adapter(agent: str) -> AgentAdapter:
+    ctx = EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=Tmux(socket_name="unused"))
+    return make_adapter(load_registries().agents.get(agent), ctx)
+
+
+def test_opencode_reads_which_button_is_selected_from_its_colours() -> None:
+    """The selected button is drawn only in colour: moved to "Allow always", approve goes Left."""
+    from plugins.opencode.screen import permission_answer
+
+    text = (FIXTURES / "opencode/screens/screen_permission_prompt.txt").read_text()
+    e = "\x1b"
+    moved = text.replace(
+        f"{e}[48;5;215m {e}[38;5;232mAllow once{e}[38;5;15m {e}[48;5;234m  {e}[38;5;8mAllow always",
+        f"{e}[38;5;8mAllow once  {e}[48;5;215m {e}[38;5;232mAllow always{e}[38;5;15m {e}[48;5;234m ")
+    assert moved != text
+    assert permission_answer(moved, True) == ["Left", "Enter"]
+    assert permission_answer(moved, False) == ["Right", "Enter"]

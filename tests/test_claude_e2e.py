@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import subprocess
 import sys
 import time
@@ -223,10 +222,10 @@ def turn_ends(transcript: Path) -> list[dict]:
 async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_answer(
         tmux_server: TmuxServer, tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    """#18 on the real CLI: an Agent call in auto mode (its dialog accepted with Enter, the approval with Yes;
-    No is preselected). 2.1.332 ends the parent turn while the subagent runs in the background; a route with
-    ``on: any`` from that tile hands on exactly one prompt: the answer of the turn the agent's notification
-    started — never "I launched an agent"."""
+    """#18 on the real CLI: an Agent call in auto mode (its dialog accepted with Enter, the approval answered
+    by ``baton approve``: Yes, with No preselected, so Down and Enter). 2.1.332 ends the parent turn while
+    the subagent runs in the background; a route with ``on: any`` from that tile hands on exactly one
+    prompt: the answer of the turn the agent's notification started — never "I launched an agent"."""
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     with ClaudeAPI(answer=answer_for, chunk_delay_s=0.01, blocks=agent_blocks) as api:
@@ -253,9 +252,13 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
             assert sent.returncode == 0, sent.stdout + sent.stderr
             answered: set[str] = set()
             pressed = {"at": 0.0}
+            routes = tmp_path / "routes.yaml"
+            routes.write_text(json.dumps({"version": 1, "tiles": {"coder": {"pane": pane,
+                                                                            "agent": "claude"}}}))
+            approvals: list[subprocess.CompletedProcess[str]] = []
 
-            def step() -> bool:
-                """Accept the auto-mode dialog (Enter) and the approval (Down to Yes, Enter); a key that came
+            async def step() -> bool:
+                """Accept the auto-mode dialog (Enter) and the approval (``baton approve``); a key that came
                 before the dialog took input is pressed again after a while."""
                 screen = tmux_server.capture(pane)
                 if time.monotonic() - pressed["at"] < 2.0:
@@ -266,12 +269,9 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
                     tmux_server.run("send-keys", "-t", pane, "Enter")
                 elif "Do you want to proceed?" in screen:
                     answered.add("approval")
+                    approvals.append(await anyio.to_thread.run_sync(lambda: baton(
+                        "approve", "coder", "-c", str(routes), "-L", tmux_server.socket)))
                     pressed["at"] = time.monotonic()
-                    if re.search(r"❯\s*No", screen):
-                        tmux_server.run("send-keys", "-t", pane, "Down")
-                        wait_for(lambda: not re.search(r"❯\s*No", tmux_server.capture(pane)), 5,
-                                 what="the selection off No")
-                    tmux_server.run("send-keys", "-t", pane, "Enter")
                 return bool(messages(log))
 
             try:
@@ -291,7 +291,11 @@ async def test_real_claude_code_background_agent_hands_on_one_prompt_the_final_a
         print(f"\nClaude Code {CLAUDE_CODE[1]} Agent turn: dialogs answered {sorted(answered)}; "
               f"turn_duration pendingBackgroundAgentCount per turn: {pending}")
     assert messages(log) == [FINAL]
+    done = [a for a in approvals if a.returncode == 0]
+    assert len(done) == 1, approvals
+    assert "approved the permission prompt of tile coder (claude" in done[0].stdout, done[0].stdout
     if CLAUDE_CODE[1] == "2.1.332":  # the recorded behaviour: the parent turn ended while the agent ran
+        assert "(keys Down Enter)" in done[0].stdout, done[0].stdout  # No preselected
         assert pending[0] == 1 and pending[-1] == 0
     accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "coder"]
     assert len(accepted) == 1 and accepted[0].args[4] == 0  # one completion, hop 0

@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from pipeline.cli import main as baton
+from pipeline.engine.actions import Action, perform
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
@@ -341,7 +342,11 @@ async def test_codex_at_an_approval_prompt_is_waiting_told_once_and_gets_its_han
             await aquiet_for(2.0, "the hand-off typed into the approval dialog")
             assert deliveries(events, "handoff") == [] and "HANDOFF" not in tmux_server.capture(codex)
             assert len(webhook.events("waiting")) == 1  # one episode, however many looks
-            tmux_server.run("send-keys", "-t", codex, "y")  # the person approves
+            routes = tmp_path / "routes.yaml"
+            routes.write_text(json.dumps({"version": 1, "tiles": {"codex": {"pane": codex,
+                                                                            "agent": "codex"}}}))
+            approved = await perform(Action("approve", "codex"), config_path=routes, tmux=tmux_server.tmux)
+            assert approved.ok and "(keys Enter)" in approved.message, approved  # the person approves
             await until(lambda: deliveries(events, "handoff"), 60, "the hand-off, typed after the turn")
             assert [d.state for d in deliveries(events, "handoff")] == ["delivered"]
             assert marker.exists()

@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from pipeline import cli
+from pipeline.engine.actions import Action, perform
 from pipeline.engine.config import Config
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Delivery, Prompt
@@ -186,7 +187,8 @@ async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_get
     """``"permission": {"bash": "ask"}`` and a model that calls bash: OpenCode shows its permission dialog,
     which its store does not record (the tool part stays ``running``). Read from the screen: ``baton
     status`` says waiting, the person is told once, and a hand-off queued meanwhile is typed only after the
-    person allowed the command and the turn ended — never into the dialog (Enter there would answer it)."""
+    person allowed the command (``baton approve``'s keys: Enter on "Allow once") and the turn ended —
+    never into the dialog (Enter there would answer it)."""
     home, project = tmp_path / "home", tmp_path / "web"
     project.mkdir()
     env = opencode_env(home, opencode_bin)
@@ -223,7 +225,10 @@ async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_get
             assert [d.prompt.route for d in deliveries] == ["seed"]
             assert "HANDOFF" not in tmux_server.capture(oc)
             assert len(webhook.events("waiting")) == 1  # one episode, however many looks
-            tmux_server.run("send-keys", "-t", oc, "Enter")  # the person allows it once
+            routes = tmp_path / "routes.yaml"
+            routes.write_text(json.dumps({"version": 1, "tiles": {"oc": {"pane": oc, "agent": "opencode"}}}))
+            allowed = await perform(Action("approve", "oc"), config_path=routes, tmux=tmux_server.tmux)
+            assert allowed.ok and "(keys Enter)" in allowed.message, allowed  # the person allows it once
             await until(lambda: [d.prompt.route for d in deliveries] == ["seed", "handoff"], 60,
                         "the hand-off, typed after the turn")
             assert [d.state for d in deliveries] == ["delivered", "delivered"]

@@ -4,7 +4,8 @@ the real CLI of the version it stands in for (tests/fixtures/*/screens/, tests/r
 A stand-in runs in a real pane of the recorded size; it is driven into each state — idle, a short paste
 drawn inline, a long one drawn as the agent's placeholder, busy, asking for approval — and its screen is
 read with the real agent's adapter, exactly as the recording is: what the input holds, whether the agent
-is busy, what it waits for. Every reading must be the same (a placeholder's running number aside).
+is busy, what it waits for, the keys that would answer its prompt. Every reading must be the same (a
+placeholder's running number aside).
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ _HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_
 
 def reading(agent: str, screen: str) -> dict[str, object]:
     """What the agent's adapter reads from ``screen``: the input (a placeholder's number as ``#K``, wrapping
-    and indentation ignored), busy (from the screen's text, as the adapters look), and what it waits for."""
+    and indentation ignored), busy (from the screen's text, as the adapters look), what it waits for, and
+    the keys ``baton approve`` and ``baton deny`` would type."""
     cls, read, *_ = AGENTS[agent]
     adapter = cls(EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=None))  # type: ignore[arg-type]
     draft = read(screen)
     shown = None if draft is None else re.sub(r"#\d+", "#K", "".join(draft.split()))
     busy = adapter.is_busy(strip_ansi(screen))
-    return {"input": shown, "busy": busy, "waiting": adapter.waiting_for(screen)}
+    return {"input": shown, "busy": busy, "waiting": adapter.waiting_for(screen),
+            "approve": adapter.answer_keys(screen, True), "deny": adapter.answer_keys(screen, False)}
 
 
 class Standin:

@@ -74,8 +74,10 @@ def shown(url: str) -> str:
 class BusLink:
     """One NATS connection for a daemon: stream, consumer and object store set up on first use."""
 
-    def __init__(self, settings: BusSettings | None) -> None:
+    def __init__(self, settings: BusSettings | None, *, quiet: bool = False) -> None:
         self.settings = settings or BusSettings()
+        #: a command's short use of the bus (an action): its connection and disconnection are no news
+        self.quiet = quiet
         self.servers = bus_servers(settings)
         self.nc: Any = None
         self.js: Any = None
@@ -135,8 +137,8 @@ class BusLink:
         self._refused = False
         self.js = self.nc.jetstream(timeout=5)
         await self._stream()
-        log.info("bus: connected to %s (max_payload %d bytes)", shown(str(self.nc.connected_url.geturl())),
-                 self.nc.max_payload)
+        log.log(logging.DEBUG if self.quiet else logging.INFO, "bus: connected to %s (max_payload %d bytes)",
+                shown(str(self.nc.connected_url.geturl())), self.nc.max_payload)
 
     async def _stream(self) -> None:
         config = StreamConfig(name=self.settings.stream, subjects=[f"{SUBJECT_PREFIX}.>"],
@@ -204,6 +206,8 @@ class BusLink:
             log.debug("bus: %s: %s", type(exc).__name__, exc)
 
     async def _disconnected(self) -> None:
+        if self.quiet:
+            return
         log.warning("bus: disconnected from %s; hand-offs are kept and retried", self.describe())
 
     async def _reconnected(self) -> None:

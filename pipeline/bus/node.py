@@ -47,6 +47,8 @@ class BusNode:
         #: received messages waiting for their outcome in the journal, by key
         self.held: dict[str, tuple[Any, float, str | None]] = {}
         self.connected = anyio.Event()
+        #: performs an action another host sent (:mod:`pipeline.bus.actions`): its id, the message's body
+        self.on_action: Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str]]] | None = None
 
     def is_remote(self, tile: str) -> bool:
         return tile in self.config.tiles and tile_host(self.config.tiles[tile], self.host) != self.host
@@ -161,6 +163,9 @@ class BusNode:
 
     async def _take(self, msg: Any, submit: Callable[[Prompt], Awaitable[None]]) -> None:
         body = orjson.loads(msg.data)
+        if "action" in body:
+            await self._take_action(msg, body)
+            return
         key = str(body["key"])
         record = self.journal.handoff(key)
         if record is not None and record.state in FINAL_STATES:
@@ -205,6 +210,32 @@ class BusNode:
         self.held[key] = (msg, time.monotonic(), body.get("object"))
         log.info("received    %s -> %s %s (hop %d)", prompt.source, prompt.target, via, prompt.hop)
         await submit(prompt)
+
+    async def _take_action(self, msg: Any, body: dict[str, Any]) -> None:
+        """An action from another host: performed once (the journal's ``actions`` row, keyed by its id), its
+        outcome published back, then the message acknowledged; a redelivery gets the outcome journaled."""
+        from pipeline.bus.actions import action_of, outcome_subject, too_late
+
+        action_id = str(body["id"])
+        done = self.journal.action(action_id)
+        late = too_late(body, time.time()) if done is None else None
+        if done is not None and done.outcome != "started":
+            ok, message = done.outcome == "done", done.message
+        elif done is not None:
+            ok, message = False, "it was being done when this daemon stopped: look at the pane"
+        elif late is not None:
+            ok, message = False, late
+            a = action_of(body)
+            self.journal.start_action(action_id, a.kind, a.target, a.origin, self.host)
+            self.journal.end_action(action_id, False, late)
+        elif self.on_action is None:
+            ok, message = False, f"the daemon of host {self.host} takes no actions"
+        else:
+            ok, message = await self.on_action(action_id, body)
+        log.info("action      %s from host %s: %s", body["action"].get("kind"), body.get("source_host"),
+                 message)
+        await self.link.nc.publish(outcome_subject(action_id), orjson.dumps({"ok": ok, "message": message}))
+        await msg.ack()
 
     async def _settle(self) -> None:
         """Acknowledge each held message once the journal holds its outcome; keep the others in progress."""

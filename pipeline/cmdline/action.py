@@ -9,7 +9,7 @@ import sys
 
 import anyio
 
-from pipeline.cmdline.config import config_path, no_config_here
+from pipeline.cmdline.config import config_path, no_config_here, tmux_for
 from pipeline.engine.actions import Action, ActionKind, perform
 
 __all__ = ["run_action"]
@@ -21,7 +21,8 @@ def run_action(args: argparse.Namespace, kind: ActionKind, target: str, text: st
         print(f"baton {kind}: {no_config_here()}", file=sys.stderr)
         return 1
     action = Action(kind, target, text, origin="cli")
-    result = anyio.run(lambda: perform(action, config_path=path))
+    tmux = tmux_for(args, None) if args.socket or args.socket_path else None  # else routes.yaml's
+    result = anyio.run(lambda: perform(action, config_path=path, tmux=tmux))
     if result.ok:
         print(result.message)
         return 0

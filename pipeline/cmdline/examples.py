@@ -41,6 +41,24 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("git diff | baton send reviewer - --wait 60", "from standard input, once the agent is free"),
         ('baton send %4 "make test" --agent shell', "a command for the shell in pane %4"),
     ],
+    "approve": [
+        ("baton approve coder", "allow, once, what tile coder's agent asks permission for"),
+        ("baton approve coder || baton resolve coder", "no prompt on screen: exit 1, nothing typed"),
+    ],
+    "deny": [
+        ("baton deny coder", "refuse what tile coder's agent asks permission for"),
+    ],
+    "retry": [
+        ("baton history --outcome failed --json | jq -r .key", "the keys of the failed hand-offs"),
+        ("baton retry 'coder->reviewer@TURN'", "type that one again, with baton send's checks, once"),
+    ],
+    "hold": [
+        ("baton hold review", "keep route review's hand-offs queued (the running daemon honours it)"),
+        ("baton hold 'coder->reviewer'", "the same, named FROM->TO"),
+    ],
+    "resume": [
+        ("baton resume review", "let them go: each queued hand-off is typed once"),
+    ],
     "resolve": [
         ("baton resolve coder", "which agent, session and transcript tile coder's pane holds"),
         ("baton resolve %3", "the same for pane %3"),

@@ -16,14 +16,41 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
-from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal, default_journal_path
+from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
 from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
 
-__all__ = ["history_command", "record_row"]
+__all__ = ["action_row", "history_command", "history_rows", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
     return asdict(record)
+
+
+def action_row(action: ActionRecord) -> dict[str, Any]:
+    """A person's action (``baton approve``…, the web page) as a row of the same table: its kind in the
+    ROUTE column, its outcome (``done``, ``refused``) in OUTCOME, where it came from and what it said in
+    WHY; ``--json`` adds ``kind: "action"`` and ``origin`` (docs/json.md)."""
+    return {"kind": "action", "key": f"action:{action.id}", "route": action.kind, "source": action.origin,
+            "target": action.target, "turn_id": "", "hop": 0, "state": action.outcome, "response": None,
+            "prompt": None, "attempts": 1, "last_error": "", "pane": None, "usage": None,
+            "note": f"{action.target} from {action.origin}: {action.message}", "origin": action.origin,
+            "host": action.host, "created": action.created, "updated": action.updated}
+
+
+def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
+    """The latest ``limit`` hand-offs and actions that ``match``, oldest first."""
+    rows = [record_row(r) for r in journal.history(limit, match)]
+    actions = map(action_row, journal.actions(limit, match.since))
+    rows += [row for row in actions if _action_matches(match, row)]
+    rows.sort(key=lambda row: (row["created"], row["key"]))
+    return rows[-limit:]
+
+
+def _action_matches(match: HistoryFilter, row: dict[str, Any]) -> bool:
+    """``--route KIND`` (approve, hold…), ``--tile`` its tile, ``--outcome`` ``done``/``refused``."""
+    return ((match.route is None or match.route == row["route"])
+            and (match.tile is None or match.tile == row["target"])
+            and (match.outcome is None or match.outcome == row["state"]))
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -59,15 +86,15 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
             print(f"no hand-offs yet ({path} does not exist)")
         return 0
     journal = Journal(path)
-    records = journal.history(limit, match)
+    rows = history_rows(journal, limit, match)
     if as_json:
-        for r in records:
-            print(json_line(record_row(r)))
+        for row in rows:
+            print(json_line(row))
         return 0
-    if not records:
-        print(no_match(match, bool(journal.history(1))))
+    if not rows:
+        print(no_match(match, bool(journal.history(1) or journal.actions(1))))
         return 0
-    print(handoff_table([record_row(r) for r in records]))
+    print(handoff_table(rows))
     return 0
 
 

@@ -5,7 +5,9 @@ board (:mod:`pipeline.views.live_board`), ``--all-hosts`` every host's tiles, fr
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -46,6 +48,7 @@ def status_command(args: argparse.Namespace) -> int:
         print(json_text(rows))
     else:
         _print_rows(rows, errors=shared is None)
+        _print_holds()
     if status and shared:
         print(f"baton status: none of the {count(len(rows), 'tile')} can be looked at: {shared}",
               file=sys.stderr)
@@ -58,6 +61,27 @@ def status_command(args: argparse.Namespace) -> int:
     elif not rows and not args.json:
         print(f"baton status: {no_tiles_on(whole, args.host) or 'no tiles'}", file=sys.stderr)
     return status
+
+
+def _print_holds() -> None:
+    """The routes a person holds (``baton hold``), read-only: their hand-offs stay queued."""
+    from pipeline.engine.journal import default_journal_path
+
+    path = default_journal_path()
+    if not path.exists():
+        return
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    try:
+        holds = db.execute("SELECT h.route, h.origin, h.at, (SELECT COUNT(*) FROM handoffs WHERE "
+                           "route=h.route AND state='held') FROM holds h ORDER BY h.route").fetchall()
+    except sqlite3.Error:  # a journal older than holds, or locked: nothing to say
+        return
+    finally:
+        db.close()
+    for route, origin, at, queued in holds:
+        since = time.strftime("%H:%M:%S", time.localtime(at))
+        print(f"route {route}: held by {origin} since {since}, {count(queued, 'hand-off')} queued "
+              f"(baton resume {route})")
 
 
 def _print_rows(rows: list[dict[str, Any]], *, errors: bool = True) -> None:

@@ -24,12 +24,12 @@ outcome comes back.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sqlite3
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -38,27 +38,38 @@ from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.journal import Journal
 from pipeline.plugin.registry import UnknownName
-from pipeline.system.tmux import PaneGone, TmuxError
+from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from pipeline.cmdline.target import Setup
+    from pipeline.plugin.agents import AgentAdapter
 
 __all__ = ["KINDS", "Action", "ActionKind", "ActionResult", "perform", "perform_here"]
 
 log = logging.getLogger("batonpass")
 
-#: between two keys of an answer: a TUI reading one burst as one key would miss the second
-KEY_GAP_S = 0.1
+#: after a key's effect shows, for the rest of the redraw before the next key
+KEY_GAP_S = 0.05
+#: how long a key's effect may take to show before the next key goes anyway
+KEY_SETTLE_S = 1.0
+#: the most keys one answer types (a menu that never reaches its choice stops here)
+MAX_KEYS = 12
 #: how long after the keys the prompt may take to leave the screen
 CONFIRM_S = 3.0
 
 
-async def perform(action: Action, *, config_path: Path) -> ActionResult:
-    """Do ``action`` with routes.yaml at ``config_path``: here, or over the bus on the host of its tile."""
-    return await perform_here(action, config_path=config_path, action_id=uuid.uuid4().hex)
+async def perform(action: Action, *, config_path: Path, tmux: Tmux | None = None) -> ActionResult:
+    """Do ``action`` with routes.yaml at ``config_path``: here, or over the bus on the host of its tile.
+    ``tmux``: the server to act on when not routes.yaml's (``-L``/``-S``)."""
+    return await perform_here(action, config_path=config_path, action_id=uuid.uuid4().hex, tmux=tmux)
 
 
-async def perform_here(action: Action, *, config_path: Path, action_id: str,
-                       host: str | None = None) -> ActionResult:
+async def perform_here(action: Action, *, config_path: Path, action_id: str, host: str | None = None,
+                       tmux: Tmux | None = None) -> ActionResult:
     """:func:`perform` with a given id (an action that came over the bus keeps its sender's) and as the
-    daemon of ``host`` (default: this machine)."""
+    daemon of ``host`` (default: this machine) on its tmux server."""
     here = host or local_host()
     problem = _bad_input(action)
     if problem:
@@ -74,7 +85,7 @@ async def perform_here(action: Action, *, config_path: Path, action_id: str,
             return ActionResult(done is not None and done.outcome == "done",
                                 f"already done: {done.message if done else ''}")
         try:
-            result = await _dispatch(action, config, journal, here, action_id)
+            result = await _dispatch(action, config, journal, here, action_id, tmux)
         except (_Refused, TmuxError, UnknownName, sqlite3.Error, OSError) as exc:
             result = ActionResult(False, str(exc))
         with anyio.CancelScope(shield=True):
@@ -112,26 +123,28 @@ def _config(path: Path) -> Config:
     return config
 
 
-async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
-                    action_id: str) -> ActionResult:
-    remote = _remote_host(action, config, journal, here)
+async def _dispatch(action: Action, config: Config, journal: Journal, here: str, action_id: str,
+                    tmux: Tmux | None) -> ActionResult:
+    remote = _remote_host(action, config, here)
     if remote is not None:
         from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
 
-        return await send_action(action, config, remote, action_id, here)
+        tile = action.target if action.kind in ("approve", "deny", "send") else _route_target(action.target,
+                                                                                             config)
+        return await send_action(action, config, remote, action_id, here, tile)
     if action.kind in ("approve", "deny"):
-        return await _answer(action, config, approve=action.kind == "approve")
+        return await _answer(action, _setup(config, here, tmux), approve=action.kind == "approve")
     if action.kind == "send":
         from pipeline.commands.send import send_text
 
-        ok, line = await send_text(action.target, action.text or "", _setup(config))
+        ok, line = await send_text(action.target, action.text or "", _setup(config, here, tmux))
         return ActionResult(ok, line)
     if action.kind == "retry":
-        return await _retry(action, config, journal)
+        return await _retry(action, _setup(config, here, tmux), journal)
     return _hold(action, config, journal)
 
 
-def _remote_host(action: Action, config: Config, journal: Journal, here: str) -> str | None:
+def _remote_host(action: Action, config: Config, here: str) -> str | None:
     """The host whose daemon must do ``action``, when it is not this one; refused when its tile or route
     is not in routes.yaml."""
     if action.kind in ("approve", "deny", "send"):
@@ -162,60 +175,91 @@ def _route_target(name: str, config: Config) -> str:
     return next(r.to for r in config.routes if r.label == label)
 
 
-def _setup(config: Config):  # type: ignore[no-untyped-def]
-    """What ``baton send`` works with (:class:`pipeline.cmdline.target.Setup`), for routes.yaml's tmux."""
-    from pipeline.cmdline.target import target_setup
+def _setup(config: Config, here: str, tmux: Tmux | None) -> Setup:
+    """What ``baton send`` works with, on routes.yaml's tmux server unless ``tmux`` is given: the tiles of
+    host ``here`` (the daemon's ``--host`` may not be the machine's name)."""
+    from pipeline.cmdline.target import Setup
+    from pipeline.plugin.manager import load_registries
 
-    args = argparse.Namespace(agent="auto", config=config.path, socket=None, socket_path=None)
-    setup = target_setup(args)
-    if setup is None:
-        raise _Refused(f"{config.path} is invalid")
-    return setup
+    tmux = tmux or Tmux(socket_name=config.tmux.socket_name)
+    tiles = {name: tile.model_copy(update={"host": None}) for name, tile in config.tiles_on(here).items()}
+    return Setup(load_registries(), config, tmux, tiles)
 
 
-async def _answer(action: Action, config: Config, *, approve: bool) -> ActionResult:
+async def _answer(action: Action, setup: Setup, *, approve: bool) -> ActionResult:
     """approve/deny: the adapter's keys for the prompt on screen, one at a time; then until it left."""
     from pipeline.cmdline.target import adapter_for, running_in
     from pipeline.engine.context import EngineContext
 
-    setup, name = _setup(config), action.target
-    tile = config.tiles[name]
+    name = action.target
+    tile = setup.tiles[name]
     ctx = EngineContext(name=name, tile=tile, tmux=setup.tmux)
     try:
         info = await ctx.pane()
-    except PaneGone as exc:
+    except (PaneGone, ServerGone) as exc:
         return ActionResult(False, f"tile {name}: {exc}; nothing typed")
     found, running = running_in(info, setup.registries)
     agent = tile.agent if tile.agent != "auto" else (found or "terminal")
     adapter = adapter_for(agent, ctx, setup.registries)
     escapes, start, end = adapter.answer_screen
-    verb = action.kind
+    where = f"tile {name} ({adapter.name}, {info.pane_id})"
 
-    async def keys_now() -> list[str] | None:
-        return adapter.answer_keys(await ctx.capture(escapes=escapes, start=start, end=end), approve)
+    async def screen_now() -> str:
+        return await ctx.capture(escapes=escapes, start=start, end=end)
 
-    keys = await keys_now()
-    if keys is None:
-        return ActionResult(False, f"tile {name} ({adapter.name}, {info.pane_id}) shows no permission prompt "
-                            f"now: nothing typed, nothing to {verb}")
-    for i, key in enumerate(keys):
-        if i:
-            await anyio.sleep(KEY_GAP_S)
-        await setup.tmux.send_keys(info.pane_id, key)
-    typed = " ".join(keys)
+    screen = await screen_now()
+    plan = adapter.answer_keys(screen, approve)
+    if plan is None:
+        return ActionResult(False, f"{where} shows no permission prompt now: nothing typed, nothing to "
+                            f"{action.kind}")
+    typed: list[str] = []
+    # a key at a time, the keys asked again once the screen shows the last one's effect: a TUI may read a
+    # key against the state it drew before the previous one (Enter taking the choice the arrow left)
+    while len(plan) > 1 and len(typed) < MAX_KEYS:
+        typed.append(plan[0])
+        await setup.tmux.send_keys(info.pane_id, plan[0])
+        moved = await _changed(screen_now, screen)
+        if moved is None:
+            plan = plan[1:]
+            continue
+        screen, plan = moved, adapter.answer_keys(moved, approve)
+        if plan is None:
+            return ActionResult(False, f"the permission prompt of {where} left its screen after "
+                                f"{' '.join(typed)}, before the answer was complete: look at the pane")
+    typed.append(plan[0])
+    await setup.tmux.send_keys(info.pane_id, plan[0])
+    keys = " ".join(typed)
+    if await _gone(screen_now, adapter, approve):
+        said = "approved" if approve else "denied"
+        return ActionResult(True, f"{said} the permission prompt of {where} (keys {keys}); it left the "
+                            "screen")
+    return ActionResult(False, f"typed {keys} into {where} to {action.kind}, but a permission prompt is "
+                        f"still on its screen after {CONFIRM_S:g}s: look at the pane")
+
+
+async def _changed(screen_now: Callable[[], Awaitable[str]], before: str) -> str | None:
+    """The screen once it differs from ``before``, or None when it stayed the same for ``KEY_SETTLE_S``."""
+    deadline = time.monotonic() + KEY_SETTLE_S
+    while time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+        screen = await screen_now()
+        if screen != before:
+            await anyio.sleep(KEY_GAP_S)  # the rest of the redraw
+            return await screen_now()
+    return None
+
+
+async def _gone(screen_now: Callable[[], Awaitable[str]], adapter: AgentAdapter, approve: bool) -> bool:
+    """Whether the permission prompt leaves the screen within ``CONFIRM_S``."""
     deadline = time.monotonic() + CONFIRM_S
     while time.monotonic() < deadline:
         await anyio.sleep(0.05)
-        if await keys_now() is None:
-            said = "approved" if approve else "denied"
-            return ActionResult(True, f"{said} the permission prompt of tile {name} ({adapter.name}, "
-                                f"{info.pane_id}; keys {typed}); it left the screen")
-    return ActionResult(False, f"typed {typed} into tile {name} ({adapter.name}, {info.pane_id}) to {verb}, "
-                        f"but a permission prompt is still on its screen after {CONFIRM_S:g}s: look at the "
-                        "pane")
+        if adapter.answer_keys(await screen_now(), approve) is None:
+            return True
+    return False
 
 
-async def _retry(action: Action, config: Config, journal: Journal) -> ActionResult:
+async def _retry(action: Action, setup: Setup, journal: Journal) -> ActionResult:
     """A failed hand-off typed again as ``baton send`` types, on its own journal row: once."""
     from pipeline.commands.send import RetryRecord, send_text
 
@@ -231,7 +275,7 @@ async def _retry(action: Action, config: Config, journal: Journal) -> ActionResu
     if not journal.claim_failed(key, f"retry asked ({action.origin})"):
         return ActionResult(False, f"hand-off {key} is being retried already")
     retry = RetryRecord(key, journal)
-    ok, line = await send_text(record.target, record.prompt, _setup(config), retry)
+    ok, line = await send_text(record.target, record.prompt, setup, retry)
     if not retry.started:  # refused before anything was recorded (the tile is gone from routes.yaml)
         journal.set_state(key, "failed", error=f"retry: {line}")
     return ActionResult(ok, f"retry of {key}: {line}")

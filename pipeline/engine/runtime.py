@@ -84,6 +84,7 @@ class Pipeline:
             from pipeline.bus.node import BusNode  # only here: a single machine never loads the NATS client
 
             self.bus = BusNode(self.config, self.host, self.journal)
+            self.bus.on_action = self._action
             local_in, local_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
         async with anyio.create_task_group() as tg:
             if self.watcher is None:
@@ -148,6 +149,21 @@ class Pipeline:
             rows.append({"tile": name, "pane": runtime.ctx.tile.pane, "agent": runtime.adapter.name,
                          "state": state, "working_since": since})
         return rows
+
+    async def _action(self, action_id: str, body: dict[str, Any]) -> tuple[bool, str]:
+        """An action another host sent over the bus, performed here under its id (done once)."""
+        from pathlib import Path
+
+        from pipeline.bus.actions import action_of
+        from pipeline.engine.actions import perform_here
+
+        try:
+            action = action_of(body)
+        except (KeyError, TypeError, ValueError) as exc:
+            return False, f"not an action batonpass can read ({type(exc).__name__}: {exc})"
+        result = await perform_here(action, config_path=Path(self.config.path), action_id=action_id,
+                                    host=self.host, tmux=self.tmux)
+        return result.ok, result.message
 
     async def submit(self, prompt: Prompt) -> None:
         """Queue a prompt as if a route had produced it (the demo's first prompt; ``baton send``)."""

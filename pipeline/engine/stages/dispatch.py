@@ -46,6 +46,8 @@ _WAITS_FOR = {"busy": "is busy (a turn runs, or it asks a person something)",
 RECHECK_S = 0.5
 #: a held hand-off looks again at least this often (the journal may be changed under it, the clock set)
 HOLD_TICK_S = 60.0
+#: how often a held route's journal row is read again (only while one of its hand-offs waits)
+HELD_ROUTE_TICK_S = 0.25
 
 
 async def target_state(adapter: AgentAdapter) -> TargetState:
@@ -168,6 +170,7 @@ class PromptDispatcher:
                 flush=True,
             )
             return Delivery(prompt, "dry-run")
+        await self._while_held(prompt)
         await self._hold_for_rate(prompt)
         with pane_lookups_shared():  # the pane asked of tmux once per readiness check, and for the paste
             return await self._deliver(prompt, adapter)
@@ -210,6 +213,27 @@ class PromptDispatcher:
             len(prompt.text),
         )
         return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
+
+    async def _while_held(self, prompt: Prompt) -> None:
+        """Wait while a person holds ``prompt``'s route (``baton hold``, the journal's ``holds``): the
+        hand-off stays queued, journaled ``held``, and goes on once the route is resumed."""
+        said = False
+        while True:
+            held = (await self.journal.until_read(self.journal.holds)).get(prompt.route)
+            if held is None:
+                if said:
+                    log.info("resumed     %s -> %s", prompt.key, prompt.target)
+                    await self.journal.until_done(partial(self.journal.set_state, prompt.key, "transformed",
+                                                          note=f"route {prompt.route} resumed"))
+                return
+            if not said:
+                who, at = held
+                since = time.strftime("%H:%M:%S", time.localtime(at))
+                why = f"route {prompt.route} held by {who} at {since}; it goes on baton resume {prompt.route}"
+                log.warning("held        %s -> %s: %s", prompt.key, prompt.target, why)
+                await self.journal.until_done(partial(self.journal.set_state, prompt.key, "held", note=why))
+                said = True
+            await anyio.sleep(HELD_ROUTE_TICK_S)
 
     async def _hold_for_rate(self, prompt: Prompt) -> None:
         """Wait while ``prompt``'s route has typed ``max_per_hour`` hand-offs in the last hour."""
