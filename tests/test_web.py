@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +231,10 @@ def _put(url: str, key: str, rows: list[dict]) -> None:
         finally:
             await link.close()
 
-    anyio.run(put)
+    # in a thread of its own: the module's browser (Playwright's sync API) holds this thread's event loop
+    done = threading.Thread(target=anyio.run, args=(put,))
+    done.start()
+    done.join(30)
 
 
 @pytest.mark.tmux
