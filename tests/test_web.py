@@ -100,9 +100,11 @@ def test_the_token_guards_page_stream_and_actions_and_other_sites_are_refused(
     assert "Traceback" not in web.err.read_text()
     token_file = private_state / "batonpass" / "web-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and token_file.read_text().strip() == token
-    again = _web(tmux_server, tmp_path, config)  # the same token next time: a bookmark keeps working
+    # the same token next time (a bookmark keeps working); --public says to put TLS in front
+    again = start_web("-c", str(config), tmp=tmp_path, options=("--public",))
     try:
         assert again.token == token
+        wait_for(lambda: "TLS" in again.out.read_text(), what="the word about TLS")
     finally:
         assert again.stop() == 0
     refused = baton("-c", str(config), "web", "--host", "0.0.0.0")

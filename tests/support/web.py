@@ -53,11 +53,12 @@ class WebServer:
             raise AssertionError("baton web did not stop on Ctrl-C") from None
 
 
-def start_web(*args: str, tmp: Path, env: dict[str, str] | None = None) -> WebServer:
-    """``baton ARGS web --port 0``, once it has printed its URL."""
+def start_web(*args: str, tmp: Path, env: dict[str, str] | None = None,
+              options: tuple[str, ...] = ()) -> WebServer:
+    """``baton ARGS web --port 0 OPTIONS``, once it has printed its URL."""
     out, err = tmp / "web.out", tmp / "web.err"
     with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen([*BATON, *args, "web", "--port", "0"], stdin=subprocess.DEVNULL, stdout=o,
+        proc = subprocess.Popen([*BATON, *args, "web", "--port", "0", *options], stdin=subprocess.DEVNULL, stdout=o,
                                 stderr=e, env=baton_env(env))
 
     def url() -> str | None:
