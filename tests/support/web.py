@@ -58,8 +58,8 @@ def start_web(*args: str, tmp: Path, env: dict[str, str] | None = None,
     """``baton ARGS web --port 0 OPTIONS``, once it has printed its URL."""
     out, err = tmp / "web.out", tmp / "web.err"
     with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen([*BATON, *args, "web", "--port", "0", *options], stdin=subprocess.DEVNULL, stdout=o,
-                                stderr=e, env=baton_env(env))
+        proc = subprocess.Popen([*BATON, *args, "web", "--port", "0", *options], stdin=subprocess.DEVNULL,
+                                stdout=o, stderr=e, env=baton_env(env))
 
     def url() -> str | None:
         if proc.poll() is not None:
