@@ -270,3 +270,16 @@ def test_with_a_bus_the_page_holds_every_hosts_tiles(tmux_server: TmuxServer, tm
     finally:
         assert web.stop() == 0
     assert "Traceback" not in web.err.read_text()
+
+
+@pytest.mark.anyio
+async def test_a_slow_page_gets_the_newest_frame_never_a_backlog() -> None:
+    from pipeline.web.feed import Listener
+
+    listener = Listener()
+    for n in range(3):
+        listener.put(b'{"n":%d}' % n)
+    assert await listener.next(5) == b'{"n":2}'
+    assert await listener.next(0.05) is None  # nothing new: the stream writes a keep-alive
+    listener.close()
+    assert await listener.next(5) is None and listener.closed
