@@ -233,10 +233,7 @@ def _put(url: str, key: str, rows: list[dict]) -> None:
         finally:
             await link.close()
 
-    # in a thread of its own: the module's browser (Playwright's sync API) holds this thread's event loop
-    done = threading.Thread(target=anyio.run, args=(put,))
-    done.start()
-    done.join(30)
+    _in_a_thread(put)
 
 
 @pytest.mark.tmux
@@ -272,14 +269,35 @@ def test_with_a_bus_the_page_holds_every_hosts_tiles(tmux_server: TmuxServer, tm
     assert "Traceback" not in web.err.read_text()
 
 
-@pytest.mark.anyio
-async def test_a_slow_page_gets_the_newest_frame_never_a_backlog() -> None:
+def test_a_slow_page_gets_the_newest_frame_never_a_backlog() -> None:
     from pipeline.web.feed import Listener
 
-    listener = Listener()
-    for n in range(3):
-        listener.put(b'{"n":%d}' % n)
-    assert await listener.next(5) == b'{"n":2}'
-    assert await listener.next(0.05) is None  # nothing new: the stream writes a keep-alive
-    listener.close()
-    assert await listener.next(5) is None and listener.closed
+    async def scene() -> None:
+        listener = Listener()
+        for n in range(3):
+            listener.put(b'{"n":%d}' % n)
+        assert await listener.next(5) == b'{"n":2}'
+        assert await listener.next(0.05) is None  # nothing new: the stream writes a keep-alive
+        listener.close()
+        assert await listener.next(5) is None and listener.closed
+
+    _in_a_thread(scene)
+
+
+def _in_a_thread(scene: Any) -> None:
+    """``anyio.run(scene)`` in a thread of its own: this module's browser (Playwright's sync API) holds the
+    main thread's event loop; an exception there fails the test here."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(scene)
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the scene did not end"
+    if failed:
+        raise failed[0]
