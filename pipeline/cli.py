@@ -216,6 +216,15 @@ def _parser() -> argparse.ArgumentParser:
                     help="a live board in the terminal, redrawn as agents work: state and why, last answer, "
                     "queued and last hand-off, tokens and cost (q quits)")
 
+    sp = cmd("web", _command("web"), "the live board in a browser, with approve, deny, send, retry, hold and "
+             "resume: prints its URL (with the token it needs) and serves until Ctrl-C")
+    sp.add_argument("--port", type=bounded_int(0, 65535), default=8765,
+                    help="the port (default 8765; 0: any free one)")
+    sp.add_argument("--host", default="127.0.0.1", type=non_blank("--host"),
+                    help="the address to listen on (default 127.0.0.1; another needs --public)")
+    sp.add_argument("--public", action="store_true",
+                    help="allow an address other machines reach (put TLS in front of it)")
+
     sp = cmd("extract", _command("extract"),
              "print the last finished turn's answer from a transcript or rollout file")
     sp.add_argument("file", type=non_blank_path("FILE"))

@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.support.daemons",
     "tests.support.bus",
     "tests.support.transforms",
+    "tests.support.web",
 ]
 
 

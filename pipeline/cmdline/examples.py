@@ -75,6 +75,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("baton status --json | jq '.[].state'", "for scripts"),
         ("baton status --all-hosts --watch", "every host's tiles, from the bus, live"),
     ],
+    "web": [
+        ("baton web", "the board in a browser: open the URL it prints (127.0.0.1 only)"),
+        ("baton web --port 0", "any free port"),
+        ("baton web --host 0.0.0.0 --public", "reachable from other machines: put TLS in front"),
+    ],
     "extract": [
         ("baton extract ~/.claude/projects/-home-me-app/SESSION.jsonl", "Claude Code's last answer"),
         ("baton extract --agent codex ~/.codex/sessions/2026/12/03/rollout-….jsonl", "Codex's"),

@@ -33,8 +33,8 @@ from pipeline.plugin.usage import SessionUsage
 from pipeline.system.proc import SHELLS
 from pipeline.system.text import fit, strip_ansi, text_width
 
-__all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs", "render",
-           "state_words"]
+__all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs",
+           "read_recent", "render", "state_words"]
 
 #: a hand-off waiting to be typed: ``held`` too (its route held by a person, or its hour used up)
 QUEUED_STATES = ("pending", "transformed", "held", "delivering")
@@ -112,6 +112,8 @@ class HandoffView:
     state: str
     updated: float
     why: str
+    #: the journal's key (``baton retry KEY``)
+    key: str = ""
 
 
 def read_handoffs(path: Path, tiles: list[str]) -> tuple[dict[str, int], dict[str, HandoffView]]:
@@ -127,14 +129,41 @@ def read_handoffs(path: Path, tiles: list[str]) -> tuple[dict[str, int], dict[st
         last = {}
         for tile in tiles:
             row = db.execute(
-                "SELECT route, source, target, state, updated, last_error, note FROM handoffs "
+                f"SELECT {_VIEW_COLUMNS} FROM handoffs "
                 "WHERE source=? OR target=? ORDER BY updated DESC LIMIT 1", (tile, tile)).fetchone()
             if row is not None:
-                route, source, target, state, updated, error, note = row
-                last[tile] = HandoffView(route, source, target, state, float(updated), error or note or "")
+                last[tile] = _view(row)
         return queued, last
     except sqlite3.Error:
         return {}, {}  # no handoffs table yet, or locked past the timeout: the next refresh tries again
+    finally:
+        db.close()
+
+
+_VIEW_COLUMNS = "route, source, target, state, updated, last_error, note, key"
+
+
+def _view(row: tuple[Any, ...]) -> HandoffView:
+    route, source, target, state, updated, error, note, key = row
+    return HandoffView(route, source, target, state, float(updated), error or note or "", key)
+
+
+def read_recent(path: Path, limit: int) -> tuple[list[HandoffView], set[str]]:
+    """The ``limit`` hand-offs updated last, newest first, and the routes on hold (``baton hold``),
+    read-only (as :func:`read_handoffs`)."""
+    if not path.exists():
+        return [], set()
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    try:
+        recent = [_view(row) for row in db.execute(
+            f"SELECT {_VIEW_COLUMNS} FROM handoffs ORDER BY updated DESC LIMIT ?", (limit,))]
+        try:
+            held = {str(route) for (route,) in db.execute("SELECT route FROM holds")}
+        except sqlite3.OperationalError:  # a journal from before holds
+            held = set()
+        return recent, held
+    except sqlite3.Error:
+        return [], set()
     finally:
         db.close()
 
@@ -157,7 +186,7 @@ def handoffs_of(rows: list[dict[str, Any]],
             queued[target] = queued.get(target, 0) + 1
         view = HandoffView(str(row.get("route") or ""), source, target, str(row.get("state") or ""),
                            float(row.get("updated") or 0),
-                           str(row.get("last_error") or row.get("note") or ""))
+                           str(row.get("last_error") or row.get("note") or ""), str(row.get("key") or ""))
         for tile in {source, target} & set(tiles):
             if tile not in last or view.updated > last[tile].updated:
                 last[tile] = view

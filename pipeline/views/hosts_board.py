@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from pipeline.bus.board import BOARD_EVERY_S
+from pipeline.bus.link import subject_token
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.system.terminal import FullScreen
@@ -28,7 +30,7 @@ from pipeline.views.all_hosts import REACH_S
 from pipeline.views.board import Board, handoffs_of
 from pipeline.views.live_board import BoardScreen, Wake, quiet_log, refusal
 
-__all__ = ["show_hosts_board"]
+__all__ = ["HostsFeed", "show_hosts_board"]
 
 #: how often the bucket is read
 LOOK_S = BOARD_EVERY_S / 2
@@ -36,19 +38,20 @@ LOOK_S = BOARD_EVERY_S / 2
 SILENT_S = 3 * BOARD_EVERY_S
 
 
-class HostsBoard(BoardScreen):
-    """The board of every host's tiles; tile names are routes.yaml's (one config for all hosts), so a
-    tile's host is shown under it."""
+class HostsFeed:
+    """Every host's tiles, read from the bus; tile names are routes.yaml's (one config for all hosts), so a
+    tile's host is shown under it. ``shown`` is called after each look; ``but`` names a host whose tiles
+    are left out (``baton web`` shows its own host's from their own files)."""
 
-    def __init__(self, link: Any, screen: FullScreen, title: str) -> None:
-        super().__init__(Board([], title), screen)
-        self.link = link
+    def __init__(self, link: Any, title: str, shown: Callable[[], None], but: str | None = None) -> None:
+        self.board = Board([], title)
+        self.link, self.shown = link, shown
+        self.skip = f"tiles.{subject_token(but)}" if but else None
         self.wake = Wake()
+        #: each tile's host
+        self.host_of: dict[str, str] = {}
         #: per bucket key: its last revision, and when the board saw it change (epoch seconds)
         self.heard: dict[str, tuple[int, float]] = {}
-
-    def look_again(self) -> None:
-        self.wake.set()
 
     def _heard(self, key: str, revision: int, now: float) -> float:
         """How long ago ``key`` last changed, as far as this board has seen."""
@@ -63,6 +66,8 @@ class HostsBoard(BoardScreen):
         """Put what the bucket holds on the board."""
         rows: list[tuple[dict[str, Any], float]] = []
         for key, (revision, host_rows) in sorted(tiles.items()):
+            if key == self.skip:
+                continue
             silent = self._heard(key, revision, now)
             rows += [(row, silent) for row in host_rows if isinstance(row.get("tile"), str)]
         names = [row["tile"] for row, _ in rows]
@@ -71,7 +76,7 @@ class HostsBoard(BoardScreen):
                  for name, (row, silent) in zip(names, rows, strict=True)]
         self.board.keep([(name, str(row.get("agent") or "")) for name, row, _ in named])
         for name, row, silent in named:
-            host = str(row.get("host") or "?")
+            host = self.host_of[name] = str(row.get("host") or "?")
             if silent >= SILENT_S:
                 self.board.update({"tile": name, "state": "gone"}, now=now)
                 self.board.views[name].words = f"no word from {host} for {int(silent)}s"
@@ -102,8 +107,19 @@ class HostsBoard(BoardScreen):
                 if not self.board.views:
                     self.board.note = ("no host has published its tiles yet (is baton run running, with "
                                        "the bus?)")
-            self.draw()
+            self.shown()
             await self.wake.wait(LOOK_S)
+
+
+class HostsBoard(BoardScreen):
+    """The terminal's board of every host's tiles: a :class:`HostsFeed` drawn on a full screen."""
+
+    def __init__(self, link: Any, screen: FullScreen, title: str) -> None:
+        self.feed = HostsFeed(link, title, self.draw)
+        super().__init__(self.feed.board, screen)
+
+    def look_again(self) -> None:
+        self.feed.wake.set()
 
 
 async def _run(config: Config, stdin: Any, stdout: Any) -> int:
@@ -123,7 +139,7 @@ async def _run(config: Config, stdin: Any, stdout: Any) -> int:
             with quiet_log(live.board):
                 live.draw()
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(live.look_loop)
+                    tg.start_soon(live.feed.look_loop)
                     live.start(tg)
                     await live.quit.wait()
                     tg.cancel_scope.cancel()

@@ -37,7 +37,7 @@ from pipeline.system.tmux import Tmux, TmuxError
 from pipeline.views.board import Board, read_handoffs, render, state_words
 from pipeline.views.tile_status import tile_row
 
-__all__ = ["BoardScreen", "Wake", "quiet_log", "refusal", "run_live_board", "show_live_board"]
+__all__ = ["BoardScreen", "TileFeed", "Wake", "quiet_log", "refusal", "run_live_board", "show_live_board"]
 
 log = logging.getLogger("batonpass")
 #: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
@@ -169,11 +169,16 @@ class BoardScreen:
         tg.start_soon(self.signals)
 
 
-class LiveBoard(BoardScreen):
-    def __init__(self, config: Config, tiles: dict[str, TileRuntime], screen: FullScreen) -> None:
-        super().__init__(Board([(name, rt.adapter.name) for name, rt in tiles.items()],
-                               Path(config.path).name), screen)
-        self.tiles = tiles
+class TileFeed:
+    """What the live board shows of this host's tiles, kept up to date: each tile looked at again when a
+    file it writes changes (and on the slow look), the journal's hand-offs, the tokens. ``shown`` is called
+    after each change — the terminal board draws, ``baton web`` sends the change to its pages."""
+
+    def __init__(self, config: Config, tiles: dict[str, TileRuntime], shown: Callable[[], None],
+                 preview_chars: int = 80) -> None:
+        self.preview_chars = preview_chars
+        self.board = Board([(name, rt.adapter.name) for name, rt in tiles.items()], Path(config.path).name)
+        self.tiles, self.shown = tiles, shown
         self.journal = default_journal_path()
         self.refresh_wake, self.usage_wake = Wake(), Wake()
         self.look_s = float(os.environ.get("BATON_BOARD_LOOK_S") or LOOK_EVERY_S)
@@ -191,7 +196,7 @@ class LiveBoard(BoardScreen):
     async def _tile(self, name: str) -> None:
         runtime = self.tiles[name]
         try:
-            row = await tile_row(name, runtime)
+            row = await tile_row(name, runtime, self.preview_chars)
         except Exception as exc:  # one tile's surprise must not take the board down
             log.debug("board: %s: %s", name, exc, exc_info=True)
             row = {"tile": name, "state": f"error: {type(exc).__name__}"}
@@ -232,7 +237,7 @@ class LiveBoard(BoardScreen):
         while True:
             follow.want(await self.refresh(names))
             self.usage_wake.set()
-            self.draw()
+            self.shown()
             await anyio.sleep(SETTLE_S)
             woken = await self.refresh_wake.wait(self.look_s)
             names, self.dirty = (self.dirty - {""}) if woken else set(self.tiles), set()
@@ -245,8 +250,26 @@ class LiveBoard(BoardScreen):
                     self.board.views[name].usage = await runtime.adapter.usage()
                 except Exception as exc:  # an unknown shape shows nothing; it never ends the board
                     log.debug("board: %s: usage: %s", name, exc, exc_info=True)
-            self.draw()
+            self.shown()
 
+    async def run(self) -> None:
+        """Follow the tiles until cancelled: one file watcher, the refreshes, the tokens."""
+        watcher = FileWatcher()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            tg.start_soon(self.refresh_loop, Follow(watcher, tg, self.changed))
+            tg.start_soon(self.usage_loop)
+
+
+class LiveBoard(BoardScreen):
+    """The terminal's board of this host's tiles: a :class:`TileFeed` drawn on a full screen."""
+
+    def __init__(self, config: Config, tiles: dict[str, TileRuntime], screen: FullScreen) -> None:
+        self.feed = TileFeed(config, tiles, self.draw)
+        super().__init__(self.feed.board, screen)
+
+    def look_again(self) -> None:
+        self.feed.look_again()
 
 
 @contextmanager
@@ -271,15 +294,12 @@ async def run_live_board(config: Config, registries: Registries, tmux: Tmux,
                       stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     """Show the board until ``q``, Ctrl-C, SIGTERM or a hang-up; 0 when quit that way."""
     tiles = await build_tiles(config, registries.agents, tmux)
-    watcher = FileWatcher()
     with FullScreen(stdin, stdout) as screen:
         live = LiveBoard(config, tiles, screen)
         with quiet_log(live.board):
             live.draw()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(watcher.run)
-                tg.start_soon(live.refresh_loop, Follow(watcher, tg, live.changed))
-                tg.start_soon(live.usage_loop)
+                tg.start_soon(live.feed.run)
                 live.start(tg)
                 await live.quit.wait()
                 tg.cancel_scope.cancel()

@@ -1,0 +1,187 @@
+// baton web: the live board. Frames come from the server's one event stream; every piece of text from an
+// agent goes into the page with textContent (never innerHTML), so an answer holding HTML shows as written.
+"use strict";
+
+const token = new URLSearchParams(location.search).get("token") || "";
+const $ = (id) => document.getElementById(id);
+const cards = new Map();
+let offset = 0;  // the server's clock minus this page's, in seconds
+let frame = null;
+
+function ago(seconds) {
+  const s = Math.max(Math.floor(seconds), 0);
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+  if (s < 86400) return Math.floor(s / 3600) + "h" + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
+  return Math.floor(s / 86400) + "d";
+}
+
+function now() { return Date.now() / 1000 + offset; }
+
+function stateText(t) {
+  if (t.kind === "working") return "working " + ago(now() - t.since) + (t.words ? ": " + t.words : "");
+  if (t.kind === "waiting" || t.kind === "absent") return t.kind + ": " + t.words;
+  return t.kind + (t.words ? ": " + t.words : "");
+}
+
+function handoffText(t) {
+  const h = t.last;
+  if (!h) return "";
+  const where = h.source === t.tile ? "→" + h.target : "←" + h.source;
+  const state = (h.state === "pending" || h.state === "transformed") ? "queued" : h.state;
+  return where + " " + state + " " + ago(now() - h.updated) + " ago";
+}
+
+function say(ok, message) {
+  const out = $("outcome");
+  out.textContent = message;
+  out.className = ok ? "ok" : "fail";
+  out.hidden = false;
+}
+
+async function act(kind, target, text, button) {
+  if (button) button.disabled = true;
+  try {
+    const response = await fetch("/api/action", {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "X-Baton-Token": token},
+      body: JSON.stringify({kind: kind, target: target, text: text}),
+    });
+    let answer = {ok: false, message: response.status + " " + response.statusText};
+    try { answer = await response.json(); } catch (e) { /* not JSON: the status says it */ }
+    say(answer.ok, kind + " " + target + ": " + answer.message);
+    return answer.ok;
+  } catch (e) {
+    say(false, kind + " " + target + ": " + e);
+    return false;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+function card(name) {
+  let el = cards.get(name);
+  if (el) return el;
+  el = $("tile-card").content.firstElementChild.cloneNode(true);
+  el.dataset.tile = name;
+  el.querySelector(".approve").addEventListener("click", (e) => act("approve", name, null, e.target));
+  el.querySelector(".deny").addEventListener("click", (e) => act("deny", name, null, e.target));
+  el.querySelector(".send").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const input = e.target.elements.text;
+    if (!input.value.trim()) return;
+    if (await act("send", name, input.value, e.target.querySelector("button"))) input.value = "";
+  });
+  cards.set(name, el);
+  return el;
+}
+
+function fillTile(el, t) {
+  el.dataset.kind = t.kind;
+  el.querySelector(".name").textContent = t.tile;
+  el.querySelector(".agent").textContent = t.agent;
+  el.querySelector(".host").textContent = t.local ? "" : "on " + t.host;
+  el.querySelector(".state").textContent = stateText(t);
+  const answer = el.querySelector(".answer");
+  answer.textContent = t.answer || "(no answer yet)";
+  answer.classList.toggle("none", !t.answer);
+  el.querySelector(".handoff").textContent = handoffText(t);
+  el.querySelector(".queued").textContent = t.queued ? t.queued + " queued" : "";
+  el.querySelector(".usage").textContent = t.tokens ? t.tokens + " tokens" + (t.cost ? " · " + t.cost : "") : "";
+  el.querySelector(".ask").hidden = t.kind !== "waiting";
+}
+
+function renderTiles(tiles) {
+  const box = $("tiles");
+  const seen = new Set();
+  tiles.forEach((t, i) => {
+    const el = card(t.tile);
+    seen.add(t.tile);
+    fillTile(el, t);
+    if (box.children[i] !== el) box.insertBefore(el, box.children[i] || null);
+  });
+  for (const [name, el] of cards) {
+    if (!seen.has(name)) { el.remove(); cards.delete(name); }
+  }
+}
+
+function item(parts, buttons) {
+  const li = document.createElement("li");
+  for (const [cls, text] of parts) {
+    const span = document.createElement("span");
+    span.className = cls;
+    span.textContent = text;
+    li.appendChild(span);
+  }
+  if (!buttons.length) return li;
+  const group = document.createElement("span");
+  group.className = "buttons";
+  for (const [label, onClick] of buttons) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.addEventListener("click", (e) => onClick(e.target));
+    group.appendChild(b);
+  }
+  li.appendChild(group);
+  return li;
+}
+
+function renderRoutes(routes) {
+  $("routes").replaceChildren(...routes.map((r) => {
+    const li = item([["what", r.name + (r.name === r.from + "->" + r.to ? "" : " (" + r.from + " → " + r.to + ")")],
+                     ["st", r.held ? "held" : ""]],
+      [r.held ? ["Resume", (b) => act("resume", r.name, null, b)] : ["Hold", (b) => act("hold", r.name, null, b)]]);
+    li.dataset.route = r.name;
+    li.dataset.held = String(r.held);
+    return li;
+  }));
+}
+
+function renderRecent(recent) {
+  $("recent").replaceChildren(...recent.map((h) => {
+    const li = item([["when", ago(now() - h.updated) + " ago"], ["what", h.route], ["st", h.state],
+                     ["why", h.why]],
+      h.state === "failed" ? [["Retry", (b) => act("retry", h.key, null, b)]] : []);
+    li.dataset.state = h.state;
+    li.dataset.key = h.key;
+    li.dataset.updated = String(h.updated);
+    return li;
+  }));
+  if (!recent.length) $("recent").replaceChildren(item([["when", "no hand-offs yet"]], []));
+}
+
+function render() {
+  if (!frame) return;
+  $("title").textContent = frame.title + " · " + frame.tiles.length + " tile" + (frame.tiles.length === 1 ? "" : "s")
+    + " · " + frame.host;
+  renderTiles(frame.tiles);
+  $("note").textContent = frame.note || "";
+  $("note").hidden = !frame.note;
+}
+
+function connect() {
+  const events = new EventSource("/api/events?token=" + encodeURIComponent(token));
+  events.addEventListener("board", (e) => {
+    frame = JSON.parse(e.data);
+    offset = frame.sent - Date.now() / 1000;
+    render();
+    renderRoutes(frame.routes);
+    renderRecent(frame.recent);
+    document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+  });
+  events.addEventListener("open", () => { $("link").textContent = "live"; $("link").className = "link up"; });
+  events.addEventListener("error", () => {
+    $("link").textContent = "reconnecting…";
+    $("link").className = "link down";
+  });
+}
+
+// the clocks tick here (working 2m10s, 5s ago): the server sends a frame only when something changed
+setInterval(() => {
+  render();
+  for (const li of $("recent").querySelectorAll("li[data-updated]")) {
+    li.querySelector(".when").textContent = ago(now() - Number(li.dataset.updated)) + " ago";
+  }
+}, 1000);
+connect();
