@@ -15,14 +15,15 @@ from tests.support.tmux import TmuxServer
 __all__ = ["TARGETS", "StandinTarget"]
 
 #: every target the fault matrix and the recovery tests hand off to
-TARGETS = ("demo", "claude", "codex", "opencode")
+TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot")
 
-_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME"}
+_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
+         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME"}
 
 
 class StandinTarget:
-    """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex or OpenCode
-    stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in order."""
+    """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex, OpenCode, Gemini
+    CLI or Copilot CLI stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in order."""
 
     def __init__(
         self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1
