@@ -35,7 +35,6 @@ READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], b
     "claude": ("claude-code-2.1.332", ClaudeCodeAdapter, input_box, False),
     "codex": ("codex-0.171.0", CodexAdapter, composer_draft, True),
     "opencode": ("opencode-1.18.33", OpenCodeAdapter, input_draft, False),
-    # recorded by hand with the adapters (their paste_cases.json lists the paste screens of the recording)
     "gemini": ("gemini-cli-0.61.0", GeminiAdapter, gemini_draft, False),
     "copilot": ("copilot-1.0.102", CopilotAdapter, copilot_draft, False),
 }
@@ -107,7 +106,7 @@ def test_fixtures_hold_every_agent() -> None:
     assert {agent for agent, *_ in CASES} == set(READERS)
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode"])  # the others: no such recording
+@pytest.mark.parametrize("agent", list(READERS))
 def test_two_pastes_in_one_input_are_not_taken_for_one(agent: str) -> None:
     folder, _, read, escapes = READERS[agent]
     screens = FIXTURES / folder / "screens"
