@@ -110,6 +110,8 @@ class Look:
     """One agent's screen: the rows above its input, the input with a draft, busy and dialog rows."""
 
     comm = ""
+    #: how long after a paste arrived it is drawn (the keys after it are taken in order all the same)
+    paste_draw_s = 0.0
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -298,6 +300,9 @@ class CopilotLook(Look):
     ``◉ Working · … esc esc interrupt`` while busy."""
 
     comm = "copilot"
+    #: Copilot gathers a bracketed paste before it draws it: 0.24-0.28 s on the pinned CLI (inline and
+    #: placeholder alike; an Enter sent at once still submits the paste)
+    paste_draw_s = 0.25
 
     def input(self, draft: list[str], busy: bool) -> list[str]:
         rule = "─" * self.width
@@ -891,6 +896,7 @@ def main(argv: list[str] | None = None) -> int:
                         break
                     stand.paste((pasted + pending[:end]).decode("utf-8", "replace"))
                     pending, pasting, pasted = pending[end + len(PASTE_END) :], False, b""
+                    time.sleep(stand.look.paste_draw_s)  # shapes the scenario: the agent's own delay
                     stand.draw()
                     continue
                 if pending.startswith(PASTE_START):
