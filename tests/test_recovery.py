@@ -21,7 +21,7 @@ from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
 from tests.support.pipelines import first_look
 from tests.support.polling import aquiet_for, until, wait_for
-from tests.support.standin_targets import TARGETS, StandinTarget
+from tests.support.standin_targets import TARGETS, StandinTarget, press_enter, say
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
@@ -97,7 +97,7 @@ async def test_already_received_is_marked_delivered_without_typing(
     text = TEXTS[size]
     await tmux_server.tmux.paste(target.pane, text)  # the crash came after Enter
     wait_for(lambda: shown(tmux_server, target, text), what="the paste")
-    tmux_server.run("send-keys", "-t", target.pane, "Enter")
+    press_enter(tmux_server, target.pane)
     wait_for(lambda: target.messages() == [text], what="the prompt taken")
     journal = crashed_journal(tmp_path / "j.sqlite3", text)
     (delivery,) = await recover(tmux_server, journal, target)
@@ -144,7 +144,7 @@ async def behind_a_draft(server: TmuxServer, target: StandinTarget, journal: Jou
             await hand_off(pipeline)
         await aquiet_for(2.0, "a prompt typed into the person's draft")
         assert deliveries == [] and target.messages() == []  # waiting behind the draft
-        server.type(target.pane, " and finished")  # the person sends their own message
+        say(server, target.pane, " and finished")  # the person sends their own message
         await until(lambda: deliveries, timeout=20, what="the hand-off after the draft")
         await until(lambda: len(target.messages()) == 2, what="both messages")
         tg.cancel_scope.cancel()

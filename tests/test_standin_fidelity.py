@@ -31,6 +31,7 @@ from plugins.opencode.screen import input_draft
 from tests.fakes.agent_tui import agent_tui_command
 from tests.support.paths import FIXTURES, REPO
 from tests.support.polling import wait_for
+from tests.support.standin_targets import say
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
@@ -117,11 +118,11 @@ def test_a_stand_in_is_busy_and_asks_for_approval_as_the_real_cli_does(agent: st
     standin = Standin(tmux_server, tmp_path, agent, work_s=3.0)
     real_busy = reading(agent, (FIXTURES / working).read_text())
     real_asking = reading(agent, (FIXTURES / asking).read_text())
-    tmux_server.type(standin.pane, "work on it")
+    say(tmux_server, standin.pane, "work on it")
     wait_for(lambda: reading(agent, standin.screen())["busy"], what="the stand-in busy")
     assert reading(agent, standin.screen()) == real_busy
     wait_for(lambda: not reading(agent, standin.screen())["busy"], what="the stand-in done")
-    tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
+    say(tmux_server, standin.pane, "NEEDS_APPROVAL: touch a file")
     wait_for(lambda: reading(agent, standin.screen())["waiting"], what="the stand-in asking")
     assert reading(agent, standin.screen()) == real_asking
     assert str(real_asking["waiting"]).startswith("permission prompt") and real_busy["busy"]

@@ -112,6 +112,9 @@ class Look:
     comm = ""
     #: how long after a paste arrived it is drawn (the keys after it are taken in order all the same)
     paste_draw_s = 0.0
+    #: an Enter this soon after a typed key, or after a paste, is a newline, not a submit
+    fast_return_s = 0.0
+    paste_return_s = 0.0
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -251,6 +254,11 @@ class GeminiLook(Look):
     ``⠹ Thinking... (esc to cancel, 0s)`` above the rule while busy."""
 
     comm = "gemini"
+    #: its FAST_RETURN_TIMEOUT (30 ms), and the 40 ms after an "unsafe" (bracketed, non-kitty) paste in which
+    #: an Enter is a newline: measured on the pinned CLI, an Enter 0.05 s after the paste was a newline,
+    #: 0.15 s after it a submit (the timer starts once React took the paste)
+    fast_return_s = 0.03
+    paste_return_s = 0.1
 
     def input(self, draft: list[str], busy: bool) -> list[str]:
         shortcuts = "? for shortcuts"
@@ -816,6 +824,7 @@ class Stand:
         self.text = ""  # what the input holds: typed keys and pastes
         self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
         self.count = 0  # the session's placeholder pastes
+        self.key_at = self.paste_at = 0.0  # when the last typed key and the last paste were taken
 
     def draw(self, *, busy: bool = False, dialog: bool = False) -> None:
         bottom = self.look.dialog() if dialog else self.look.input(self.draft_lines(), busy)
@@ -842,8 +851,20 @@ class Stand:
             self.pastes.append((text, mark))
         self.text += text
 
+    def enter(self) -> None:
+        """Enter: a submit, or (too soon after a key or a paste, for an agent that says so) a newline."""
+        now = time.monotonic()
+        if now - self.key_at <= self.look.fast_return_s or now - self.paste_at <= self.look.paste_return_s:
+            self.text += "\n"
+            self.key_at = now
+            self.draw()
+        else:
+            self.submit()
+
     def submit(self) -> None:
         message, long_paste = self.text, bool(self.pastes)
+        if self.look.fast_return_s:  # Gemini CLI submits its input trimmed (a newline an Enter left)
+            message = message.strip()
         self.text, self.pastes = "", []
         if not message.strip():
             self.draw()
@@ -895,6 +916,7 @@ def main(argv: list[str] | None = None) -> int:
                         pasted, pending = pasted + pending, b""
                         break
                     stand.paste((pasted + pending[:end]).decode("utf-8", "replace"))
+                    stand.paste_at = time.monotonic()
                     pending, pasting, pasted = pending[end + len(PASTE_END) :], False, b""
                     time.sleep(stand.look.paste_draw_s)  # shapes the scenario: the agent's own delay
                     stand.draw()
@@ -906,7 +928,7 @@ def main(argv: list[str] | None = None) -> int:
                     break  # the rest of a start marker is still to come
                 byte, pending = pending[:1], pending[1:]
                 if byte == b"\r":
-                    stand.submit()
+                    stand.enter()
                 elif byte in (b"\x03", b"\x04"):
                     return 0
                 elif byte == b"\x15":  # Ctrl-U: the input cleared
@@ -919,6 +941,7 @@ def main(argv: list[str] | None = None) -> int:
                     while pending and 0x80 <= pending[0] < 0xC0:
                         raw, pending = raw + pending[:1], pending[1:]
                     stand.text += raw.decode("utf-8", "replace")
+                    stand.key_at = time.monotonic()
                     stand.draw()
     finally:
         sys.stdout.write("\x1b[?2004l")

@@ -4,6 +4,7 @@ their adapter reads (the daemon side gets the same variables: :meth:`StandinTarg
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from tests.fakes.agent_tui import agent_tui_command
@@ -12,13 +13,26 @@ from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["TARGETS", "StandinTarget"]
+__all__ = ["TARGETS", "StandinTarget", "press_enter", "say"]
 
 #: every target the fault matrix and the recovery tests hand off to
 TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot")
 
 _HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
          "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME"}
+
+
+def press_enter(server: TmuxServer, pane: str) -> None:
+    """Enter as a person presses it: a moment after the last key or paste. Sooner, Gemini CLI takes it for
+    a newline (30 ms after a typed key, ~0.1 s after a paste: tests/fakes/agent_tui.py)."""
+    time.sleep(0.2)  # shapes the scenario: a person's pause before Enter
+    server.run("send-keys", "-t", pane, "Enter")
+
+
+def say(server: TmuxServer, pane: str, text: str) -> None:
+    """Type ``text`` and send it, as a person would."""
+    server.type(pane, text, enter=False)
+    press_enter(server, pane)
 
 
 class StandinTarget:
