@@ -8,10 +8,11 @@ that end, down for a while, and started again. What counts is what reached the t
 log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
 (default 30) sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 
-As a target: the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins of tests/fakes/agent_tui.py, which draw a long
-paste as their real agent's placeholder and keep it in their input until Enter. Besides kills at random
-moments, the daemon is killed in the window between a paste and its Enter: the test watches the target's
-screen from outside and kills the moment the paste shows. What counts is what the target took as prompts.
+As a target: the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins of
+tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
+input until Enter. Besides kills at random moments, the daemon is killed in the window between a paste and
+its Enter: the test watches the target's screen from outside and kills the moment the paste shows. What
+counts is what the target took as prompts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py):
-for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI and left unsubmitted, the adapter reads
-the input as the screen shows it, takes it for that paste (the text drawn inline, or the agent's placeholder
-with the matching count), and not for a paste of another text. The stand-ins' placeholder rule
-(tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for every case."""
+for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI and left
+unsubmitted, the adapter reads the input as the screen shows it, takes it for that paste (the text drawn
+inline, or the agent's placeholder with the matching count), and not for a paste of another text. The
+stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for
+every case."""
 
 from __future__ import annotations
 

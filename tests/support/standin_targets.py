@@ -4,6 +4,7 @@ their adapter reads (the daemon side gets the same variables: :meth:`StandinTarg
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -37,10 +38,13 @@ def say(server: TmuxServer, pane: str, text: str) -> None:
 
 class StandinTarget:
     """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex, OpenCode, Gemini
-    CLI or Copilot CLI stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in order."""
+    CLI or Copilot CLI stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in
+    order. ``under_shell``: run by a shell in the pane, not as the pane's own process (tmux continues a pane
+    process that is stopped; a real agent's worker is a child process too)."""
 
     def __init__(
-        self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1
+        self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1,
+        *, under_shell: bool = False,
     ) -> None:
         self.server, self.agent = server, agent
         self.log = tmp / f"{name}.jsonl"
@@ -51,8 +55,9 @@ class StandinTarget:
             self.pane = server.new_pane(demo_agent_command(name, work_s=work_s, log=self.log), cwd=self.cwd)
             wait_for(lambda: "demo❯" in server.capture(self.pane), what="the demo agent")
         else:
+            command = agent_tui_command(agent, self.log, work_s=work_s)
             self.pane = server.new_pane(
-                agent_tui_command(agent, self.log, work_s=work_s),
+                f"bash -c {shlex.quote(command + '; exit')}" if under_shell else command,
                 cwd=self.cwd,
                 env={**self.env(), "PYTHONPATH": str(REPO)},
             )
