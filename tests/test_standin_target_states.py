@@ -19,6 +19,7 @@ from plugins.codex.adapter import CodexAdapter
 from plugins.copilot.adapter import CopilotAdapter
 from plugins.gemini.adapter import GeminiAdapter
 from plugins.opencode.adapter import OpenCodeAdapter
+from tests.support.polling import until
 from tests.support.standin_targets import StandinTarget, say
 from tests.support.tmux import TmuxServer
 
@@ -56,8 +57,8 @@ async def test_the_adapter_reads_ready_draft_busy_and_asking_from_its_stand_in(
     assert target.messages() == ["NEEDS_APPROVAL: touch a file"]
 
 
-async def until_state(adapter: AgentAdapter, state: str, timeout: float = 10.0) -> None:
-    with anyio.fail_after(timeout):
-        while (now := await adapter.target_state()) != state:
-            await anyio.sleep(0.05)
-    assert now == state
+async def until_state(adapter: AgentAdapter, state: str) -> None:
+    async def there() -> bool:
+        return await adapter.target_state() == state
+
+    await until(there, timeout=10, what=f"{adapter.name} {state}")
