@@ -6,7 +6,10 @@ Each is a claim about its real agent, held to recordings of the real CLI by test
 (the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
 long paste drawn as the agent's placeholder (docs/agent-versions.md, "Pasted drafts"), the busy line and
 the approval dialog. A paste is kept in the input until Enter — as in the real TUIs, never echoed as typed
-text — so a crash between a paste and its Enter leaves the target exactly as a real agent would.
+text — so a crash between a paste and its Enter leaves the target exactly as a real agent would. Their
+timing too, where it matters to delivery (measured on the pinned CLIs): Copilot CLI draws a paste 0.25 s
+after it arrived; Gemini CLI takes an Enter 30 ms or less after a typed key, or ~0.1 s after a paste, for a
+newline (so an Enter read together with its paste leaves the paste in the input, as the real one did).
 
 On Enter the stand-in writes the turn's start to the agent's files (Claude Code: ``sessions/<pid>.json``
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
