@@ -1,6 +1,6 @@
 """Record what the REAL agent CLIs show for a pasted prompt that was not submitted (issue 31).
 
-    .venv/bin/python -m tests.record_paste_screens [--agents claude,codex,opencode] [--latest]
+    .venv/bin/python -m tests.record_paste_screens [--agents claude,codex,opencode,gemini,copilot] [--latest]
 
 For each agent: the real CLI from npm (tests/fakes/npm_agents.py; the pins, or npm's ``latest`` with
 ``--latest``) runs in a private tmux server (``tmux -L baton-rec-…``, ``-f /dev/null``) with its own HOME,
@@ -45,10 +45,13 @@ from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, remove_socket_file
 from plugins.claude_code.screen import input_box
 from plugins.codex.screen import composer_draft
+from plugins.copilot.screen import input_draft as copilot_draft
+from plugins.gemini.screen import input_draft as gemini_draft
 from plugins.opencode.screen import input_draft
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FOLDER = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}
+FOLDER = {"claude": "claude-code", "codex": "codex", "opencode": "opencode", "gemini": "gemini-cli",
+          "copilot": "copilot"}
 START_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 10.0
 TURN_TIMEOUT_S = 60.0
@@ -130,7 +133,8 @@ ANSWER = "Noted: the pasted text arrived.\n\n" + "\n".join(f"- point {i}: " + wo
 
 
 #: every placeholder form seen on these agents' screens (for the summary in paste_cases.json only)
-PLACEHOLDER = re.compile(r"\[Pasted (?:text #\d+(?: \+\d+ lines)?|Content \d+ chars|~\d+ lines)\](?: #\d+)?")
+PLACEHOLDER = re.compile(r"\[Pasted (?:text #\d+(?: \+\d+ lines)?|Content \d+ chars|~\d+ lines)\](?: #\d+)?"
+                         r"|\[Pasted Text: \d+ (?:lines|chars)(?: #\d+)?\]|\[Paste #\d+ - \d+ lines\]")
 
 
 def counts(text: str) -> dict[str, int]:
@@ -214,6 +218,20 @@ def _opencode_launch(root: Path, binary: Path, version: str, url: str) -> Launch
     return Launch("opencode", project, env)
 
 
+def _gemini_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
+    from tests.support.gemini import make_gemini_home
+
+    home = make_gemini_home(root, api_url=url, gemini_bin=binary)
+    return Launch(f"{home.shell_command()} -c gemini", home.project, {})
+
+
+def _copilot_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
+    from tests.support.copilot import make_copilot_home
+
+    home = make_copilot_home(root, api_url=url, copilot_bin=binary, version=version)
+    return Launch(f"{home.shell_command()} -c copilot", home.project, {})
+
+
 def _opencode_draft(screen: str) -> str | None:
     plain = strip_ansi(screen)
     if "╹▀" not in plain:
@@ -228,6 +246,10 @@ AGENTS: dict[str, Agent] = {
                    (("C-c",), ("C-u",))),
     "opencode": Agent("opencode", 160, 45, _opencode_launch, _opencode_draft, "Ask anything",
                       (("C-c",), ("C-u",))),
+    # the size of the recordings made with the adapters (tests/fixtures/gemini-cli-0.61.0, copilot-1.0.102)
+    "gemini": Agent("gemini", 200, 50, _gemini_launch, gemini_draft, "Type your message",
+                    (("C-c",), ("C-u",))),
+    "copilot": Agent("copilot", 200, 50, _copilot_launch, copilot_draft, "❯", (("C-c",), ("C-u",))),
 }
 
 
@@ -250,6 +272,11 @@ def fake_server(agent: str) -> Iterator[str]:
             yield fake.base_url
         finally:
             fake.stop()
+    elif agent == "gemini":
+        from tests.fakes.gemini_api import FakeGemini
+
+        with FakeGemini(answer=lambda prompt: ANSWER) as api:
+            yield api.url
     else:
         from tests.fakes.openai_chat import FakeChat
 
@@ -282,6 +309,8 @@ class Session:
             self.pane = (await self.tmux.run(
                 "new-session", "-d", "-P", "-F", "#{pane_id}", "-s", "rec", "-x", str(self.agent.width),
                 "-y", str(self.agent.height), "-c", str(self.launch.cwd), command)).strip()
+            # an agent that quits (Gemini CLI on a second Ctrl+C) leaves its pane to be restarted in
+            await self.tmux.run("set-option", "-p", "-t", self.pane, "remain-on-exit", "on")
         await self.until(lambda s: self.agent.ready_marker in strip_ansi(s) and self.agent.draft(s) == "",
                          START_TIMEOUT_S, "the idle input")
         await self.note_processes()
@@ -495,7 +524,7 @@ def _same(p: proc.Proc) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.record_paste_screens",
                                      description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated: claude,codex,opencode")
+    parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated: " + ",".join(AGENTS))
     parser.add_argument("--latest", action="store_true", help="npm's latest versions instead of the pins")
     args = parser.parse_args(argv)
     names = [a.strip() for a in args.agents.split(",") if a.strip()]

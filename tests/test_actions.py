@@ -4,6 +4,7 @@ permission prompt and log every key they get; hold, resume and retry against a r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from tests.support.agents import demo_agent_command, messages, read_log, start_a
 from tests.support.cli import baton, json_lines, shell_ready, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
-from tests.support.standin_targets import TARGETS, StandinTarget
+from tests.support.standin_targets import TARGETS, StandinTarget, say
 from tests.support.tmux import TmuxServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,10 +30,11 @@ def _asking(tmux_server: TmuxServer, tmp_path: Path, agent: str) -> tuple[Standi
     """A stand-in of ``agent`` in tile ``b``, showing its permission prompt."""
     standin = StandinTarget(tmux_server, tmp_path, agent, work_s=0.1)
     config = write_routes(tmp_path, tmux_server.socket, {"b": standin.tile})
-    tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
+    say(tmux_server, standin.pane, "NEEDS_APPROVAL: touch a file")
     asks = "allow? [y/n]" if agent == "demo" else ""
     wait_for(lambda: any(w in tmux_server.capture(standin.pane) for w in (
-        asks or "Do you want to proceed?", "Would you like to run", "Permission required")),
+        asks or "Do you want to proceed?", "Would you like to run", "Permission required",
+        "Allow execution of", "Do you want to run this command?")),
         what=f"the {agent} stand-in asking")
     return standin, config
 
@@ -204,11 +206,14 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("claude-code/screens/screen_permission_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),  # Yes…No
     ("codex/approval/screen_approval.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("opencode/screens/screen_permission_prompt.txt", ["Enter"], ["Right", "Right", "Enter"]),
+    ("gemini-cli-0.61.0/screens/screen_11b_approval_prompt_bottom.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
-    adapter = _adapter({"claude-code": "claude", "codex": "codex", "opencode": "opencode"}[
-        screen.split("/")[0].split("-2")[0]])
+    folder = re.sub(r"-\d+(?:\.\d+)*$", "", screen.split("/")[0])  # the agent, without its version
+    adapter = _adapter({"claude-code": "claude", "gemini-cli": "gemini"}.get(folder, folder))
     text = (FIXTURES / screen).read_text()
     assert adapter.answer_keys(text, True) == approve
     assert adapter.answer_keys(text, False) == deny
@@ -217,9 +222,11 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
 @pytest.mark.parametrize("screen", [
     "claude-code-2.1.332/screens/screen_permission_declined.txt",
     "claude-code-2.1.332/screens/screen_done.txt",
-    "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt"])
+    "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
+    "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
+    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "demo", "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 

@@ -8,10 +8,11 @@ that end, down for a while, and started again. What counts is what reached the t
 log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
 (default 30) sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 
-As a target: the Claude Code, Codex and OpenCode stand-ins of tests/fakes/agent_tui.py, which draw a long
-paste as their real agent's placeholder and keep it in their input until Enter. Besides kills at random
-moments, the daemon is killed in the window between a paste and its Enter: the test watches the target's
-screen from outside and kills the moment the paste shows. What counts is what the target took as prompts.
+As a target: the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins of
+tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
+input until Enter. Besides kills at random moments, the daemon is killed in the window between a paste and
+its Enter: the test watches the target's screen from outside and kills the moment the paste shows. What
+counts is what the target took as prompts.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) 
     paste and its Enter. False when no paste showed within ``timeout`` (the daemon is killed anyway)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if "[Pasted" in server.capture(pane):
+        if "[Paste" in server.capture(pane):  # [Pasted …], Copilot's [Paste #K - N lines]
             daemon.kill()
             return True
         time.sleep(0.01)  # shapes the scenario: how often the screen is looked at (tmux answers in ~2 ms)
@@ -171,7 +172,7 @@ def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) 
     return False
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

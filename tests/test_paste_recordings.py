@@ -1,8 +1,9 @@
 """The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py):
-for every text pasted into the real Claude Code, Codex and OpenCode and left unsubmitted, the adapter reads
-the input as the screen shows it, takes it for that paste (the text drawn inline, or the agent's placeholder
-with the matching count), and not for a paste of another text. The stand-ins' placeholder rule
-(tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for every case."""
+for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI and left
+unsubmitted, the adapter reads the input as the screen shows it, takes it for that paste (the text drawn
+inline, or the agent's placeholder with the matching count), and not for a paste of another text. The
+stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for
+every case."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.screen import composer_draft
+from plugins.copilot.adapter import CopilotAdapter
+from plugins.copilot.screen import input_draft as copilot_draft
+from plugins.gemini.adapter import GeminiAdapter
+from plugins.gemini.screen import input_draft as gemini_draft
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft
 from tests.fakes.agent_tui import placeholder
@@ -31,6 +36,8 @@ READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], b
     "claude": ("claude-code-2.1.332", ClaudeCodeAdapter, input_box, False),
     "codex": ("codex-0.171.0", CodexAdapter, composer_draft, True),
     "opencode": ("opencode-1.18.33", OpenCodeAdapter, input_draft, False),
+    "gemini": ("gemini-cli-0.61.0", GeminiAdapter, gemini_draft, False),
+    "copilot": ("copilot-1.0.102", CopilotAdapter, copilot_draft, False),
 }
 #: recorded with more than one paste in the input, or after the Enter: not one unsubmitted paste
 NOT_ONE_PASTE = {"two_pastes", "same_twice", "submitted", "after_turn"}
@@ -89,8 +96,11 @@ def test_the_stand_ins_placeholder_is_the_one_the_real_cli_drew(
 @pytest.mark.parametrize("agent", list(READERS))
 def test_the_recorded_idle_input_is_empty(agent: str) -> None:
     folder, _, read, escapes = READERS[agent]
-    screen = (FIXTURES / folder / "screens" / f"paste_idle{'.ansi' if escapes else ''}.txt").read_text()
-    assert read(screen) == ""
+    screens = FIXTURES / folder / "screens"
+    facts = json.loads((screens / "paste_cases.json").read_text(encoding="utf-8"))
+    idle = next(shot for shot in facts["session"] if shot["case"] == "idle")
+    file = next(f for f in idle["files"] if f.endswith(".ansi.txt") == escapes)
+    assert read((screens / file).read_text()) == ""
 
 
 def test_fixtures_hold_every_agent() -> None:

@@ -2,12 +2,15 @@
 
 Each test writes the journal as a killed run would have left it, arranges the target the way the crash
 left it, starts a pipeline, and counts what the target agent received — for every target: the demo agent
-and the Claude Code, Codex and OpenCode stand-ins (tests/fakes/agent_tui.py), which draw a long paste as
-their real agent's placeholder, with a short prompt (drawn inline) and a long one (a placeholder).
+and the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins (tests/fakes/agent_tui.py), which
+draw a long paste as their real agent's placeholder, with a short prompt (drawn inline) and a long one (a
+placeholder).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -19,9 +22,10 @@ from pipeline.engine.journal import Journal
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
+from pipeline.system import proc
 from tests.support.pipelines import first_look
 from tests.support.polling import aquiet_for, until, wait_for
-from tests.support.standin_targets import TARGETS, StandinTarget
+from tests.support.standin_targets import TARGETS, StandinTarget, press_enter, say
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
@@ -87,7 +91,7 @@ async def recover(server: TmuxServer, journal: Journal, target: StandinTarget) -
 def shown(server: TmuxServer, target: StandinTarget, text: str) -> bool:
     """The paste is in the target's input: its last line, or its agent's placeholder."""
     screen = server.capture(target.pane)
-    return text.split("\n")[-1] in screen or "[Pasted" in screen
+    return text.split("\n")[-1] in screen or "[Paste" in screen  # [Pasted …], Copilot's [Paste #K - N lines]
 
 
 @pytest.mark.parametrize("size", TEXTS)
@@ -97,7 +101,7 @@ async def test_already_received_is_marked_delivered_without_typing(
     text = TEXTS[size]
     await tmux_server.tmux.paste(target.pane, text)  # the crash came after Enter
     wait_for(lambda: shown(tmux_server, target, text), what="the paste")
-    tmux_server.run("send-keys", "-t", target.pane, "Enter")
+    press_enter(tmux_server, target.pane)
     wait_for(lambda: target.messages() == [text], what="the prompt taken")
     journal = crashed_journal(tmp_path / "j.sqlite3", text)
     (delivery,) = await recover(tmux_server, journal, target)
@@ -144,7 +148,7 @@ async def behind_a_draft(server: TmuxServer, target: StandinTarget, journal: Jou
             await hand_off(pipeline)
         await aquiet_for(2.0, "a prompt typed into the person's draft")
         assert deliveries == [] and target.messages() == []  # waiting behind the draft
-        server.type(target.pane, " and finished")  # the person sends their own message
+        say(server, target.pane, " and finished")  # the person sends their own message
         await until(lambda: deliveries, timeout=20, what="the hand-off after the draft")
         await until(lambda: len(target.messages()) == 2, what="both messages")
         tg.cancel_scope.cancel()
@@ -170,3 +174,32 @@ async def test_a_draft_in_the_target_is_waited_for(
 
     messages = await behind_a_draft(tmux_server, target, None, echo)
     assert messages == ["my own half-written and finished", "handed over"]
+
+
+async def test_an_enter_taken_for_a_newline_is_pressed_again_while_the_input_holds_the_prompt(
+    tmux_server: TmuxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Gemini CLI too busy to read its input at once reads the paste and the Enter together and takes the
+    Enter for a newline (as the real 0.61.0 did, stopped while the hand-off was typed): the hand-off is not
+    lost in its input — the dispatcher sees its paste still there and presses Enter again."""
+    target = StandinTarget(tmux_server, tmp_path, "gemini", under_shell=True)
+    for key, value in target.env().items():
+        monkeypatch.setenv(key, value)
+    (pid,) = [p.pid for p in proc.subtree(tmux_server.pane_pid(target.pane)) if p.comm == "gemini"]
+    journal = crashed_journal(tmp_path / "j.sqlite3", SHORT)  # typed again as soon as the pipeline starts
+    deliveries: list[Delivery] = []
+    pipeline = pipeline_for(tmux_server, target, journal, deliveries)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(pipeline.run)
+            await until(lambda: journal.handoff("a->b@t1").attempts == 2, what="the hand-off typed")
+            await anyio.sleep(1.0)  # shapes the scenario: pasted, Enter sent, the target still stopped
+            os.kill(pid, signal.SIGCONT)
+            await until(lambda: deliveries, timeout=20, what="the hand-off to settle")
+            tg.cancel_scope.cancel()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    (delivery,) = deliveries
+    assert delivery.state == "delivered", delivery
+    assert target.messages() == [SHORT]

@@ -110,6 +110,10 @@ class AgentAdapter(abc.ABC):
     submit_delay_s: ClassVar[float] = 0.2
     #: how long to wait for the target to show that the turn started, before calling it unconfirmed
     confirm_timeout_s: ClassVar[float] = 5.0
+    #: for an agent that may take the Enter for a newline (it read the paste and the Enter at once, starved of
+    #: CPU: Gemini CLI): when the turn has not started this long after the Enter and :meth:`input_holds` says
+    #: the input still holds the prompt, Enter is pressed again (and again, at this pace, until confirmed)
+    enter_again_s: ClassVar[float | None] = None
     #: True for adapters that answer from the screen; others get the ``terminal`` adapter as fallback
     reads_screen: ClassVar[bool] = False
     #: a short description for `baton plugins`

@@ -4,9 +4,28 @@ a list of choices with one selected, moved by arrow keys and taken by Enter."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["menu_keys", "pick"]
+__all__ = ["menu_keys", "numbered_choices", "pick"]
+
+#: a numbered choice in a box (``│ ● 1. Allow once │``, ``❯ 1. Yes``), its selection mark, number and label
+_NUMBERED = re.compile(r"^[│┃\s]*(?:([●❯›>])\s*)?\d+\.\s+(.+?)[\s│┃]*$")
+
+
+def numbered_choices(lines: Sequence[str]) -> tuple[list[str], int]:
+    """The labels of the numbered choices in ``lines`` (escapes stripped; the lines under a dialog's
+    question), and the index of the one drawn with a selection mark (``●``, ``❯``, ``›``; 0 when none is)."""
+    labels: list[str] = []
+    selected = 0
+    for line in lines:
+        m = _NUMBERED.match(line)
+        if m is None:
+            continue
+        if m.group(1):
+            selected = len(labels)
+        labels.append(m.group(2))
+    return labels, selected
 
 
 def pick(labels: Sequence[str], *wants: Callable[[str], bool]) -> int | None:

@@ -31,6 +31,7 @@ from plugins.copilot.follow import EventsFollowing, asked
 from plugins.copilot.hooks import hook_kind, install_copilot_hooks
 from plugins.copilot.resolve import default_copilot_home, find_copilot_process
 from plugins.copilot.screen import (
+    approval_answer,
     approval_prompt,
     input_draft,
     is_working,
@@ -70,6 +71,9 @@ class CopilotAdapter(EventsFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return approval_prompt(screen)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return approval_answer(screen, approve)
 
     def draft(self, screen: str) -> str:
         return input_draft(screen) or ""

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
+from pipeline.plugin.dialogs import menu_keys, numbered_choices, pick
 from pipeline.plugin.tools import line_count, strip_ansi
 
-__all__ = ["approval_prompt", "input_draft", "is_working", "paste_placeholder", "strip_furniture"]
+__all__ = ["approval_answer", "approval_prompt", "input_draft", "is_working", "paste_placeholder",
+           "strip_furniture"]
 
 #: how many lines from the bottom the dialog and the input are looked for
 DIALOG_LINES = 40
@@ -46,6 +48,21 @@ def approval_prompt(screen: str) -> str | None:
     if title is None or not any(_SELECT in ln for ln in lines[title + 1:]):
         return None
     return "permission prompt"
+
+
+def approval_answer(screen: str, approve: bool) -> list[str] | None:
+    """The keys that answer the approval box on ``screen``, or None when none shows. 1.0.102 numbers its
+    choices under the question, the selected one marked ``❯`` (``❯ 1. Yes``, ``2. Yes, and don't ask again
+    for …``, ``3. No, and tell Copilot what to do differently (Esc to stop)``): approve takes the plain "Yes"
+    (never "don't ask again"), deny the "No"."""
+    if approval_prompt(screen) is None:
+        return None
+    lines = [ln.strip().strip("│").strip() for ln in _lines(screen)]
+    title = max(i for i, ln in enumerate(lines) if _ASKS.match(ln))
+    labels, selected = numbered_choices(lines[title + 1:])
+    wanted = (pick(labels, lambda s: s == "Yes", lambda s: s.startswith("Yes") and "don't ask" not in s)
+              if approve else pick(labels, lambda s: s.startswith("No")))
+    return None if wanted is None else menu_keys(selected, wanted)
 
 
 def input_draft(screen: str) -> str | None:

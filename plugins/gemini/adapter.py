@@ -26,7 +26,14 @@ from pipeline.plugin.usage import SessionUsage
 from plugins.gemini.follow import GeminiFollowing
 from plugins.gemini.hooks import gemini_dir, install_hooks
 from plugins.gemini.resolve import is_gemini, resolve_session
-from plugins.gemini.screen import BUSY, PLACEHOLDER, input_draft, paste_placeholder, waiting_for
+from plugins.gemini.screen import (
+    BUSY,
+    PLACEHOLDER,
+    approval_answer,
+    input_draft,
+    paste_placeholder,
+    waiting_for,
+)
 from plugins.gemini.session import SessionFile, SessionState, Turn
 from plugins.gemini.usage import session_usage
 
@@ -53,6 +60,9 @@ class GeminiAdapter(GeminiFollowing):
     placeholders = (PLACEHOLDER,)
     confirm_timeout_s = 8.0
     submit_delay_s = 0.3
+    #: an Enter read together with its paste (Gemini CLI starved of CPU) is a newline: 40 ms after an
+    #: "unsafe" paste its Enter inserts one (docs/agents.md); seen on 0.61.0 stopped while it was typed into
+    enter_again_s = 1.0
     quiet_s = 1.5
 
     @classmethod
@@ -199,6 +209,9 @@ class GeminiAdapter(GeminiFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return waiting_for(screen)
+
+    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
+        return approval_answer(screen, approve)
 
     def draft(self, screen: str) -> str:
         return input_draft(screen) or ""

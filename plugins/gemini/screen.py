@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
+from pipeline.plugin.dialogs import menu_keys, numbered_choices, pick
 from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
-__all__ = ["BUSY", "PLACEHOLDER", "input_draft", "paste_placeholder", "waiting_for"]
+__all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "input_draft", "paste_placeholder", "waiting_for"]
 
 BUSY = ("(esc to cancel",)
 PLACEHOLDER = "Type your message or @path/to/file"
@@ -45,6 +46,21 @@ def waiting_for(screen: str) -> str | None:
     if found:
         return f"permission prompt: {(found.group(1) or found.group(2)).strip()}"
     return next((reason for marker, reason in _DIALOGS if marker in tail), None)
+
+
+def approval_answer(screen: str, approve: bool) -> list[str] | None:
+    """The keys that answer the permission dialog on ``screen``, or None when none shows. 0.61.0 numbers
+    its choices under the question, the selected one marked ``●`` (``● 1. Allow once``, ``2. Allow for this
+    session``, ``3. No, suggest changes (esc)``): approve takes "Allow once" (never "for this session"),
+    deny the "No"."""
+    lines = strip_ansi(screen).rstrip("\n").split("\n")[-40:]
+    asks = [i for i, ln in enumerate(lines) if _ALLOW.search(ln) or "Apply this change?" in ln]
+    if not asks:
+        return None
+    labels, selected = numbered_choices(lines[asks[-1] + 1:])
+    wanted = (pick(labels, lambda s: s.startswith("Allow once"), lambda s: s.startswith(("Allow", "Yes")))
+              if approve else pick(labels, lambda s: s.startswith("No")))
+    return None if wanted is None else menu_keys(selected, wanted)
 
 
 def _input_lines(screen: str) -> list[str] | None:

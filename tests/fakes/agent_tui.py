@@ -1,23 +1,29 @@
-"""Stand-ins for Claude Code, Codex and OpenCode as TARGETS: real raw-mode programs in real panes that draw
-what the real TUIs draw, state by state, and write the agent's own files when they take a prompt.
+"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI as TARGETS: real raw-mode programs
+in real panes that draw what the real TUIs draw, state by state, and write the agent's own files when they
+take a prompt.
 
 Each is a claim about its real agent, held to recordings of the real CLI by tests/test_standin_fidelity.py
 (the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
 long paste drawn as the agent's placeholder (docs/agent-versions.md, "Pasted drafts"), the busy line and
 the approval dialog. A paste is kept in the input until Enter — as in the real TUIs, never echoed as typed
-text — so a crash between a paste and its Enter leaves the target exactly as a real agent would.
+text — so a crash between a paste and its Enter leaves the target exactly as a real agent would. Their
+timing too, where it matters to delivery (measured on the pinned CLIs): Copilot CLI draws a paste 0.25 s
+after it arrived; Gemini CLI takes an Enter 30 ms or less after a typed key, or ~0.1 s after a paste, for a
+newline (so an Enter read together with its paste leaves the paste in the input, as the real one did).
 
 On Enter the stand-in writes the turn's start to the agent's files (Claude Code: ``sessions/<pid>.json``
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
 Codex: ``task_started`` and the ``UserMessage`` in a rollout it holds open; OpenCode: a user message and a
-step in its store), logs ``{"message": …}`` to ``--log``, works ``--work-s`` seconds and writes the answer.
+step in its store; Gemini CLI: ``projects.json`` and a chats file of ``user``/``gemini`` lines; Copilot
+CLI: ``inuse.<pid>.lock``, ``open-sessions-state.json``'s ``working`` and ``events.jsonl``), logs
+``{"message": …}`` to ``--log``, works ``--work-s`` seconds and writes the answer.
 A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog, its choices moved by the arrow
 keys and taken by Enter (Esc refuses), and logs each key it got (``{"key": …}``) and the answer
 (``{"approval": "approved"|"denied"}``): approved, the turn goes on; denied, the agent answers that it was
 refused.
 
 Run: ``python -m tests.fakes.agent_tui --agent claude --log FILE`` (in a tmux pane; ``CLAUDE_CONFIG_DIR``,
-``CODEX_HOME`` or ``XDG_DATA_HOME`` set as for the real agent).
+``CODEX_HOME``, ``XDG_DATA_HOME``, ``GEMINI_CLI_HOME`` or ``COPILOT_HOME`` set as for the real agent).
 """
 
 from __future__ import annotations
@@ -35,34 +41,55 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pipeline.plugin.pastes import line_count, utf16_length
+
 __all__ = ["LOOKS", "agent_tui_command", "placeholder"]
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 APPROVAL = "NEEDS_APPROVAL"
 
 
-def utf16_len(text: str) -> int:
-    """Length as JavaScript counts it (Claude Code and OpenCode are JavaScript): UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
-
-
 def placeholder(agent: str, text: str, count: int, rows: int = 40) -> str | None:
     """What ``agent``'s input shows for a paste of ``text`` (sanitized), the ``count``-th placeholder of its
-    session, in a pane of ``rows``; None when the text is drawn inline. The rules recorded from the pinned
-    CLIs (docs/agent-versions.md, "Pasted drafts"; tests/fixtures/*/screens/paste_cases.json)."""
-    if agent == "claude":
-        newlines = text.count("\n")
-        if utf16_len(text.replace("\t", "    ")) > 800 or newlines > min(rows - 10, 2):
-            return f"[Pasted text #{count} +{newlines} lines]" if newlines else f"[Pasted text #{count}]"
-    elif agent == "codex":
-        if len(text) > 1000:  # code points, newlines included
-            return f"[Pasted Content {len(text)} chars]"
-    elif agent == "opencode":
-        trimmed = text.strip()
-        lines = trimmed.count("\n") + 1
-        if lines >= 3 or utf16_len(trimmed) > 150:
-            return f"[Pasted ~{lines} lines]"
+    session (Gemini CLI: the ``count``-th copy of its label in the input), in a pane of ``rows``; None when
+    the text is drawn inline. The rules recorded from the pinned CLIs (docs/agent-versions.md, "Pasted
+    drafts"; tests/fixtures/*/screens/paste_cases.json)."""
+    return _RULES[agent](text, count, rows)
+
+
+def _claude(text: str, count: int, rows: int) -> str | None:
+    newlines = text.count("\n")
+    if utf16_length(text.replace("\t", "    ")) > 800 or newlines > min(rows - 10, 2):
+        return f"[Pasted text #{count} +{newlines} lines]" if newlines else f"[Pasted text #{count}]"
     return None
+
+
+def _codex(text: str, count: int, rows: int) -> str | None:
+    return f"[Pasted Content {len(text)} chars]" if len(text) > 1000 else None  # code points
+
+
+def _opencode(text: str, count: int, rows: int) -> str | None:
+    trimmed = text.strip()
+    lines = trimmed.count("\n") + 1
+    return f"[Pasted ~{lines} lines]" if lines >= 3 or utf16_length(trimmed) > 150 else None
+
+
+def _gemini(text: str, count: int, rows: int) -> str | None:
+    if line_count(text) > 5:
+        label = f"{line_count(text)} lines"
+    elif utf16_length(text) > 500:
+        label = f"{utf16_length(text)} chars"
+    else:
+        return None
+    return f"[Pasted Text: {label}{f' #{count}' if count > 1 else ''}]"
+
+
+def _copilot(text: str, count: int, rows: int) -> str | None:
+    # characters play no part: one line of any length is drawn inline
+    return f"[Paste #{count} - {line_count(text)} lines]" if line_count(text) > 10 else None
+
+
+_RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _gemini, "copilot": _copilot}
 
 
 def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
@@ -89,6 +116,11 @@ class Look:
     """One agent's screen: the rows above its input, the input with a draft, busy and dialog rows."""
 
     comm = ""
+    #: how long after a paste arrived it is drawn (the keys after it are taken in order all the same)
+    paste_draw_s = 0.0
+    #: an Enter this soon after a typed key, or after a paste, is a newline, not a submit
+    fast_return_s = 0.0
+    paste_return_s = 0.0
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -241,7 +273,122 @@ class OpenCodeLook(Look):
         return [f"     {text[: self.width - 8]}", "", "     ▣  Build · Fake · 0.2s", ""]
 
 
-LOOKS: dict[str, type[Look]] = {"claude": ClaudeLook, "codex": CodexLook, "opencode": OpenCodeLook}
+class GeminiLook(Look):
+    """Gemini CLI 0.61.0: `` > `` in a box between a rule and the ``workspace`` footer; a spinner line
+    ``⠹ Thinking... (esc to cancel, 0s)`` above the rule while busy."""
+
+    comm = "gemini"
+    #: its FAST_RETURN_TIMEOUT (30 ms), and the 40 ms after an "unsafe" (bracketed, non-kitty) paste in which
+    #: an Enter is a newline: measured on the pinned CLI, an Enter 0.05 s after the paste was a newline,
+    #: 0.15 s after it a submit (the timer starts once React took the paste)
+    fast_return_s = 0.03
+    paste_return_s = 0.1
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        shortcuts = "? for shortcuts"
+        status = " ⠹ Thinking... (esc to cancel, 0s)" if busy else ""
+        body = (
+            [f" > {draft[0]}", *[f"   {ln}" for ln in draft[1:]]]
+            if draft
+            else [" >   Type your message or @path/to/file"]
+        )
+        return [
+            "",
+            status + " " * max(1, self.width - len(status) - len(shortcuts) - 1) + shortcuts,
+            "─" * self.width,
+            " Shift+Tab to accept edits",
+            "",
+            *body,
+            "",
+            " workspace (/directory)" + " " * 40 + "sandbox" + " " * 40 + "/model",
+            " ~/my-app" + " " * 54 + "no sandbox" + " " * 37 + "gemini-2.5-flash",
+        ]
+
+    choices = ("Allow once", "Allow for this session", "No, suggest changes (esc)")
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        inner = self.width - 4
+        return [
+            "╭" + "─" * (self.width - 2) + "╮",
+            "│ ? Shell  touch APPROVAL_PROBE.txt".ljust(self.width - 1) + "│",
+            "│ ╭" + "─" * (inner - 2) + "╮ │",
+            "│ │ touch APPROVAL_PROBE.txt".ljust(self.width - 3) + "│ │",
+            "│ ╰" + "─" * (inner - 2) + "╯ │",
+            "│ Allow execution of [Shell]?".ljust(self.width - 1) + "│",
+            "│".ljust(self.width - 1) + "│",
+            *[f"│ {'●' if i == selected else ' '} {i + 1}. {c}".ljust(self.width - 1) + "│"
+              for i, c in enumerate(self.choices)],
+            "╰" + "─" * (self.width - 2) + "╯",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f" > {text.split(chr(10))[0][: self.width - 4]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f"✦ {text[: self.width - 4]}", ""]
+
+
+class CopilotLook(Look):
+    """Copilot CLI 1.0.102: ``❯`` at column 0 between two full-width rules; the footer reads
+    ``◉ Working · … esc esc interrupt`` while busy."""
+
+    comm = "copilot"
+    #: Copilot gathers a bracketed paste before it draws it: 0.24-0.28 s on the pinned CLI (inline and
+    #: placeholder alike; an Enter sent at once still submits the paste)
+    paste_draw_s = 0.25
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        rule = "─" * self.width
+        body = [f"❯ {draft[0]}", *[f"  {ln}" for ln in draft[1:]]] if draft else ["❯"]
+        footer = (
+            " ◉ Working · 17 B esc esc interrupt"
+            if busy
+            else " ← open sidebar · Interactive · Manual Approval · / commands · ? help · tab next tab"
+        )
+        return [
+            "",
+            " ~/my-app",
+            rule,
+            *body,
+            rule,
+            footer + " " * max(1, self.width - len(footer) - 5) + "fake",
+        ]
+
+    choices = ("Yes", "Yes, and don't ask again for `touch` in this directory (~/my-app)",
+               "No, and tell Copilot what to do differently (Esc to stop)")
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        def row(text: str) -> str:
+            return "│ " + text.ljust(self.width - 4) + " │"
+
+        return [
+            "╭" + "─" * (self.width - 2) + "╮",
+            row("Create a file"),
+            row("─" * (self.width - 4)),
+            row("touch APPROVAL_PROBE.txt"),
+            row(""),
+            row("Do you want to run this command?"),
+            row(""),
+            *[row(f"{'❯' if i == selected else ' '} {i + 1}. {c}") for i, c in enumerate(self.choices)],
+            row(""),
+            row("↑/↓ to navigate · enter to select · esc to cancel"),
+            "╰" + "─" * (self.width - 2) + "╯",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f" ❯ {text.split(chr(10))[0][: self.width - 12]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f" ● {text[: self.width - 4]}", ""]
+
+
+LOOKS: dict[str, type[Look]] = {
+    "claude": ClaudeLook,
+    "codex": CodexLook,
+    "opencode": OpenCodeLook,
+    "gemini": GeminiLook,
+    "copilot": CopilotLook,
+}
 
 
 # ---- the files each agent writes ------------------------------------------------------------------------
@@ -322,6 +469,9 @@ class ClaudeFiles:
 
     def waiting(self) -> None:
         self.status("waiting")
+
+    def answered(self, approved: bool) -> None:
+        self.status("busy")
 
     def answer(self, text: str) -> None:
         msg = f"msg_{uuid.uuid4().hex[:12]}"
@@ -431,7 +581,258 @@ class OpenCodeFiles:
         self.store.finish(self.session, self.step, texts=(text,))
 
 
-FILES = {"claude": ClaudeFiles, "codex": CodexFiles, "opencode": OpenCodeFiles}
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+class GeminiFiles:
+    """``projects.json`` and the session's chats file, as 0.61.0 writes them (docs/agent-versions.md): the
+    file is made at startup; a tool's ``gemini`` line is written again, with ``toolCalls``, once it ran."""
+
+    def __init__(self) -> None:
+        gemini = Path(os.environ["GEMINI_CLI_HOME"]) / ".gemini"
+        cwd, now = os.getcwd(), time.time()
+        slug = Path(cwd).name.lower() or "root"
+        gemini.mkdir(parents=True, exist_ok=True)
+        (gemini / "projects.json").write_text(json.dumps({"projects": {cwd: slug}}, indent=2))
+        chats = gemini / "tmp" / slug / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        self.session = str(uuid.uuid4())
+        stamp = time.strftime("%Y-%m-%dT%H-%M", time.gmtime(now))
+        self.file = chats / f"session-{stamp}-{self.session[:8]}.jsonl"
+        self.asked: dict[str, Any] | None = None
+        context = f"<session_context>\nThis is the Gemini CLI.\n- **Workspace Directories:**\n  - {cwd}\n"
+        self.write(
+            {
+                "sessionId": self.session,
+                "projectHash": uuid.uuid4().hex * 2,
+                "startTime": _iso(now),
+                "lastUpdated": _iso(now),
+                "kind": "main",
+            },
+            {
+                "$set": {
+                    "messages": [self.message("user", [{"text": context + "</session_context>"}])],
+                    "lastUpdated": _iso(now),
+                }
+            },
+        )
+
+    @staticmethod
+    def message(kind: str, content: object, **more: Any) -> dict[str, Any]:
+        return {
+            "id": str(uuid.uuid4()),
+            "timestamp": _iso(time.time()),
+            "type": kind,
+            "content": content,
+            **more,
+        }
+
+    def write(self, *records: dict[str, Any]) -> None:
+        with open(self.file, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+
+    def said(self, *messages: dict[str, Any]) -> None:
+        lines: list[dict[str, Any]] = []
+        for m in messages:
+            lines += [m, {"$set": {"lastUpdated": m["timestamp"]}}]
+        self.write(*lines)
+
+    def reply(self, text: str, **more: Any) -> dict[str, Any]:
+        tokens = {"input": 100, "output": 10, "cached": 0, "thoughts": 0, "tool": 0, "total": 110}
+        return self.message("gemini", text, thoughts=[], tokens=tokens, model="gemini-2.5-flash", **more)
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        self.said(self.message("user", [{"text": text}]))  # a placeholder is sent as the text it stands for
+
+    def waiting(self) -> None:
+        """The model's call, written as a finished answer would be until the tool ran (the recorded trap)."""
+        self.asked = self.reply("I will run a command.")
+        self.said(self.asked)
+
+    def answered(self, approved: bool) -> None:
+        if self.asked is None or not approved:  # refused: the answer that says so follows
+            return
+        call = f"run_shell_command__{uuid.uuid4().hex[:12]}"
+        result = [
+            {
+                "functionResponse": {
+                    "id": call,
+                    "name": "run_shell_command",
+                    "response": {"output": "Output: (empty)"},
+                }
+            }
+        ]
+        self.said(
+            {
+                **self.asked,
+                "toolCalls": [
+                    {
+                        "id": call,
+                        "name": "run_shell_command",
+                        "result": result,
+                        "args": {"command": "touch APPROVAL_PROBE.txt"},
+                        "status": "success",
+                        "timestamp": _iso(time.time()),
+                    }
+                ],
+            },
+            self.message("user", result),
+        )
+        self.asked = None
+
+    def answer(self, text: str) -> None:
+        self.said(self.reply(text))
+
+
+class CopilotFiles:
+    """``session-state/<id>/`` with ``inuse.<pid>.lock`` from the start, ``events.jsonl`` from the first
+    prompt, and ``open-sessions-state.json``'s ``working``, as 1.0.102 writes them (docs/agents.md)."""
+
+    def __init__(self) -> None:
+        self.home = Path(os.environ["COPILOT_HOME"])
+        self.session, self.started = str(uuid.uuid4()), time.time()
+        self.folder = self.home / "session-state" / self.session
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "workspace.yaml").write_text(
+            f"id: {self.session}\ncwd: {os.getcwd()}\nclient_name: github/cli\n"
+            f"created_at: {_iso(self.started)}\n"
+        )
+        (self.folder / f"inuse.{os.getpid()}.lock").write_text(str(os.getpid()))
+        self.parent: str | None = None
+        self.interaction, self.request = "", ""
+        self.working(False)
+
+    def working(self, flag: bool) -> None:
+        path = self.home / "open-sessions-state.json"
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            state = {}
+        state[self.session] = {
+            "schemaVersion": 1,
+            "openedAt": _iso(self.started),
+            "refreshedAt": _iso(time.time()),
+            "working": flag,
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)
+
+    def write(self, *events: tuple[str, dict[str, Any]]) -> None:
+        lines = []
+        for kind, data in events:
+            me = str(uuid.uuid4())
+            lines.append(
+                json.dumps(
+                    {
+                        "type": kind,
+                        "data": data,
+                        "id": me,
+                        "timestamp": _iso(time.time()),
+                        "parentId": self.parent,
+                    }
+                )
+                + "\n"
+            )
+            self.parent = me
+        with open(self.folder / "events.jsonl", "a", encoding="utf-8") as f:
+            f.write("".join(lines))
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        if not (self.folder / "events.jsonl").exists():  # made at the first prompt
+            self.write(
+                (
+                    "session.start",
+                    {
+                        "sessionId": self.session,
+                        "version": 1,
+                        "producer": "copilot-agent",
+                        "copilotVersion": "1.0.102",
+                        "startTime": _iso(self.started),
+                        "selectedModel": "fake",
+                        "context": {"cwd": os.getcwd()},
+                    },
+                )
+            )
+        self.working(True)
+        self.interaction = str(uuid.uuid4())
+        self.write(
+            (
+                "user.message",
+                {
+                    "content": text,
+                    "messageId": str(uuid.uuid4()),
+                    "delivery": "idle",
+                    "interactionId": self.interaction,
+                    "turnId": "0",
+                },
+            ),
+            ("assistant.turn_start", {"turnId": "0", "interactionId": self.interaction}),
+        )
+
+    def said(self, text: str, requests: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        return (
+            "assistant.message",
+            {
+                "messageId": str(uuid.uuid4()),
+                "model": "fake",
+                "content": text,
+                "toolRequests": requests,
+                "interactionId": self.interaction,
+                "turnId": "0",
+            },
+        )
+
+    def waiting(self) -> None:
+        call, self.request = f"call_{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
+        command = {"command": "touch APPROVAL_PROBE.txt", "description": "Create a file"}
+        self.write(
+            self.said(
+                "I will run a command.\n", [{"toolCallId": call, "name": "bash", "arguments": command}]
+            ),
+            (
+                "tool.execution_start",
+                {"toolCallId": call, "toolName": "bash", "arguments": command, "turnId": "0"},
+            ),
+            (
+                "permission.requested",
+                {
+                    "requestId": self.request,
+                    "permissionRequest": {
+                        "kind": "shell",
+                        "toolCallId": call,
+                        "fullCommandText": command["command"],
+                    },
+                },
+            ),
+        )
+
+    def answered(self, approved: bool) -> None:
+        kind = {"kind": "approved"} if approved else {"kind": "cancelled", "reason": "Session aborted"}
+        self.write(
+            ("permission.completed", {"requestId": self.request, "result": kind}),
+            ("assistant.turn_end", {"turnId": "0"}),
+            ("assistant.turn_start", {"turnId": "0", "interactionId": self.interaction}),
+        )
+
+    def answer(self, text: str) -> None:
+        usage = {"model": "fake", "inputTokens": 100, "outputTokens": 10}
+        self.write(
+            ("session.usage_record", {"usage": usage}),
+            self.said(text, []),
+            ("assistant.turn_end", {"turnId": "0"}),
+        )
+        self.working(False)
+
+
+FILES = {
+    "claude": ClaudeFiles,
+    "codex": CodexFiles,
+    "opencode": OpenCodeFiles,
+    "gemini": GeminiFiles,
+    "copilot": CopilotFiles,
+}
 
 
 # ---- the terminal loop ----------------------------------------------------------------------------------
@@ -450,6 +851,7 @@ class Stand:
         self.text = ""  # what the input holds: typed keys and pastes
         self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
         self.count = 0  # the session's placeholder pastes
+        self.key_at = self.paste_at = 0.0  # when the last typed key and the last paste were taken
 
     def draw(self, *, busy: bool = False, dialog: int | None = None) -> None:
         bottom = self.look.dialog(dialog) if dialog is not None else self.look.input(self.draft_lines(), busy)
@@ -466,14 +868,30 @@ class Stand:
 
     def paste(self, text: str) -> None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        mark = placeholder(self.agent, text, self.count + 1, self.height)
+        count = self.count + 1
+        if self.agent == "gemini":  # Gemini CLI numbers the copies of one label in the input
+            first = placeholder(self.agent, text, 1, self.height)
+            count = 1 + sum(mark.split(" #")[0].rstrip("]") + "]" == first for _, mark in self.pastes)
+        mark = placeholder(self.agent, text, count, self.height)
         if mark is not None:  # only placeholders are numbered
             self.count += 1
             self.pastes.append((text, mark))
         self.text += text
 
+    def enter(self) -> None:
+        """Enter: a submit, or (too soon after a key or a paste, for an agent that says so) a newline."""
+        now = time.monotonic()
+        if now - self.key_at <= self.look.fast_return_s or now - self.paste_at <= self.look.paste_return_s:
+            self.text += "\n"
+            self.key_at = now
+            self.draw()
+        else:
+            self.submit()
+
     def submit(self) -> None:
         message, long_paste = self.text, bool(self.pastes)
+        if self.look.fast_return_s:  # Gemini CLI submits its input trimmed (a newline an Enter left)
+            message = message.strip()
         self.text, self.pastes = "", []
         if not message.strip():
             self.draw()
@@ -487,8 +905,8 @@ class Stand:
         if APPROVAL in message:
             self.files.waiting()
             approved = self.ask()
-            if isinstance(self.files, ClaudeFiles):
-                self.files.status("busy")
+            if hasattr(self.files, "answered"):
+                self.files.answered(approved)
             self.draw(busy=True)
         if approved:
             time.sleep(self.work_s)  # shapes the scenario: the agent works this long
@@ -563,7 +981,9 @@ def main(argv: list[str] | None = None) -> int:
                         pasted, pending = pasted + pending, b""
                         break
                     stand.paste((pasted + pending[:end]).decode("utf-8", "replace"))
+                    stand.paste_at = time.monotonic()
                     pending, pasting, pasted = pending[end + len(PASTE_END) :], False, b""
+                    time.sleep(stand.look.paste_draw_s)  # shapes the scenario: the agent's own delay
                     stand.draw()
                     continue
                 if pending.startswith(PASTE_START):
@@ -573,7 +993,7 @@ def main(argv: list[str] | None = None) -> int:
                     break  # the rest of a start marker is still to come
                 byte, pending = pending[:1], pending[1:]
                 if byte == b"\r":
-                    stand.submit()
+                    stand.enter()
                 elif byte in (b"\x03", b"\x04"):
                     return 0
                 elif byte == b"\x15":  # Ctrl-U: the input cleared
@@ -586,6 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
                     while pending and 0x80 <= pending[0] < 0xC0:
                         raw, pending = raw + pending[:1], pending[1:]
                     stand.text += raw.decode("utf-8", "replace")
+                    stand.key_at = time.monotonic()
                     stand.draw()
     finally:
         sys.stdout.write("\x1b[?2004l")

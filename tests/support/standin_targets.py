@@ -4,6 +4,8 @@ their adapter reads (the daemon side gets the same variables: :meth:`StandinTarg
 from __future__ import annotations
 
 import os
+import shlex
+import time
 from pathlib import Path
 
 from tests.fakes.agent_tui import agent_tui_command
@@ -12,20 +14,37 @@ from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["TARGETS", "StandinTarget"]
+__all__ = ["TARGETS", "StandinTarget", "press_enter", "say"]
 
 #: every target the fault matrix and the recovery tests hand off to
-TARGETS = ("demo", "claude", "codex", "opencode")
+TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot")
 
-_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME"}
+_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
+         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME"}
+
+
+def press_enter(server: TmuxServer, pane: str) -> None:
+    """Enter as a person presses it: a moment after the last key or paste. Sooner, Gemini CLI takes it for
+    a newline (30 ms after a typed key, ~0.1 s after a paste: tests/fakes/agent_tui.py)."""
+    time.sleep(0.2)  # shapes the scenario: a person's pause before Enter
+    server.run("send-keys", "-t", pane, "Enter")
+
+
+def say(server: TmuxServer, pane: str, text: str) -> None:
+    """Type ``text`` and send it, as a person would."""
+    server.type(pane, text, enter=False)
+    press_enter(server, pane)
 
 
 class StandinTarget:
-    """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex or OpenCode
-    stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in order."""
+    """A target agent in a pane of ``server``: the demo agent, or the Claude Code, Codex, OpenCode, Gemini
+    CLI or Copilot CLI stand-in of tests/fakes/agent_tui.py; ``messages()`` is what it took as prompts, in
+    order. ``under_shell``: run by a shell in the pane, not as the pane's own process (tmux continues a pane
+    process that is stopped; a real agent's worker is a child process too)."""
 
     def __init__(
-        self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1
+        self, server: TmuxServer, tmp: Path, agent: str, name: str = "b", work_s: float = 0.1,
+        *, under_shell: bool = False,
     ) -> None:
         self.server, self.agent = server, agent
         self.log = tmp / f"{name}.jsonl"
@@ -36,8 +55,9 @@ class StandinTarget:
             self.pane = server.new_pane(demo_agent_command(name, work_s=work_s, log=self.log), cwd=self.cwd)
             wait_for(lambda: "demo❯" in server.capture(self.pane), what="the demo agent")
         else:
+            command = agent_tui_command(agent, self.log, work_s=work_s)
             self.pane = server.new_pane(
-                agent_tui_command(agent, self.log, work_s=work_s),
+                f"bash -c {shlex.quote(command + '; exit')}" if under_shell else command,
                 cwd=self.cwd,
                 env={**self.env(), "PYTHONPATH": str(REPO)},
             )

@@ -97,13 +97,29 @@ async def submit_paste(adapter: AgentAdapter, clean: str, on_submit: Callable[[]
     if on_submit is not None:
         on_submit()
     await ctx.tmux.send_keys(pane_id, "Enter")
+    again = adapter.enter_again_s
     with anyio.move_on_after(adapter.confirm_timeout_s):
         tick = 0.005  # agents show a turn within milliseconds of the Enter: look soon, then less often
+        again_at = time.monotonic() + (again or 0.0)
         while not await adapter.turn_started(before):
+            if again is not None and time.monotonic() >= again_at:
+                again_at = time.monotonic() + again
+                await _enter_again(adapter, pane_id, clean)
             await anyio.sleep(tick)
             tick = min(tick * 2, 0.05)
         return True, pane_id
     return False, pane_id
+
+
+async def _enter_again(adapter: AgentAdapter, pane_id: str, clean: str) -> None:
+    """Enter once more if the input still holds this prompt: the agent took the Enter for a newline
+    (:attr:`pipeline.plugin.agents.AgentAdapter.enter_again_s`). Never on anything else in the input."""
+    try:
+        if await adapter.input_holds(clean) == "prompt":
+            log.info("enter again %s: the input still holds the prompt after its Enter", adapter.ctx.name)
+            await engine_context(adapter).tmux.send_keys(pane_id, "Enter")
+    except TmuxError:
+        return
 
 
 class PromptDispatcher:
