@@ -8,12 +8,13 @@ Shared by the adapters whose agents write JSONL (the demo agent, Codex rollouts)
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-__all__ = ["AppendedLines", "json_head", "json_list", "json_object"]
+__all__ = ["AppendedLines", "iso_time", "json_head", "json_list", "json_object"]
 
 
 def json_object(value: object) -> dict[str, Any]:
@@ -91,3 +92,14 @@ class AppendedLines:
             if isinstance(obj, dict):
                 out.append(obj)
         return out
+
+
+def iso_time(value: Any) -> float | None:
+    """A record's ISO 8601 timestamp (``2026-12-06T04:00:52.892Z``, as the agents write them) as epoch
+    seconds; None when absent or malformed (a record is never trusted to hold one)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime
 from typing import Any
 
 from pipeline.plugin.tools import AppendedLines
+from pipeline.plugin.tools import iso_time as parse_timestamp
 
 __all__ = [
     "ROLLOUT_NAME",
@@ -47,16 +47,6 @@ def uuid7_time(uuid: str) -> float | None:
         return None
     try:
         return int(digits[:12], 16) / 1000.0
-    except ValueError:
-        return None
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """ISO 8601 (``2026-12-02T13:30:05.666Z``) → epoch seconds; None if absent or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 

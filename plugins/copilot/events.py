@@ -14,23 +14,13 @@ Sub-agent calls (``parentToolCallId``) are not the user's turn and are skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from pipeline.plugin.events import Outcome
+from pipeline.plugin.tools import iso_time as parse_timestamp
 from pipeline.plugin.tools import json_object
 
 __all__ = ["Interaction", "SessionEvents", "parse_timestamp", "turn_id"]
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """ISO 8601 (``2026-12-06T04:00:52.892Z``) → epoch seconds; None if absent or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def turn_id(session_id: str, interaction_id: str) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pipeline.plugin.events import Outcome
 from pipeline.plugin.tools import AppendedLines, json_object
+from pipeline.plugin.tools import iso_time as parse_time
 
 __all__ = ["CANCELLED", "SessionFile", "SessionState", "Turn", "parse_time", "prompt_text"]
 
@@ -29,16 +29,6 @@ __all__ = ["CANCELLED", "SessionFile", "SessionState", "Turn", "parse_time", "pr
 CANCELLED = "Request cancelled."
 #: the first user message Gemini CLI writes itself: context, not a prompt
 CONTEXT_PREFIX = "<session_context>"
-
-
-def parse_time(value: object) -> float | None:
-    """An ISO timestamp (``2026-12-06T03:56:11.600Z``) as epoch seconds, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def prompt_text(message: dict[str, Any]) -> str | None:
