@@ -1,0 +1,119 @@
+"""The third newcomer trial (issue #34's last ask): every command tried again from a fresh clone as a new user
+would, with right and wrong input; what did not do what its help and the README say, run here as a person
+runs it — the real ``baton`` command, real tmux panes, a real nats-server — with the exact outcome checked."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.support.bus import NatsServer
+from tests.support.cli import BATON, Result, baton, baton_env, write_routes
+from tests.support.codex import CodexHome, StandIns
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+
+#: ``baton`` as a person runs it who installed batonpass without the ``bus`` extra: ``import nats`` fails
+#: exactly as it does when the package is not there (None in sys.modules: ModuleNotFoundError, name "nats")
+WITHOUT_NATS = [sys.executable, "-c", "import sys; sys.modules['nats'] = None; "
+                "from pipeline.cli import main; sys.exit(main())"]
+NO_CLIENT = "needs the NATS client: pip install 'batonpass[bus]'"
+
+
+def _without_nats(*args: str, cwd: Path) -> Result:
+    done = subprocess.run([*WITHOUT_NATS, *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
+                          env=baton_env(None), timeout=60)
+    return Result(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+@pytest.mark.tmux
+def test_one_shot_commands_print_no_adapter_log_line(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``status``, ``resolve`` and ``send`` on a Codex tile: the adapter's "codex rollout … (rule: open
+    fd)" is ``run``'s news (and one of resolve's steps), not a stray line on standard error; -v shows it."""
+    home = CodexHome(tmp_path / "codex")
+    rollout = home.rollout(time.time() - 60, tmp_path, prompts=("hello",))
+    stand_ins = StandIns(tmp_path)
+    codex = stand_ins.bin / "codex"
+    script = f"exec 3<{rollout}; sleep 600; true"
+    pane = tmux_server.new_pane(f"bash -c {shlex.quote(f'{codex} -c {shlex.quote(script)}; true')}",
+                                env={"CODEX_HOME": str(home.root)})
+    config = write_routes(tmp_path, tmux_server.socket, {"cx": {"pane": pane, "agent": "codex"}})
+    try:
+        wait_for(lambda: "rule: open fd" in baton("-c", str(config), "resolve", "cx").out,
+                 what="the stand-in's rollout found")
+        status = baton("-c", str(config), "status")
+        assert status.status == 0 and "answer to hello" in status.out, status
+        assert status.err == "", status.err
+        resolved = baton("-c", str(config), "resolve", "cx")
+        assert resolved.status == 0 and resolved.err == "", resolved
+        sent = baton("-c", str(config), "send", "cx", "hi")
+        assert "Traceback" not in sent.err and "codex rollout" not in sent.err, sent
+        assert "codex rollout" in baton("-c", str(config), "-v", "status").err
+    finally:
+        stand_ins.stop()
+
+
+def test_without_the_bus_extra_each_bus_command_says_how_to_install_it(tmp_path: Path) -> None:
+    """Installed as the README's first line does (no ``[bus]`` extra), a routes.yaml with a bus: the
+    commands that need it say in one line to install the extra, never a traceback."""
+    (tmp_path / "routes.yaml").write_text(
+        'version: 1\ntmux: {socket_name: nobody-runs-this}\ntiles:\n  a: {pane: "%1", agent: shell}\n'
+        '  far: {pane: "%2", agent: shell, host: otherbox}\nroutes:\n  - {from: a, to: far}\n'
+        'settings:\n  bus: {servers: ["nats://127.0.0.1:9"]}\n')
+    for args in (("status", "--all-hosts"), ("history", "--all-hosts")):
+        _without_nats(*args, cwd=tmp_path).one_line_error(1, f"baton {args[0]}: the bus", NO_CLIENT)
+    run = _without_nats("run", "--dry-run", cwd=tmp_path)  # its tiles' lines first: no tmux server here
+    assert run.status == 1 and "Traceback" not in run.err, run
+    assert run.error_lines[-1].startswith("baton run: the bus") and NO_CLIENT in run.error_lines[-1], run.err
+    _without_nats("approve", "far", cwd=tmp_path).one_line_error(
+        1, "baton approve: approve far is for host otherbox", NO_CLIENT)
+
+
+def test_all_hosts_with_nothing_listening_says_so_at_once(tmp_path: Path) -> None:
+    """A bus address where nothing listens is no wait for an answer: ``status``/``history --all-hosts``
+    say it cannot be reached and why, and how to start one."""
+    (tmp_path / "routes.yaml").write_text('version: 1\ntiles:\n  a: {pane: "%1", agent: shell}\nroutes: []\n')
+    env = {"BATON_BUS_URL": "nats://127.0.0.1:9"}
+    for command in ("status", "history"):
+        line = baton(command, "--all-hosts", cwd=tmp_path, env=env).one_line_error(
+            1, f"baton {command} --all-hosts: the bus at nats://127.0.0.1:9 cannot be reached",
+            "ConnectionRefusedError", "baton bus")
+        assert "did not answer" not in line
+
+
+async def _streams(url: str) -> list[str]:
+    import nats
+
+    nc = await nats.connect(servers=[url])
+    try:
+        return [info.config.name for info in await nc.jetstream().streams_info()]
+    finally:
+        await nc.close()
+
+
+@pytest.mark.tmux
+def test_the_all_hosts_board_is_a_reader(tmux_server: TmuxServer, tmp_path: Path,
+                                         nats: NatsServer) -> None:  # noqa: F811
+    """``status --watch --all-hosts`` hands nothing off: it makes no stream on the bus, and a bus that goes
+    away is said on its last line without "hand-offs are kept and retried"."""
+    config = tmp_path / "routes.yaml"
+    config.write_text('version: 1\ntiles:\n  a: {pane: "%1", agent: shell, host: alpha}\nroutes: []\n')
+    script = shlex.join([*BATON, "-c", str(config), "status", "--watch", "--all-hosts"]) + "; sleep 60"
+    pane = tmux_server.new_pane(f"bash --norc --noprofile -c {shlex.quote(script)}", width=100, height=24,
+                                env={"BATON_BUS_URL": nats.url, "NO_COLOR": "1"})
+
+    def screen() -> str:
+        return tmux_server.capture(pane)
+
+    wait_for(lambda: "all hosts" in screen(), 20, what="the board drawn")
+    assert "BATON" not in anyio.run(_streams, nats.url)  # the hand-offs' stream: a daemon's, not a reader's
+    nats.stop()
+    wait_for(lambda: "the bus did not answer" in screen(), 20, what="the outage said")
+    assert "kept and retried" not in screen(), screen()
+    tmux_server.run("send-keys", "-t", pane, "q")
