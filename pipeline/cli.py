@@ -38,7 +38,7 @@ __all__ = ["MAX_LIMIT", "main"]
 #: how an action ended, in ``baton history``
 ACTION_OUTCOMES = ("done", "refused", "started")
 #: the commands that run on and log what happens as it happens; the others say their outcome themselves
-EVENT_COMMANDS = ("run", "bus", "web", "demo")
+EVENT_COMMANDS = ("run", "bus", "demo")
 #: the most hand-offs ``history -n`` shows: more than a month of a busy daemon's journal holds
 MAX_LIMIT = 1_000_000
 
@@ -260,8 +260,9 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("hooks", None, "the agents' own completion hooks")
     hooks = sp.add_subparsers(metavar="ACTION")
     sp.set_defaults(help_of=sp)
-    hp = cmd("install", _command("hooks:install_command"), "add the agents' completion hooks (Claude Code's "
-             "Stop hook, Codex's notify, a plugin's own), pointing at batonpass", parent=hooks)
+    hp = cmd("install", _command("hooks:install_command"), "add the agents' completion hooks (Claude "
+             "Code's Stop hook, Codex's notify, Gemini's AfterAgent, Copilot's agentStop, a plugin's own), "
+             "pointing at batonpass", parent=hooks)
     hp.set_defaults(command="hooks install")
     hp.add_argument("--agent", metavar="NAME", dest="agents", action="append", default=[],
                     type=non_blank("--agent"),
@@ -272,9 +273,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("preview", _command("preview"), "print what a route would hand on for an answer (default: the "
              "source tile's last answer); exit 1 when the route would not fire")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
-    sp.add_argument(
-        "--input", metavar="FILE", help="the answer (up to 8 MB): a file, or - for standard input"
-    )
+    sp.add_argument("--input", metavar="FILE", type=non_blank("--input"),
+                    help="the answer (up to 8 MB): a file, or - for standard input")
     sp.add_argument("--dry-run", action="store_true",
                     help="AI transforms: print the request that would be sent instead of calling the model")
     json_flag(sp, "the text (or why the route would not fire) and the notes")

@@ -5,6 +5,7 @@ runs it — the real ``baton`` command, real tmux panes, a real nats-server — 
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import anyio
 import pytest
 
 from tests.support.bus import NatsServer
-from tests.support.cli import BATON, Result, baton, baton_env, write_routes
+from tests.support.cli import BATON, Result, baton, baton_env, json_lines, shell_ready, write_routes
 from tests.support.codex import CodexHome, StandIns
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
@@ -117,3 +118,54 @@ def test_the_all_hosts_board_is_a_reader(tmux_server: TmuxServer, tmp_path: Path
     wait_for(lambda: "the bus did not answer" in screen(), 20, what="the outage said")
     assert "kept and retried" not in screen(), screen()
     tmux_server.run("send-keys", "-t", pane, "q")
+
+
+@pytest.mark.tmux
+def test_history_follow_shows_a_send_in_progress_as_typing(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``history -f`` beside a ``send``: the row the send writes before it types says it is typing, not
+    that it "stopped before it knew" (true only of a row left so by a crash)."""
+    pane = shell_ready(tmux_server)
+    config = write_routes(tmp_path, tmux_server.socket, {"sh": {"pane": pane, "agent": "shell"}})
+    assert baton("-c", str(config), "send", "sh", "true").status == 0  # the journal is there
+    lines = tmp_path / "follow.jsonl"
+    with lines.open("wb") as out:
+        follow = subprocess.Popen([*BATON, "history", "-f", "--json", "-n", "1"], stdout=out,
+                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=baton_env(None))
+    try:
+        wait_for(lambda: len(json_lines(lines.read_text())) == 1, what="the follower's first row")
+        assert baton("-c", str(config), "send", "sh", "true").status == 0
+        wait_for(lambda: len({r["key"] for r in json_lines(lines.read_text())}) == 2
+                 and json_lines(lines.read_text())[-1]["note"] == "the agent did not show a new turn yet",
+                 what="the second send followed to its end")
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(timeout=20)
+    rows = json_lines(lines.read_text())[1:]
+    assert rows[0]["note"] == ("baton send is typing this; left so, it stopped before it knew whether the "
+                               "agent took it"), rows
+    assert not any(r["note"].startswith("baton send was typing") for r in rows), rows
+
+
+def test_history_names_a_tile_or_route_routes_yaml_does_not_have(tmp_path: Path) -> None:
+    """A misspelt ``--tile``/``--route``: nothing matches (exit 0, the journal may hold an older
+    routes.yaml's names), and one line on standard error names the tiles or routes routes.yaml has."""
+    (tmp_path / "routes.yaml").write_text('version: 1\ntiles:\n  coder: {pane: "%1", agent: shell}\n'
+                                          '  reviewer: {pane: "%2", agent: shell}\n'
+                                          'routes:\n  - {name: review, from: coder, to: reviewer}\n')
+    baton("history", "--tile", "codr", cwd=tmp_path).one_line_error(
+        0, "baton history: routes.yaml has no tile 'codr' (tiles: coder, reviewer)")
+    baton("history", "--route", "reveiw", cwd=tmp_path).one_line_error(
+        0, "baton history: routes.yaml has no route 'reveiw' (routes: review)")
+    for known in (("--tile", "coder"), ("--route", "review"), ("--route", "coder->reviewer")):
+        assert baton("history", *known, cwd=tmp_path).err == ""
+
+
+def test_empty_input_file_and_the_hooks_help(tmp_path: Path) -> None:
+    """``preview --input ''`` is a usage error naming the option (not "cannot read --input : No such
+    file"); ``hooks install -h`` names every built-in hook the README lists."""
+    (tmp_path / "routes.yaml").write_text('version: 1\ntiles:\n  a: {pane: "%1", agent: shell}\n'
+                                          '  b: {pane: "%2", agent: shell}\nroutes:\n  - {from: a, to: b}\n')
+    baton("preview", "a->b", "--input", "", cwd=tmp_path).one_line_error(2, "--input is empty")
+    help_text = " ".join(baton("hooks", "install", "-h").out.split())
+    for hook in ("Claude Code's Stop hook", "Codex's notify", "Gemini's AfterAgent", "Copilot's agentStop"):
+        assert hook in help_text, help_text
