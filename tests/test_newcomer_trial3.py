@@ -169,3 +169,13 @@ def test_empty_input_file_and_the_hooks_help(tmp_path: Path) -> None:
     help_text = " ".join(baton("hooks", "install", "-h").out.split())
     for hook in ("Claude Code's Stop hook", "Codex's notify", "Gemini's AfterAgent", "Copilot's agentStop"):
         assert hook in help_text, help_text
+
+
+def test_bus_on_a_port_in_use_says_so_in_one_line(tmp_path: Path, nats: NatsServer) -> None:  # noqa: F811
+    """A second ``baton bus`` on a busy port: one line naming the port and the way on, not the start-up
+    line announcing a bus followed by nats-server's banner and its fatal error."""
+    line = baton("bus", "--port", str(nats.port), cwd=tmp_path).one_line_error(
+        1, f"baton bus: port {nats.port} on 127.0.0.1 is in use", "--port")
+    assert "nats://" not in line
+    baton("bus", "--listen", "nosuchhost.invalid", cwd=tmp_path).one_line_error(
+        1, "baton bus: --listen nosuchhost.invalid:")
