@@ -41,7 +41,7 @@ def _cannot_listen(listen: str, port: int) -> str:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                return (f"port {port} on {listen} is in use (a baton bus or nats-server runs there already?): "
-                        "use that one, or pick another with --port")
+                return (f"port {port} on {listen} is in use (a baton bus or nats-server runs there "
+                        "already?): use that one, or pick another with --port")
             return f"cannot listen on {listen}:{port}: {exc.strerror or exc}"
     return ""
