@@ -179,3 +179,10 @@ def test_bus_on_a_port_in_use_says_so_in_one_line(tmp_path: Path, nats: NatsServ
     assert "nats://" not in line
     baton("bus", "--listen", "nosuchhost.invalid", cwd=tmp_path).one_line_error(
         1, "baton bus: --listen nosuchhost.invalid:")
+
+
+def test_an_empty_config_option_is_a_usage_error(tmp_path: Path) -> None:
+    """``-c ''`` names no file: a usage error saying so, not "cannot read: Is a directory" about ``.``."""
+    baton("check", "-c", "", cwd=tmp_path).one_line_error(2, "baton check: error: argument -c/--config: "
+                                                              "-c is empty: name the file")
+    baton("-c", "", "status", cwd=tmp_path).one_line_error(2, "-c is empty")
