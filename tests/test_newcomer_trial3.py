@@ -186,3 +186,12 @@ def test_an_empty_config_option_is_a_usage_error(tmp_path: Path) -> None:
     baton("check", "-c", "", cwd=tmp_path).one_line_error(2, "baton check: error: argument -c/--config: "
                                                               "-c is empty: name the file")
     baton("-c", "", "status", cwd=tmp_path).one_line_error(2, "-c is empty")
+
+
+def test_disabling_a_built_in_says_only_third_party_plugins_are_blocked(tmp_path: Path) -> None:
+    """``BATON_DISABLED_PLUGINS=codex``: ``baton plugins`` still lists codex (a built-in), so the warning
+    must not leave "installed: (none)" as if codex were not there: it says the built-ins always load."""
+    shown = baton("plugins", cwd=tmp_path, env={"BATON_DISABLED_PLUGINS": "codex"})
+    line = shown.one_line_error(0, "BATON_DISABLED_PLUGINS names no installed plugin: codex",
+                                "(it blocks third-party plugins; the built-ins always load)")
+    assert "Traceback" not in line and "\nagent      codex " in shown.out
