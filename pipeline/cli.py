@@ -174,8 +174,9 @@ def _parser() -> argparse.ArgumentParser:
              "a self-contained demo on real tmux panes (no API key, no agents needed)")
     sp.add_argument("--handoffs", type=bounded_int(1, 100), default=4,
                     help="stop after this many hand-offs, 1 to 100 (default 4)")
-    sp.add_argument("--work-s", type=bounded_float(0.0, 10.0), default=1.0,
-                    help="how long each demo turn works, 0 to 10 seconds (default 1.0)")
+    # a turn over before batonpass sees it start is no turn an agent takes: at 0 the demo lost hand-offs
+    sp.add_argument("--work-s", type=bounded_float(0.1, 10.0), default=1.0,
+                    help="how long each demo turn works, 0.1 to 10 seconds (default 1.0)")
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"

@@ -195,3 +195,13 @@ def test_disabling_a_built_in_says_only_third_party_plugins_are_blocked(tmp_path
     line = shown.one_line_error(0, "BATON_DISABLED_PLUGINS names no installed plugin: codex",
                                 "(it blocks third-party plugins; the built-ins always load)")
     assert "Traceback" not in line and "\nagent      codex " in shown.out
+
+
+def test_demo_refuses_turns_too_quick_to_be_seen(tmp_path: Path) -> None:
+    """``demo --work-s 0`` was accepted and then failed ("only 0 of 1 hand-offs") or hung: a turn over
+    before batonpass sees it start is no turn an agent takes. The help's range starts at 0.1, and 0.1 runs."""
+    baton("demo", "--work-s", "0", cwd=tmp_path).one_line_error(
+        2, "argument --work-s: 0 is out of range (0.1 to 10.0)")
+    assert "0.1 to 10 seconds" in " ".join(baton("demo", "-h").out.split())
+    quick = baton("demo", "--handoffs", "2", "--work-s", "0.1", cwd=tmp_path, timeout=60)
+    assert quick.status == 0 and "demo: 2 hand-offs in" in quick.out, quick
