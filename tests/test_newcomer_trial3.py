@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import anyio
@@ -205,3 +206,16 @@ def test_demo_refuses_turns_too_quick_to_be_seen(tmp_path: Path) -> None:
     assert "0.1 to 10 seconds" in " ".join(baton("demo", "-h").out.split())
     quick = baton("demo", "--handoffs", "2", "--work-s", "0.1", cwd=tmp_path, timeout=60)
     assert quick.status == 0 and "demo: 2 hand-offs in" in quick.out, quick
+
+
+def test_a_misspelt_tile_with_no_tmux_server_is_named(tmp_path: Path) -> None:
+    """``send``/``resolve`` of a word that is no tile, on a ``-L`` server nobody runs: the line names the
+    tiles routes.yaml has as well as the missing server (a typo is likelier than a pane named so)."""
+    socket = f"trial3-nobody-{uuid.uuid4().hex[:8]}"
+    config = write_routes(tmp_path, socket, {"coder": {"pane": "work:0.0", "agent": "shell"}})
+    for args in (("send", "codr", "hi"), ("resolve", "codr")):
+        baton("-c", str(config), *args).one_line_error(
+            1, f"baton {args[0]}: no tile 'codr' in {config} (tiles: coder), and no tmux server is running")
+    # the tile's own name: the server is what is missing
+    baton("-c", str(config), "send", "coder", "hi").one_line_error(
+        1, "baton send: no tmux server is running at")
