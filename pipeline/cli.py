@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ from pipeline.cmdline.options import (
     parse_since,
 )
 from pipeline.cmdline.output import quiet_stdout
+from pipeline.engine.hosts import NO_BUS_CLIENT, no_bus_client
 from pipeline.engine.journal import STATES
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.logs import setup_logging
@@ -35,6 +37,8 @@ __all__ = ["MAX_LIMIT", "main"]
 
 #: how an action ended, in ``baton history``
 ACTION_OUTCOMES = ("done", "refused", "started")
+#: the commands that run on and log what happens as it happens; the others say their outcome themselves
+EVENT_COMMANDS = ("run", "bus", "demo")
 #: the most hand-offs ``history -n`` shows: more than a month of a busy daemon's journal holds
 MAX_LIMIT = 1_000_000
 
@@ -52,11 +56,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C as baton starts
         return 130
     setup_logging(args.verbose)
+    if not args.verbose and getattr(args, "command", None) not in EVENT_COMMANDS:
+        # what an adapter finds while a one-shot command looks (a rollout, a session file) is `run`'s news
+        # (resolve lists it as a step): warnings only, the rest with -v
+        logging.getLogger("batonpass").setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         if (named := getattr(args, "help_of", None)) is not None:  # `baton hooks`: the action is missing
             named.error(f"which action? usage: {named.prog} ACTION, one of: {', '.join(_actions(named))}")
         parser.print_help()
         return 2
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its user errors each said in one line (the bus's missing client: how to install it)."""
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -64,16 +77,22 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `baton plugins | head -3`: the reader has what it wanted
         quiet_stdout()
         return 0
-    except (TmuxError, UnknownName) as exc:
-        print(f"baton {args.command}: {exc}", file=sys.stderr)
+    except (TmuxError, UnknownName, ModuleNotFoundError) as exc:
+        if isinstance(exc, ModuleNotFoundError) and not no_bus_client(exc):
+            raise
+        print(f"baton {args.command}: {_said(exc)}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:  # from a task group (run): the same errors, one line each
-        user_errors, rest = group.split((TmuxError, UnknownName))
+        user_errors, rest = group.split(lambda e: isinstance(e, TmuxError | UnknownName) or no_bus_client(e))
         if rest is not None or user_errors is None:
             raise
-        for message in dict.fromkeys(str(e) for e in _leaves(user_errors)):
+        for message in dict.fromkeys(_said(e) for e in _leaves(user_errors)):
             print(f"baton {args.command}: {message}", file=sys.stderr)
         return 1
+
+
+def _said(exc: BaseException) -> str:
+    return NO_BUS_CLIENT if no_bus_client(exc) else str(exc)
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
@@ -155,8 +174,9 @@ def _parser() -> argparse.ArgumentParser:
              "a self-contained demo on real tmux panes (no API key, no agents needed)")
     sp.add_argument("--handoffs", type=bounded_int(1, 100), default=4,
                     help="stop after this many hand-offs, 1 to 100 (default 4)")
-    sp.add_argument("--work-s", type=bounded_float(0.0, 10.0), default=1.0,
-                    help="how long each demo turn works, 0 to 10 seconds (default 1.0)")
+    # a turn over before batonpass sees it start is no turn an agent takes: at 0 the demo lost hand-offs
+    sp.add_argument("--work-s", type=bounded_float(0.1, 10.0), default=1.0,
+                    help="how long each demo turn works, 0.1 to 10 seconds (default 1.0)")
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
@@ -241,8 +261,9 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("hooks", None, "the agents' own completion hooks")
     hooks = sp.add_subparsers(metavar="ACTION")
     sp.set_defaults(help_of=sp)
-    hp = cmd("install", _command("hooks:install_command"), "add the agents' completion hooks (Claude Code's "
-             "Stop hook, Codex's notify, a plugin's own), pointing at batonpass", parent=hooks)
+    hp = cmd("install", _command("hooks:install_command"), "add the agents' completion hooks (Claude "
+             "Code's Stop hook, Codex's notify, Gemini's AfterAgent, Copilot's agentStop, a plugin's own), "
+             "pointing at batonpass", parent=hooks)
     hp.set_defaults(command="hooks install")
     hp.add_argument("--agent", metavar="NAME", dest="agents", action="append", default=[],
                     type=non_blank("--agent"),
@@ -253,9 +274,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("preview", _command("preview"), "print what a route would hand on for an answer (default: the "
              "source tile's last answer); exit 1 when the route would not fire")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
-    sp.add_argument(
-        "--input", metavar="FILE", help="the answer (up to 8 MB): a file, or - for standard input"
-    )
+    sp.add_argument("--input", metavar="FILE", type=non_blank("--input"),
+                    help="the answer (up to 8 MB): a file, or - for standard input")
     sp.add_argument("--dry-run", action="store_true",
                     help="AI transforms: print the request that would be sent instead of calling the model")
     json_flag(sp, "the text (or why the route would not fire) and the notes")

@@ -276,7 +276,8 @@ def test_a_misspelt_disabled_name_is_said_and_check_says_disabled_not_unknown(
     typo = baton("plugins", pythonpath=plugin_zoo, BATON_DISABLED_PLUGINS="shuot,broken,raising,loud")
     assert typo.returncode == 0
     [line] = typo.stderr.splitlines()
-    assert line.endswith(" BATON_DISABLED_PLUGINS names no installed plugin: shuot; installed: baton-broken, "
+    assert line.endswith(" BATON_DISABLED_PLUGINS names no installed plugin: shuot (it blocks third-party "
+                         "plugins; the built-ins always load); installed: baton-broken, "
                          "baton-loud, baton-raising, baton-shout, broken, loud, raising, shout")
     (tmp_path / "routes.yaml").write_text("version: 1\ntiles: {a: {pane: '%1'}, b: {pane: '%2'}}\nroutes:\n"
                                           "  - {from: a, to: b, transform: shout}\n")

@@ -28,7 +28,7 @@ from nats.js.errors import BadRequestError
 
 from pipeline.engine.hosts import BusSettings, bus_servers
 
-__all__ = ["BusLink", "subject_token"]
+__all__ = ["BusLink", "BusUnreachable", "subject_token"]
 
 log = logging.getLogger("batonpass")
 
@@ -71,6 +71,10 @@ def shown(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname}:{parts.port or 4222}"
 
 
+class BusUnreachable(Exception):
+    """A read-only command's bus answered no connection (nothing listens, or the credentials are refused)."""
+
+
 class BusLink:
     """One NATS connection for a daemon: stream, consumer and object store set up on first use.
 
@@ -90,6 +94,8 @@ class BusLink:
         self.js: Any = None
         self._answers: Any = None
         self._refused = False
+        #: a reader's last connection error, for the one line that says why it cannot read
+        self._last = ""
 
     def describe(self) -> str:
         return ", ".join(shown(u) for u in self.servers)
@@ -124,7 +130,8 @@ class BusLink:
                 self.nc = await nats.connect(
                     servers=self.servers,
                     allow_reconnect=True,
-                    max_reconnect_attempts=-1,
+                    # a reader gives up after a second try: nothing listening is said at once, not in 5 s
+                    max_reconnect_attempts=1 if self.reader else -1,
                     reconnect_time_wait=0.5,
                     connect_timeout=2,
                     name="batonpass",
@@ -136,12 +143,15 @@ class BusLink:
                 )
                 break
             except Exception as exc:
-                if not said and not self.reader:
+                if self.reader:
+                    raise BusUnreachable(self.refusal or self._last or _why(exc)) from None
+                if not said:
                     log.warning("bus: cannot connect to %s (%s); retrying", self.describe(), _why(exc))
                     said = True
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         self._refused = False
+        self.nc.options["max_reconnect_attempts"] = -1  # once there, a reader's board rides out outages
         self.js = self.nc.jetstream(timeout=5)
         if not self.reader:
             await self._stream()
@@ -213,6 +223,7 @@ class BusLink:
             self._refused = True
             log.warning("bus: %s: %s; hand-offs are kept and retried", self.describe(), _why(exc))
         else:
+            self._last = _why(exc)
             log.debug("bus: %s: %s", type(exc).__name__, exc)
 
     async def _disconnected(self) -> None:

@@ -293,7 +293,7 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument(
         "-c",
         "--config",
-        type=Path,
+        type=non_blank_path("-c"),
         default=default(None),
         help="routes.yaml (default ./routes.yaml, then $XDG_CONFIG_HOME/batonpass/routes.yaml)",
     )

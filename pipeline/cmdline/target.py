@@ -22,7 +22,7 @@ from pipeline.engine.hosts import local_host, tile_host
 from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import Registries, load_registries
-from pipeline.system.tmux import PaneGone, PaneInfo, Tmux, TmuxError
+from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, Tmux, TmuxError
 
 __all__ = ["PaneTarget", "Setup", "TargetError", "adapter_for", "find_target", "running_in", "target_setup"]
 
@@ -96,6 +96,11 @@ async def find_target(given: str, agent: str, setup: Setup, *, strict: bool) -> 
             info = await setup.tmux.resolve(given)
         except PaneGone as exc:
             raise PaneGone(_no_such_target(given, exc, config, tiles, setup.tmux)) from None
+        except ServerGone as exc:  # a misspelt tile is likelier than a pane of a server not running
+            if _looks_like_pane(given) or config is None or given in config.tiles:
+                raise
+            names = ", ".join(sorted(config.tiles)) or "none"
+            raise ServerGone(f"no tile {given!r} in {config.path} (tiles: {names}), and {exc}") from None
         found = await _tile_of(info, given, tiles, setup.tmux)
         name, tile = found if found else (None, Tile(pane=given, agent="auto"))
     if name is not None and tile.agent != "auto" and agent not in ("auto", tile.agent):

@@ -70,7 +70,10 @@ def history_command(args: argparse.Namespace) -> int:
     try:
         if args.follow:
             return _follow(path, args.limit, match, args.json)
-        return _print_history(path, args.limit, match, args.json)
+        status = _print_history(path, args.limit, match, args.json)
+        if (hint := _unknown_names(args)) and not args.json:
+            print(f"baton history: {hint}", file=sys.stderr)
+        return status
     except sqlite3.Error as exc:
         # a file that is no SQLite database, or a damaged one (not "locked", not "unable to open"): what to do
         unreadable = type(exc) is sqlite3.DatabaseError
@@ -78,6 +81,27 @@ def history_command(args: argparse.Namespace) -> int:
         hint = hint if unreadable else ""
         print(f"baton history: cannot read the journal {path}: {exc}{hint}", file=sys.stderr)
         return 1
+
+
+def _unknown_names(args: argparse.Namespace) -> str:
+    """A ``--tile``/``--route`` that routes.yaml does not name (a typo, most likely: the journal may hold
+    one of an older routes.yaml), with the names it has; "" when both are known or there is no routes.yaml."""
+    from pipeline.cmdline.config import config_path
+    from pipeline.engine.config import load_config
+
+    if args.tile is None and args.route is None:
+        return ""
+    try:
+        config, _ = load_config(config_path(args))
+    except Exception:  # no routes.yaml, or a broken one: history reads the journal without it
+        return ""
+    routes = {r.label for r in config.routes} | {f"{r.from_}->{r.to}" for r in config.routes}
+    if args.tile is not None and args.tile not in config.tiles:
+        return f"routes.yaml has no tile {args.tile!r} (tiles: {', '.join(sorted(config.tiles))})"
+    if args.route is not None and args.route not in routes:
+        names = ", ".join(r.label for r in config.routes)
+        return f"routes.yaml has no route {args.route!r} (routes: {names})"
+    return ""
 
 
 def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:

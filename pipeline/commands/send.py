@@ -287,8 +287,9 @@ async def _type(adapter: AgentAdapter, text: str, journaled: str, where: str, pr
                 record: SendRecord) -> int:
     """Type as the dispatcher does, journaled before the paste; the paste and its Enter shielded from
     the first Ctrl-C."""
-    record.start(journaled, text, "unconfirmed", "baton send was typing this and stopped before it knew "
-                 "whether the agent took it")
+    # true while it types (history -f shows it then) and after a crash that left it so
+    record.start(journaled, text, "unconfirmed", "baton send is typing this; left so, it stopped before it "
+                 "knew whether the agent took it")
     result: tuple[bool, str] | None = None
     with anyio.CancelScope(shield=True) as progress.typing:
         def submitting() -> None:

@@ -37,7 +37,7 @@ import anyio
 
 from pipeline.engine.action_kinds import KINDS, Action, ActionKind, ActionResult
 from pipeline.engine.config import Config, ConfigError, load_config
-from pipeline.engine.hosts import local_host, tile_host
+from pipeline.engine.hosts import NO_BUS_CLIENT, local_host, no_bus_client, tile_host
 from pipeline.engine.journal import Journal
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
@@ -139,7 +139,12 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
                     tmux: Tmux | None) -> ActionResult:
     remote = _remote_host(action, config, here)
     if remote is not None:
-        from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
+        try:
+            from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
+        except ModuleNotFoundError as exc:
+            if not no_bus_client(exc):
+                raise
+            raise _Refused(f"{action.kind} {action.target} is for host {remote}: {NO_BUS_CLIENT}") from None
 
         tile = action.target if action.kind in ("approve", "deny", "send") else _route_target(action.target,
                                                                                              config)

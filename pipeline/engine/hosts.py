@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from pipeline.system.jsonl import json_list, json_object
 
-__all__ = ["BUS_URL_ENV", "BusSettings", "bus_servers", "crossing_problems", "host_problem", "local_host",
-           "tile_host"]
+__all__ = ["BUS_URL_ENV", "NO_BUS_CLIENT", "BusSettings", "bus_servers", "crossing_problems", "host_problem",
+           "local_host", "no_bus_client", "tile_host"]
 
 BUS_URL_ENV = "BATON_BUS_URL"
 
@@ -68,6 +68,16 @@ def local_host() -> str:
 def tile_host(tile: Any, here: str) -> str:
     """The host that runs ``tile`` (a tile naming none runs where ``baton run`` runs)."""
     return getattr(tile, "host", None) or here
+
+
+#: why a command that needs the bus cannot run without the optional NATS client (``import nats`` failed)
+NO_BUS_CLIENT = ("the bus (settings.bus or BATON_BUS_URL; tiles with a `host:` of another machine) needs the "
+                 "NATS client: pip install 'batonpass[bus]'")
+
+
+def no_bus_client(exc: BaseException) -> bool:
+    """``exc`` is the missing optional NATS client (``pip install 'batonpass[bus]'`` was not run)."""
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").partition(".")[0] == "nats"
 
 
 def bus_servers(bus: BusSettings | None) -> list[str]:

@@ -143,7 +143,8 @@ def _load_externals(pm: BatonPluginManager) -> None:
             except Exception as exc:  # any failure of someone else's code
                 pm.fail(ext, _error(exc))
     if unknown := sorted(disabled - seen):
-        log.warning("%s names no installed plugin: %s; installed: %s", DISABLED_ENV, ", ".join(unknown),
+        log.warning("%s names no installed plugin: %s (it blocks third-party plugins; the built-ins always "
+                    "load); installed: %s", DISABLED_ENV, ", ".join(unknown),
                     ", ".join(sorted(seen)) or "(none)")
 
 

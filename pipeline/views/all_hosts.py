@@ -13,10 +13,17 @@ from pipeline.engine.hosts import bus_servers
 from pipeline.engine.journal import HistoryFilter
 from pipeline.views.handoff_table import handoff_table, no_match
 
-__all__ = ["print_all_hosts"]
+__all__ = ["print_all_hosts", "unreachable"]
 
 #: how long to wait for the bus before saying it cannot be reached
 REACH_S = 5.0
+
+
+def unreachable(why: str) -> str:
+    """What follows "the bus at URL" when a reader could not connect: the refusal, or nothing listening."""
+    if why.startswith("the server "):
+        return why.removeprefix("the server ")
+    return f"cannot be reached ({why}): is it running (baton bus starts one)? else check settings.bus.servers"
 
 
 def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int = 50,
@@ -75,7 +82,7 @@ def _created(row: dict[str, Any]) -> tuple[float, str]:
 
 async def _read(settings: Any, kind: str) -> list[dict[str, Any]]:
     from pipeline.bus.board import board_rows
-    from pipeline.bus.link import BusLink
+    from pipeline.bus.link import BusLink, BusUnreachable
 
     link = BusLink(settings, reader=True)
     try:
@@ -83,6 +90,8 @@ async def _read(settings: Any, kind: str) -> list[dict[str, Any]]:
             await link.connect()
     except TimeoutError:  # the refusal, if that was why ("refused the credentials: check …")
         raise TimeoutError(link.refusal.removeprefix("the server ")) from None
+    except BusUnreachable as exc:
+        raise TimeoutError(unreachable(str(exc))) from None
     try:
         with anyio.fail_after(REACH_S):
             return await board_rows(link, kind)

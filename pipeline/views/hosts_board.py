@@ -26,7 +26,7 @@ from pipeline.bus.link import subject_token
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.system.terminal import FullScreen
-from pipeline.views.all_hosts import REACH_S
+from pipeline.views.all_hosts import REACH_S, unreachable
 from pipeline.views.board import Board, handoffs_of
 from pipeline.views.live_board import BoardScreen, Wake, quiet_log, refusal
 
@@ -123,15 +123,16 @@ class HostsBoard(BoardScreen):
 
 
 async def _run(config: Config, stdin: Any, stdout: Any) -> int:
-    from pipeline.bus.link import BusLink
+    from pipeline.bus.link import BusLink, BusUnreachable
 
-    link = BusLink(config.settings.bus)
+    link = BusLink(config.settings.bus, reader=True)  # read-only: it hands nothing off, keeps nothing
     try:
         with anyio.fail_after(REACH_S):
             await link.connect()
-    except TimeoutError:
-        print(f"baton: the bus at {', '.join(bus_servers(config.settings.bus))} did not answer within "
-              f"{REACH_S:g}s", file=sys.stderr)
+    except (TimeoutError, BusUnreachable) as exc:
+        why = unreachable(str(exc)) if str(exc) else f"did not answer within {REACH_S:g}s"
+        print(f"baton status --all-hosts: the bus at {', '.join(bus_servers(config.settings.bus))} {why}",
+              file=sys.stderr)
         return 1
     try:
         with FullScreen(stdin, stdout) as screen:
