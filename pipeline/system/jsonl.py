@@ -7,6 +7,7 @@ Shared by the adapters whose agents write JSONL (the demo agent, Codex rollouts)
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["AppendedLines", "iso_time", "json_head", "json_list", "json_object"]
+__all__ = ["AppendedLines", "iso_time", "json_head", "json_list", "json_object", "write_json"]
 
 
 def json_object(value: object) -> dict[str, Any]:
@@ -103,3 +104,17 @@ def iso_time(value: Any) -> float | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` as indented JSON, whole or not at all (a temporary file renamed over it): an
+    agent reading its settings while ``baton hooks install`` writes them never sees half a file. A new file
+    is private (0600, its folder 0700); an existing one keeps its mode."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)

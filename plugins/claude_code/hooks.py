@@ -8,9 +8,10 @@ whether or not a daemon runs — so it can never fail or slow the agent's turn.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from pipeline.plugin.tools import write_json
 
 __all__ = ["HOOK_MARK", "install_stop_hook"]
 
@@ -42,19 +43,9 @@ def install_stop_hook(settings: Path, command: str) -> str:
                 if hook["command"] == command:
                     return f"{settings}: the batonpass Stop hook is already installed"
                 hook["command"] = command
-                _write_json(settings, data)
+                write_json(settings, data)
                 return f"{settings}: updated the batonpass Stop hook to run {command}"
     stop.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
-    _write_json(settings, data)
+    write_json(settings, data)
     return f"{settings}: added a Stop hook running {command}"
 
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)

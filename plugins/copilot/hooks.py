@@ -11,9 +11,10 @@ its own there, ``batonpass.json``, and touches no other. The hook's stdin carrie
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from pipeline.plugin.tools import write_json
 
 __all__ = ["HOOK_EVENTS", "hook_kind", "install_copilot_hooks"]
 
@@ -44,12 +45,6 @@ def install_copilot_hooks(home: Path, command: str) -> str:
             raise ValueError(f"{path} is not valid JSON ({exc}); nothing was changed") from None
         if current == wanted:
             return f"{path}: the batonpass hooks are already installed"
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(wanted, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json(path, wanted)
     return (f"{path}: agentStop and notification hooks run {command} "
             "(a Copilot already running may need a restart to read it)")

@@ -16,6 +16,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from pipeline.plugin.tools import write_json
+
 __all__ = ["EVENTS", "HOOK_MARK", "gemini_dir", "install_hooks"]
 
 HOOK_MARK = "-m pipeline.spool gemini"
@@ -65,17 +67,7 @@ def install_hooks(settings: Path, hook_command: list[str]) -> str:
     done = {event: _put(hooks.setdefault(event, []), command) for event in EVENTS}
     if all(what == "kept" for what in done.values()):
         return f"{settings}: the batonpass AfterAgent and Notification hooks are already installed"
-    _write_json(settings, data)
+    write_json(settings, data)
     return f"{settings}: " + ", ".join(f"{what} the {event} hook" for event, what in done.items()) + \
         f" running {command}"
 
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
