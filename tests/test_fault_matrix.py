@@ -2,7 +2,8 @@
 as the source of the hand-offs, and as their target.
 
 As a source: one test body, parametrized over the source agents of tests/support/fault_sources.py (Claude
-Code, Codex and OpenCode stand-ins writing their files as the recorded ones, and the demo agent). Each turn is
+Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins writing their files as the recorded ones, and the
+demo agent). Each turn is
 begun, finished a random moment later, and the daemon is killed at a random moment before, during or after
 that end, down for a while, and started again. What counts is what reached the target (a demo agent's own
 log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
@@ -52,7 +53,7 @@ def history() -> list[dict]:
 
 @pytest.mark.parametrize("kind", list(SOURCES))
 def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
-    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     turns = int(os.environ.get("BATON_FAULT_TURNS", "30"))
     seed = int(os.environ.get("BATON_FAULT_SEED") or random.randrange(1 << 32))
@@ -60,6 +61,8 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
     rng = random.Random(seed)
     started = time.monotonic()
     source = SOURCES[kind](tmux_server, tmp_path)
+    for key, value in source.env().items():
+        monkeypatch.setenv(key, value)  # the daemon finds the source's files where it writes them
     blog = tmp_path / "b.jsonl"
     b = start_agent(tmux_server, blog, "b", work_s=0.05)
     config = write_config(
@@ -113,11 +116,13 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
 
 @pytest.mark.parametrize("kind", list(SOURCES))
 def test_a_turn_ended_while_down_is_handed_off_if_younger_than_catch_up_s_else_skipped(
-    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory
+    kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A daemon started 10 s after a turn ended hands it off; a turn that ended more than ``catch_up_s``
     before the start is recorded as skipped, with the reason, in ``baton history``."""
     source = SOURCES[kind](tmux_server, tmp_path)
+    for key, value in source.env().items():
+        monkeypatch.setenv(key, value)  # the daemon finds the source's files where it writes them
     blog = tmp_path / "b.jsonl"
     b = start_agent(tmux_server, blog, "b", work_s=0.05)
     config = write_config(
@@ -172,6 +177,16 @@ def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) 
     return False
 
 
+def fault_schedule(rng: random.Random, turns: int) -> list[str]:
+    """Each turn's fault, shuffled: about a third "paste" (killed between a paste and its Enter), a third
+    "random" (killed around the turn's end), the rest "none". A fixed mix, not a draw per turn: with 30 draws
+    a seed now and then gave only 2 kills at the paste, and the run proved less than it said."""
+    third = round(turns * 0.35)
+    schedule = ["paste"] * third + ["random"] * third + ["none"] * (turns - 2 * third)
+    rng.shuffle(schedule)
+    return schedule
+
+
 @pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
@@ -196,13 +211,12 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
     daemon.start()
     wait_followed(daemon, "a")
     at_paste = 0
-    for i in range(turns):
+    for i, fault in enumerate(fault_schedule(rng, turns)):
         source.begin(i)
-        fault = rng.random()
-        if fault < 0.35:  # between the paste and its Enter
+        if fault == "paste":  # between the paste and its Enter
             source.finish(i)
             at_paste += kill_at_paste(tmux_server, target.pane, daemon)
-        elif fault < 0.7:  # at a random moment around the turn's end and its hand-off
+        elif fault == "random":  # at a random moment around the turn's end and its hand-off
             time.sleep(rng.uniform(0.0, 0.9))  # shapes the scenario: the moment of the kill
             daemon.kill()
             source.finish(i)

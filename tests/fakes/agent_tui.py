@@ -16,7 +16,7 @@ busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` w
 Codex: ``task_started`` and the ``UserMessage`` in a rollout it holds open; OpenCode: a user message and a
 step in its store; Gemini CLI: ``projects.json`` and a chats file of ``user``/``gemini`` lines; Copilot
 CLI: ``inuse.<pid>.lock``, ``open-sessions-state.json``'s ``working`` and ``events.jsonl``), logs
-``{"message": …}`` to ``--log``, works ``--work-s`` seconds and writes the answer.
+``{"message": …}`` to ``--log``, works ``--work-s`` seconds, writes the answer and logs ``{"answer": …}``.
 A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog, its choices moved by the arrow
 keys and taken by Enter (Esc refuses), and logs each key it got (``{"key": …}``) and the answer
 (``{"approval": "approved"|"denied"}``): approved, the turn goes on; denied, the agent answers that it was
@@ -914,6 +914,7 @@ class Stand:
         self.files.answer(answer)
         self.history += self.look.answer_rows(answer)
         self.draw()
+        self.note({"answer": answer})  # after the screen: a source test waits for this, then for idle
 
 
     def ask(self) -> bool:

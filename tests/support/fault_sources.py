@@ -5,7 +5,9 @@ can time around a daemon kill: ``begin(i)`` (the prompt is on disk, the agent is
 answer ``answer i`` and the turn's end are on disk). The files are written the way the recorded ones are:
 Claude Code's session file ``sessions/{PID}.json`` and transcript lines (tests/support/claude.py's
 Transcript, from tests/fixtures/claude-code), Codex's lock file and rollout lines (tests/support/codex.py),
-the OpenCode store (tests/fakes/opencode_store.py), and the demo agent that writes its own transcript.
+the OpenCode store (tests/fakes/opencode_store.py), the demo agent that writes its own transcript, and the
+Gemini CLI and Copilot CLI stand-ins of tests/fakes/agent_tui.py (which write their agent's files as recorded,
+held to the recordings by tests/test_standin_fidelity.py).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from plugins.claude_code.files import project_folder_name
 from plugins.codex.resolve import find_codex_process
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
-from tests.support.agents import demo_agent_command
+from tests.support.agents import demo_agent_command, read_log
 from tests.support.claude import Transcript, text
 from tests.support.codex import CodexHome, append, iso, rollout_path
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
+from tests.support.standin_targets import StandinTarget, say
 from tests.support.tmux import TmuxServer
 
 __all__ = ["SOURCES", "Source"]
@@ -48,6 +51,10 @@ class Source:
 
     def start(self) -> str:
         raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        """What the daemon needs in its environment to find this agent's files (most find them by default)."""
+        return {}
 
     def begin(self, i: int) -> None:
         raise NotImplementedError
@@ -271,9 +278,48 @@ class OpenCodeSource(Source):
         return [f"answer {i}" for i in range(turns)]
 
 
+class StandinSource(Source):
+    """A stand-in of tests/fakes/agent_tui.py as the source: typed ``task i``, it writes the prompt to its
+    agent's files, works ``work_s`` and writes ``answer to: task i``, as its real agent would. Its files are
+    found through the variable its adapter reads (:meth:`env`: the daemon needs it too)."""
+
+    finishes_itself = True
+    work_s = 0.3
+
+    def start(self) -> str:
+        self.standin = StandinTarget(self.server, self.tmp, self.agent, name="a", work_s=self.work_s)
+        return self.standin.pane
+
+    def env(self) -> dict[str, str]:
+        return self.standin.env()
+
+    def begin(self, i: int) -> None:
+        wait_for(lambda: self.answered() >= i, timeout=30, what=f"the {self.agent} stand-in's answer {i - 1}")
+        say(self.server, self.pane, f"task {i}")
+
+    def finish(self, i: int) -> None:
+        wait_for(lambda: self.answered() > i, timeout=30, what=f"the {self.agent} stand-in's answer {i}")
+
+    def answered(self) -> int:
+        return sum("answer" in r for r in read_log(self.standin.log))
+
+    def expected(self, turns: int) -> list[str]:
+        return [f"answer to: task {i}" for i in range(turns)]
+
+
+class GeminiSource(StandinSource):
+    agent = "gemini"
+
+
+class CopilotSource(StandinSource):
+    agent = "copilot"
+
+
 SOURCES: dict[str, type[Source]] = {
     "demo": DemoSource,
     "claude": ClaudeSource,
     "codex": CodexSource,
     "opencode": OpenCodeSource,
+    "gemini": GeminiSource,
+    "copilot": CopilotSource,
 }
