@@ -109,6 +109,36 @@ def test_hold_keeps_a_routes_hand_offs_queued_and_resume_delivers_them_once(
     assert "hold" in table and "ab from cli: route ab held" in table, table
 
 
+def test_a_held_route_steps_aside_other_routes_to_its_tile_go_on_and_its_own_keep_their_order(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    """Holding a->b holds a->b only: c's hand-offs to b go on meanwhile; on resume a's two go, in order."""
+    a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1)
+    c = start_agent(tmux_server, tmp_path / "c.jsonl", "c", work_s=0.1)
+    b = tmp_path / "b.jsonl"
+    b_pane = start_agent(tmux_server, b, "b", work_s=0.1)
+    tiles = {name: {"pane": pane, "agent": "demo"} for name, pane in (("a", a), ("b", b_pane), ("c", c))}
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles,
+                          [{"name": "ab", "from": "a", "to": "b"}, {"name": "cb", "from": "c", "to": "b"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    wait_followed(daemon, "c")
+    assert baton("hold", "ab", "-c", str(config)).status == 0
+    tmux_server.type(a, "a one")
+    wait_for(lambda: _states() == ["held"], what="a's hand-off held")
+    tmux_server.type(a, "a two")
+    wait_for(lambda: len(_states()) == 2, what="a's second hand-off queued")
+    tmux_server.type(c, "c one")  # another route to the same tile: not held
+    wait_for(lambda: messages(b) == ["c one"], what="c's hand-off delivered past the held route")
+    tmux_server.type(c, "c two")
+    wait_for(lambda: messages(b) == ["c one", "c two"], what="c's second hand-off")
+    assert baton("resume", "ab", "-c", str(config)).status == 0
+    wait_for(lambda: messages(b) == ["c one", "c two", "a one", "a two"], what="a's hand-offs, in order")
+    wait_for(lambda: _states() == ["delivered"] * 4, what="every hand-off delivered")
+    assert daemon.stop() == 0
+    assert daemon.stderr().count("held        ab@") == 1, daemon.stderr()  # said once, for the first
+
+
 def test_retry_types_a_failed_hand_off_again_once(tmux_server: TmuxServer, tmp_path: Path,
                                                   daemon_factory) -> None:
     a = start_agent(tmux_server, tmp_path / "a.jsonl", "a", work_s=0.1)

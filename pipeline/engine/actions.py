@@ -15,8 +15,8 @@ and nothing typed.
 - retry: a ``failed`` hand-off, taken back in the journal (one retry wins), typed as ``send`` types, its
   outcome written on its own row.
 - hold/resume: the ``holds`` table of the journal; the daemon's dispatcher keeps a held route's hand-offs
-  queued (journaled ``held``) and types each once the route is resumed. The dispatcher's queue is per
-  target tile, so other hand-offs to the same tile wait behind a held one.
+  queued (journaled ``held``) and types each, in order, once the route is resumed. Only that route waits:
+  other routes' hand-offs to the same tile go on meanwhile.
 - retry is typed as ``send`` types: its hop is not counted for the target's next turn (as a send's is not).
 
 An action on a tile of another host (or a route whose target is there) goes over the bus to that host's

@@ -8,7 +8,8 @@ typed again: it ends ``delivered`` (the agent showed it started), ``unconfirmed`
 
 A route with ``max_per_hour`` that already typed that many hand-offs in the last hour holds the next one
 (``held`` in the journal, logged once) until the oldest of them is an hour old: kept, never dropped, and
-still held after a restart. Its target's queue waits behind it, so the order of hand-offs is kept too.
+still held after a restart; so does a route a person holds (``baton hold``) until ``baton resume``. A held
+route steps aside: its hand-offs wait in their order, and other routes' hand-offs to the same tile go on.
 """
 
 from __future__ import annotations
@@ -122,6 +123,17 @@ async def _enter_again(adapter: AgentAdapter, pane_id: str, clean: str) -> None:
         return
 
 
+def _take_ready(queue: ObjectReceiveStream[Prompt], into: list[Prompt]) -> bool:
+    """Move what ``queue`` already holds to ``into``, without waiting; False once the queue is closed."""
+    while True:
+        try:
+            into.append(queue.receive_nowait())
+        except anyio.WouldBlock:
+            return True
+        except anyio.EndOfStream:
+            return False
+
+
 class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
@@ -137,6 +149,8 @@ class PromptDispatcher:
         self.report = report or (lambda delivery: None)
         self.queue_size = queue_size
         self._queues: dict[str, ObjectSendStream[Prompt]] = {}
+        #: hand-offs whose route holds them, and by what ("person" or "rate"): said once, and once released
+        self._held: dict[str, str] = {}
 
     async def run(self, receive: ObjectReceiveStream[Prompt]) -> None:
         async with receive, anyio.create_task_group() as tg:
@@ -155,28 +169,68 @@ class PromptDispatcher:
                     await queue.aclose()
 
     async def _serve(self, target: str, queue: ObjectReceiveStream[Prompt]) -> None:
+        """Deliver ``target``'s hand-offs one at a time, in the order they came — except that a route held
+        (by a person, or by its ``max_per_hour``) steps aside: its hand-offs wait, in their order, and the
+        other routes' hand-offs to the same tile go on."""
+        waiting: list[Prompt] = []  # taken from the queue, not yet delivered: in arrival order
+        open_ = True
         async with queue:
-            async for prompt in queue:
-                unsure = prompt.key in self.unsure
-                while True:
+            while waiting or open_:
+                open_ = _take_ready(queue, waiting) and open_
+                if not waiting:
                     try:
-                        delivery = await self.deliver(prompt)
-                    except Exception as exc:  # a bug in one delivery must not stop the queue
-                        if is_fault(exc):  # the journal failed, before any key of this try: wait, try again
-                            if unsure:
-                                self.unsure.add(prompt.key)
-                            await self.journal.recover(exc)
-                            continue
-                        delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
-                        log.error("failed      %s: %s", prompt.key, delivery.error)
-                    break
-                if delivery.state != "dry-run":  # a journal that cannot take it holds the queue until it can
-                    await self.journal.until_done(partial(
-                        self.journal.set_state, prompt.key, delivery.state, error=delivery.error,
-                        pane=delivery.pane, note=delivery.note or None))
-                if delivery.state == "failed":
-                    self.notifier.failed(prompt.key, prompt.route, prompt.target, delivery.error)
-                self.report(delivery)
+                        waiting.append(await queue.receive())
+                    except anyio.EndOfStream:
+                        return
+                    continue
+                prompt, look_in = await self._first_free(waiting)
+                if prompt is None:  # every waiting hand-off's route is held: a new one may not be
+                    with anyio.move_on_after(look_in):
+                        try:
+                            waiting.append(await queue.receive())
+                        except anyio.EndOfStream:
+                            open_ = False
+                            await anyio.sleep(look_in)
+                    continue
+                waiting.remove(prompt)
+                await self._serve_one(prompt)
+
+    async def _first_free(self, waiting: list[Prompt]) -> tuple[Prompt | None, float]:
+        """The first waiting hand-off whose route lets it go, or (None, when to look again). A held route's
+        later hand-offs are not asked about: they stay behind its first one."""
+        held: set[str] = set()
+        look_in = HOLD_TICK_S
+        for prompt in waiting:
+            if prompt.route in held:
+                continue
+            wait = await self._held_for(prompt)
+            if wait is None:
+                return prompt, 0.0
+            held.add(prompt.route)
+            look_in = min(look_in, wait)
+        return None, look_in
+
+    async def _serve_one(self, prompt: Prompt) -> None:
+        unsure = prompt.key in self.unsure
+        while True:
+            try:
+                delivery = await self.deliver(prompt)
+            except Exception as exc:  # a bug in one delivery must not stop the queue
+                if is_fault(exc):  # the journal failed, before any key of this try: wait, try again
+                    if unsure:
+                        self.unsure.add(prompt.key)
+                    await self.journal.recover(exc)
+                    continue
+                delivery = Delivery(prompt, "failed", error=f"{type(exc).__name__}: {exc}")
+                log.error("failed      %s: %s", prompt.key, delivery.error)
+            break
+        if delivery.state != "dry-run":  # a journal that cannot take it holds the queue until it can
+            await self.journal.until_done(partial(
+                self.journal.set_state, prompt.key, delivery.state, error=delivery.error,
+                pane=delivery.pane, note=delivery.note or None))
+        if delivery.state == "failed":
+            self.notifier.failed(prompt.key, prompt.route, prompt.target, delivery.error)
+        self.report(delivery)
 
     async def deliver(self, prompt: Prompt) -> Delivery:
         adapter = self.tiles[prompt.target].adapter
@@ -186,8 +240,6 @@ class PromptDispatcher:
                 flush=True,
             )
             return Delivery(prompt, "dry-run")
-        await self._while_held(prompt)
-        await self._hold_for_rate(prompt)
         with pane_lookups_shared():  # the pane asked of tmux once per readiness check, and for the paste
             return await self._deliver(prompt, adapter)
 
@@ -230,50 +282,46 @@ class PromptDispatcher:
         )
         return Delivery(prompt, state, pane=pane_id, attempts=attempts + 1)
 
-    async def _while_held(self, prompt: Prompt) -> None:
-        """Wait while a person holds ``prompt``'s route (``baton hold``, the journal's ``holds``): the
-        hand-off stays queued, journaled ``held``, and goes on once the route is resumed."""
-        said = False
-        while True:
-            held = (await self.journal.until_read(self.journal.holds)).get(prompt.route)
-            if held is None:
-                if said:
-                    log.info("resumed     %s -> %s", prompt.key, prompt.target)
-                    await self.journal.until_done(partial(self.journal.set_state, prompt.key, "transformed",
-                                                          note=f"route {prompt.route} resumed"))
-                return
-            if not said:
-                who, at = held
+    async def _held_for(self, prompt: Prompt) -> float | None:
+        """None when ``prompt``'s route lets it go now; else how soon to ask again. Held by a person
+        (``baton hold``: the journal's ``holds``) until resumed, or by the route's ``max_per_hour`` until the
+        oldest hand-off of its hour is an hour old. A hold is journaled (``held``, with why) and logged once;
+        its end, once."""
+        if self.dry_run:
+            return None
+        person = (await self.journal.until_read(self.journal.holds)).get(prompt.route)
+        said = self._held.get(prompt.key)
+        if person is not None:
+            if said != "person":
+                who, at = person
                 since = time.strftime("%H:%M:%S", time.localtime(at))
                 why = f"route {prompt.route} held by {who} at {since}; it goes on baton resume {prompt.route}"
                 log.warning("held        %s -> %s: %s", prompt.key, prompt.target, why)
                 await self.journal.until_done(partial(self.journal.set_state, prompt.key, "held", note=why))
-                said = True
-            await anyio.sleep(HELD_ROUTE_TICK_S)
-
-    async def _hold_for_rate(self, prompt: Prompt) -> None:
-        """Wait while ``prompt``'s route has typed ``max_per_hour`` hand-offs in the last hour."""
+                self._held[prompt.key] = "person"
+            return HELD_ROUTE_TICK_S
         limit = self.limits.get(prompt.route)
-        if limit is None:
-            return
-        said = False
-        while True:
-            now = time.time()
-            typed = self.journal.typed_since(prompt.route, now - HOUR_S, but=prompt.key)
-            if len(typed) < limit:
-                if said:  # released: it waits for its target like any other hand-off now
-                    self.journal.set_state(prompt.key, "transformed")
-                return
+        now = time.time()
+        typed = [] if limit is None else self.journal.typed_since(prompt.route, now - HOUR_S, but=prompt.key)
+        if limit is not None and len(typed) >= limit:
             free_at = typed[len(typed) - limit] + HOUR_S  # when one fewer than the limit is left in the hour
-            if not said:
+            if said != "rate":
                 n, at = len(typed), time.strftime("%H:%M:%S", time.localtime(free_at))
                 why = (f"held by max_per_hour={limit}: route {prompt.route} typed {n} "
                        f"hand-off{'s' * (n != 1)} in the last hour; it goes at {at}")
                 log.warning("held        %s -> %s: %s", prompt.key, prompt.target, why)
                 self.journal.set_state(prompt.key, "held", note=why)
                 self.notifier.kept(prompt.key, prompt.route, prompt.target, why)
-                said = True
-            await anyio.sleep(min(max(free_at - now, 0.01), HOLD_TICK_S))
+                self._held[prompt.key] = "rate"
+            return min(max(free_at - now, 0.01), HOLD_TICK_S)
+        said = self._held.pop(prompt.key, None)
+        if said == "person":
+            log.info("resumed     %s -> %s", prompt.key, prompt.target)
+            await self.journal.until_done(partial(self.journal.set_state, prompt.key, "transformed",
+                                                  note=f"route {prompt.route} resumed"))
+        elif said == "rate":  # released: it waits for its target like any other hand-off now
+            self.journal.set_state(prompt.key, "transformed")
+        return None
 
     async def _await_target(self, prompt: Prompt, started: float, wanted: tuple[str, ...]) -> int | Delivery:
         """Wait, in order, until the target's state is one of ``wanted``; returns how many times it was
