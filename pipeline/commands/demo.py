@@ -45,7 +45,7 @@ class DemoProgress:
 
     handoffs: int = 0
     keep: bool = False
-    #: the demo's tmux server, once it is being started
+    #: the demo's tmux server (``tmux -L NAME``), once it is being started
     socket: str | None = None
     handed: int = 0
     #: the signal that stopped it
@@ -58,15 +58,17 @@ class DemoProgress:
             return f"demo: stopped by {by} before it started anything; nothing is left behind"
         done = f"demo: stopped by {by} after {self.handed} of {self.handoffs} hand-offs"
         if self.keep:
-            return (f"{done}; its tmux server is left running (--keep): watch it with  tmux -L {self.socket} "
-                    f"attach  and stop it with  tmux -L {self.socket} kill-server")
-        return f"{done}; its tmux server (tmux -L {self.socket}) is stopped and its files are removed"
+            return (f"{done}; its tmux server is left running (--keep): watch it with  {self.socket} "
+                    f"attach  and stop it with  {self.socket} kill-server")
+        return f"{done}; its tmux server ({self.socket}) is stopped and its files are removed"
 
 
 async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False, timeout_s: float = 90.0,
-                   out: Callable[[str], None] = print, progress: DemoProgress | None = None) -> int:
+                   out: Callable[[str], None] = print, progress: DemoProgress | None = None,
+                   tmux: Tmux | None = None) -> int:
     """The demo; 0 when it made its hand-offs, 1 when not, 128 + the signal's number when one stopped it
-    (``progress`` says how far it got). Runs in the main thread: it listens for the signals itself."""
+    (``progress`` says how far it got). Runs in the main thread: it listens for the signals itself.
+    ``tmux``: the server to start (default: a private name); no server may run there yet."""
     progress = progress or DemoProgress()
     status = 0
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:  # each one from here on: not raised
@@ -80,7 +82,7 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
                     tg.cancel_scope.cancel()
 
             tg.start_soon(_stop_on_signal, signals, tg.cancel_scope, progress)
-            status = await _demo(handoffs, work_s, keep, timeout_s, say, progress)
+            status = await _demo(handoffs, work_s, keep, timeout_s, say, progress, tmux)
             tg.cancel_scope.cancel()
     return status if progress.stopped_by is None else 128 + progress.stopped_by
 
@@ -100,7 +102,7 @@ async def _stop_on_signal(signals: AsyncIterator[signal.Signals], scope: anyio.C
 
 
 async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out: Callable[[str], None],
-                progress: DemoProgress) -> int:
+                progress: DemoProgress, tmux: Tmux | None) -> int:
     try:  # the hooks' spool is in the state folder; the demo's own files in a temporary one
         check_folder(spool_dir())
         home = tempfile.mkdtemp(prefix="baton-demo-")
@@ -108,9 +110,9 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
         why = exc if isinstance(exc, JournalUnusable) else f"cannot make a temporary folder: {exc}"
         print(f"baton demo: {why}", file=sys.stderr)
         return 1
-    socket = f"baton-demo-{os.getpid()}"
+    tmux = tmux or Tmux(socket_name=f"baton-demo-{os.getpid()}", config_file="/dev/null")
+    socket = tmux.describe()
     progress.handoffs, progress.keep, progress.socket = handoffs, keep, socket
-    tmux = Tmux(socket_name=socket, config_file="/dev/null")
     agent = f"{shlex.quote(sys.executable)} -m plugins.demo.agent --work-s {work_s}"
     os.environ["BATON_DEMO_HOME"] = home  # the agents' transcripts, read by the demo adapter
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "BATON_DEMO_HOME": home}
@@ -123,7 +125,7 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
         bob = await tmux.split(alice.pane_id, f"{agent} --name bob --role reviewer", env=env)
         await tmux.set_title(alice.pane_id, "alice")
         await tmux.set_title(bob.pane_id, "bob")
-        out(f"demo: two agents on a private tmux server; watch them with:  tmux -L {socket} attach"
+        out(f"demo: two agents on a private tmux server; watch them with:  {socket} attach"
             + ("" if keep else "  (it stops when the demo ends; --keep leaves it running)"))
         await _wait_for_agents(tmux, [alice.pane_id, bob.pane_id])
         config = Config(
@@ -191,7 +193,7 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
                 with contextlib.suppress(TmuxError):  # tmux not installed: the error that got here says so
                     await tmux.kill_server()
             elif progress.stopped_by is None:
-                out(f"demo: left running; stop it with:  tmux -L {socket} kill-server")
+                out(f"demo: left running; stop it with:  {socket} kill-server")
 
 
 async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0) -> None:
@@ -211,10 +213,22 @@ def _first_line(text: str, width: int = 70) -> str:
 
 def demo_command(args: argparse.Namespace) -> int:
     logging.getLogger("batonpass").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    if args.config is not None:
+        print(f"baton demo: -c {args.config} is not used: the demo routes its own two agents; "
+              "baton run -c uses your routes.yaml", file=sys.stderr)
+        return 2
+    tmux = None
+    if args.socket is not None or args.socket_path is not None:  # the demo's server: a new one, there
+        tmux = Tmux(socket_name=args.socket, socket_path=args.socket_path, config_file="/dev/null")
+        if tmux.server_answers():
+            flag = f"-L {args.socket}" if args.socket is not None else f"-S {args.socket_path}"
+            print(f"baton demo: a tmux server already runs at {flag}; the demo starts (and stops) a server "
+                  f"of its own: name a free one, or leave {flag.split()[0]} out", file=sys.stderr)
+            return 2
     progress = DemoProgress()
     try:
         status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
-                                            progress=progress))
+                                            progress=progress, tmux=tmux))
     except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
         progress.stopped_by, status = signal.SIGINT, 130
     # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of

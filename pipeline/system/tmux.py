@@ -210,6 +210,16 @@ class Tmux:
             raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
         return result.stdout.decode("utf-8", "replace")
 
+    def server_answers(self) -> bool:
+        """Whether a tmux server runs on this socket. Asked by a short-lived client, never the control-mode
+        one: that would attach to a server batonpass may only look at."""
+        try:
+            result = subprocess.run([*self.base, "list-sessions"], capture_output=True, check=False,
+                                    start_new_session=True)
+        except FileNotFoundError:
+            return False
+        return result.returncode == 0
+
     # ---- panes -------------------------------------------------------------------------------------
 
     async def resolve(self, target: str) -> PaneInfo:
