@@ -5,6 +5,8 @@ permission prompt and log every key they get; hold, resume and retry against a r
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import load_registries
 from pipeline.system.tmux import Tmux
 from tests.support.agents import demo_agent_command, messages, read_log, start_agent
-from tests.support.cli import baton, json_lines, shell_ready, start_baton, write_routes
+from tests.support.cli import BATON, baton, baton_env, json_lines, shell_ready, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
 from tests.support.standin_targets import TARGETS, StandinTarget, say
@@ -277,3 +279,27 @@ def test_opencode_reads_which_button_is_selected_from_its_colours() -> None:
     assert moved != text
     assert permission_answer(moved, True) == ["Left", "Enter"]
     assert permission_answer(moved, False) == ["Right", "Enter"]
+
+
+def test_history_follow_shows_actions_as_they_are_recorded(tmp_path: Path) -> None:
+    """``history --follow`` prints a person's actions beside the hand-offs: the backlog's, then each new
+    one (before, only ``baton history`` without ``--follow`` showed them)."""
+    config = write_config(tmp_path / "routes.yaml", "unused", {"a": {"pane": "%1", "agent": "shell"},
+                                                                "b": {"pane": "%2", "agent": "shell"}},
+                          [{"name": "ab", "from": "a", "to": "b"}])
+    assert baton("hold", "ab", "-c", str(config)).status == 0
+    lines = tmp_path / "follow.jsonl"
+    with lines.open("wb") as out:
+        follow = subprocess.Popen([*BATON, "history", "-f", "--json", "-n", "5"], stdout=out,
+                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=baton_env(None))
+    try:
+        wait_for(lambda: len(json_lines(lines.read_text())) == 1, what="the backlog: the hold")
+        assert baton("resume", "ab", "-c", str(config)).status == 0
+        wait_for(lambda: [r["route"] for r in json_lines(lines.read_text())] == ["hold", "resume"],
+                 what="the resume followed")
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(timeout=20)
+    rows = json_lines(lines.read_text())
+    assert [(r["kind"], r["state"], r["origin"]) for r in rows] == [("action", "done", "cli")] * 2, rows
+    assert "route ab resumed" in rows[1]["note"], rows

@@ -1,6 +1,6 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs as the journal records them (:mod:`pipeline.views.history_follow`). The table
-is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
+keeps printing hand-offs and actions as the journal records them (:mod:`pipeline.views.history_follow`).
+The table is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
 exit status 0.
 """
 
@@ -47,10 +47,29 @@ def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dic
 
 
 def _action_matches(match: HistoryFilter, row: dict[str, Any]) -> bool:
-    """``--route KIND`` (approve, hold…), ``--tile`` its tile, ``--outcome`` ``done``/``refused``."""
+    """``--route KIND`` (approve, hold…), ``--tile`` its tile, ``--outcome`` ``done``/``refused``,
+    ``--since``."""
     return ((match.route is None or match.route == row["route"])
             and (match.tile is None or match.tile == row["target"])
-            and (match.outcome is None or match.outcome == row["state"]))
+            and (match.outcome is None or match.outcome == row["state"])
+            and (match.since is None or row["created"] >= match.since))
+
+
+class _FollowedRows:
+    """What ``--follow`` follows: hand-offs and actions that match, as ``--json`` prints them."""
+
+    def __init__(self, limit: int, match: HistoryFilter) -> None:
+        self.limit, self.match = limit, match
+
+    def latest(self, journal: Journal) -> list[dict[str, Any]]:
+        return history_rows(journal, self.limit, self.match)
+
+    def changed_since(self, journal: Journal, at: float) -> list[dict[str, Any]]:
+        rows = [record_row(r) for r in journal.changed_since(at, self.match)]
+        actions = map(action_row, journal.actions_changed_since(at))
+        rows += [row for row in actions if _action_matches(self.match, row)]
+        rows.sort(key=lambda row: (row["updated"], row["key"]))
+        return rows
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -123,14 +142,15 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
 
 
 def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
-    """The latest ``limit`` hand-offs, then every change, until Ctrl-C (exit 0) or a closed pipe. Ctrl-C
+    """The latest ``limit`` hand-offs and actions, then every change, until Ctrl-C (exit 0) or a closed
+    pipe. Ctrl-C
     ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
     per line, nothing else."""
     from pipeline.views.history_follow import follow_journal
 
     printer = _JsonLines() if as_json else _FollowPrinter()
     try:
-        follow_journal(path, limit, match, printer.emit)
+        follow_journal(path, _FollowedRows(limit, match), printer.emit)
     except KeyboardInterrupt:
         printer.end()
         return 0
@@ -140,9 +160,9 @@ def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
 
 
 class _JsonLines:
-    def emit(self, records: list[HandoffRecord]) -> None:
-        for r in records:
-            print(json_line(record_row(r)), flush=True)
+    def emit(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            print(json_line(row), flush=True)
 
     def end(self) -> None:
         pass
@@ -155,8 +175,7 @@ class _FollowPrinter:
     def __init__(self) -> None:
         self.table: FollowTable | None = None
 
-    def emit(self, records: list[HandoffRecord]) -> None:
-        rows = [record_row(r) for r in records]
+    def emit(self, rows: list[dict[str, Any]]) -> None:
         if self.table is None:
             terminal = "COLUMNS" in os.environ or sys.stdout.isatty()
             self.table = FollowTable(rows, shutil.get_terminal_size().columns if terminal else None)

@@ -570,6 +570,12 @@ class Journal:
                                "ORDER BY created DESC, id LIMIT ?", (since or 0.0, limit)).fetchall()
         return [ActionRecord(*r) for r in reversed(rows)]
 
+    def actions_changed_since(self, at: float) -> list[ActionRecord]:
+        """Actions whose record changed at or after ``at``, in the order they changed (``--follow``)."""
+        rows = self.db.execute(f"SELECT {_ACTION_COLUMNS} FROM actions WHERE updated >= ? "
+                               "ORDER BY updated, id", (at,)).fetchall()
+        return [ActionRecord(*r) for r in rows]
+
     # ---- held routes (baton hold / resume): their hand-offs stay queued -----------------------------------
 
     def hold(self, route: str, origin: str) -> bool:

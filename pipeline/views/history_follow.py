@@ -1,6 +1,7 @@
-"""``baton history --follow``: the latest hand-offs, then a line each time a hand-off's record changes, so
+"""``baton history --follow``: the latest hand-offs and actions, then a line each time a record changes, so
 one hand-off shows as it goes ``transformed`` → ``delivered`` (states it passed between two looks show as
-the last one).
+the last one) and a person's ``baton approve`` as it goes ``started`` → ``done``. What a row is, and which
+rows match, is the command's business: this module reads them through :class:`Rows`.
 
 It looks at the journal when the journal changes, not on a timer: the daemon's commits write the journal's
 WAL file, and the shared :class:`~pipeline.engine.watch.FileWatcher` (inotify on Linux) wakes the follower;
@@ -18,13 +19,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 import anyio
 
-from pipeline.engine.journal import HandoffRecord, HistoryFilter, Journal
+from pipeline.engine.journal import Journal
 from pipeline.engine.watch import FileWatcher, Subscription
 
-__all__ = ["LOOK_AGAIN_S", "RECHECK_S", "follow_journal"]
+__all__ = ["LOOK_AGAIN_S", "RECHECK_S", "Rows", "follow_journal"]
 
 #: a look at the journal in case a change's hint was lost
 RECHECK_S = 5.0
@@ -34,25 +36,35 @@ LOOK_AGAIN_S = 0.1
 APPEAR_S = 1.0
 
 
-Emit = Callable[[list[HandoffRecord]], None]
+Row = dict[str, Any]
+Emit = Callable[[list[Row]], None]
 
 
-def follow_journal(path: Path, limit: int, match: HistoryFilter, emit: Emit) -> None:
-    """Emit the latest ``limit`` hand-offs that ``match`` (the backlog, all at once: a table sizes its
-    columns from it; an empty list first when the journal does not exist yet), then each batch of changes,
-    until interrupted (KeyboardInterrupt). A closed standard output (BrokenPipeError) or an unreadable
-    journal (sqlite3.Error) ends it by raising."""
-    anyio.run(_follow, path, limit, match, emit)
+class Rows(Protocol):
+    """The rows to follow (each with a ``key`` and the time it was last ``updated``)."""
+
+    def latest(self, journal: Journal) -> list[Row]:
+        """The backlog, oldest first."""
+
+    def changed_since(self, journal: Journal, at: float) -> list[Row]:
+        """The rows changed at or after ``at``, in the order they changed."""
 
 
-async def _follow(path: Path, limit: int, match: HistoryFilter, emit: Emit) -> None:
+def follow_journal(path: Path, rows: Rows, emit: Emit) -> None:
+    """Emit the backlog (all at once: a table sizes its columns from it; an empty list first when the
+    journal does not exist yet), then each batch of changes, until interrupted (KeyboardInterrupt). A
+    closed standard output (BrokenPipeError) or an unreadable journal (sqlite3.Error) ends it by raising."""
+    anyio.run(_follow, path, rows, emit)
+
+
+async def _follow(path: Path, rows: Rows, emit: Emit) -> None:
     watcher = FileWatcher()
     failure: list[Exception] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
         tg.start_soon(_end_when_the_reader_is_gone, tg.cancel_scope, failure)
         try:
-            await _print_changes(watcher, path, limit, match, emit)
+            await _print_changes(watcher, path, rows, emit)
         except (BrokenPipeError, sqlite3.Error) as exc:  # raised as they are, not in an exception group
             failure.append(exc)
         tg.cancel_scope.cancel()
@@ -83,8 +95,7 @@ def _subscribe(watcher: FileWatcher, path: Path) -> Subscription | None:
     return None
 
 
-async def _print_changes(watcher: FileWatcher, path: Path, limit: int, match: HistoryFilter,
-                         emit: Emit) -> None:
+async def _print_changes(watcher: FileWatcher, path: Path, rows: Rows, emit: Emit) -> None:
     sub: Subscription | None = None
     try:
         if not path.exists():
@@ -99,17 +110,17 @@ async def _print_changes(watcher: FileWatcher, path: Path, limit: int, match: Hi
         journal = Journal(path)
         last = time.time()  # what changes from here on is news; a change during the backlog may show twice
         shown: set[tuple[str, float]] = set()
-        emit(journal.history(limit, match))
+        emit(rows.latest(journal))
         wait = RECHECK_S
         while True:
             hinted = await sub.wait(wait)
             wait = LOOK_AGAIN_S if hinted else RECHECK_S
-            changed = [r for r in journal.changed_since(last, match) if (r.key, r.updated) not in shown]
+            changed = [r for r in rows.changed_since(journal, last) if (r["key"], r["updated"]) not in shown]
             if changed:
                 emit(changed)
-                newest = changed[-1].updated
+                newest = changed[-1]["updated"]
                 shown = {key for key in shown if key[1] == newest} if newest == last else set()
-                shown |= {(r.key, r.updated) for r in changed if r.updated == newest}
+                shown |= {(r["key"], r["updated"]) for r in changed if r["updated"] == newest}
                 last = newest
     finally:
         if sub is not None:

@@ -21,6 +21,7 @@ from functools import partial
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.hops import HopLedger
@@ -123,7 +124,7 @@ async def _enter_again(adapter: AgentAdapter, pane_id: str, clean: str) -> None:
         return
 
 
-def _take_ready(queue: ObjectReceiveStream[Prompt], into: list[Prompt]) -> bool:
+def _take_ready(queue: MemoryObjectReceiveStream[Prompt], into: list[Prompt]) -> bool:
     """Move what ``queue`` already holds to ``into``, without waiting; False once the queue is closed."""
     while True:
         try:
@@ -168,7 +169,7 @@ class PromptDispatcher:
                 for queue in self._queues.values():
                     await queue.aclose()
 
-    async def _serve(self, target: str, queue: ObjectReceiveStream[Prompt]) -> None:
+    async def _serve(self, target: str, queue: MemoryObjectReceiveStream[Prompt]) -> None:
         """Deliver ``target``'s hand-offs one at a time, in the order they came — except that a route held
         (by a person, or by its ``max_per_hour``) steps aside: its hand-offs wait, in their order, and the
         other routes' hand-offs to the same tile go on."""
@@ -306,9 +307,9 @@ class PromptDispatcher:
         if limit is not None and len(typed) >= limit:
             free_at = typed[len(typed) - limit] + HOUR_S  # when one fewer than the limit is left in the hour
             if said != "rate":
-                n, at = len(typed), time.strftime("%H:%M:%S", time.localtime(free_at))
+                n, goes = len(typed), time.strftime("%H:%M:%S", time.localtime(free_at))
                 why = (f"held by max_per_hour={limit}: route {prompt.route} typed {n} "
-                       f"hand-off{'s' * (n != 1)} in the last hour; it goes at {at}")
+                       f"hand-off{'s' * (n != 1)} in the last hour; it goes at {goes}")
                 log.warning("held        %s -> %s: %s", prompt.key, prompt.target, why)
                 self.journal.set_state(prompt.key, "held", note=why)
                 self.notifier.kept(prompt.key, prompt.route, prompt.target, why)
