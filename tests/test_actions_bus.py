@@ -15,9 +15,9 @@ import pytest
 from pipeline.bus.actions import STALE_S, outcome_subject
 from pipeline.bus.link import BusLink
 from pipeline.engine.config import Config, load_config
-from tests.support.agents import messages, read_log
-from tests.support.bus import settle, two_hosts
-from tests.support.cli import baton
+from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.bus import settle, two_hosts, write_routes
+from tests.support.cli import baton, shell_ready
 from tests.support.polling import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
@@ -97,6 +97,43 @@ def test_hold_and_resume_of_a_route_into_another_host_are_done_by_that_hosts_dae
     assert alpha.stop() == 0 and beta.stop() == 0
     assert messages(blog) == ["from a: one"]
     assert [(r.kind, r.outcome) for r in beta.journal().actions()] == [("hold", "done"), ("resume", "done")]
+
+
+def test_a_retry_of_a_hand_off_that_failed_on_another_host_is_done_by_that_hosts_daemon(
+        tmp_path: Path, hosts) -> None:
+    """a->b went from alpha to beta (``published`` on alpha) and failed on beta (b's pane held a bare
+    shell); ``baton retry KEY`` on alpha goes to beta, whose journal holds the failure, and is typed there
+    once — alpha's journal is not where that hand-off can be retried."""
+    tiles = {"a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
+             "b": {"pane": "title:b", "agent": "demo", "host": "beta"}}
+    config = write_routes(tmp_path / "routes.yaml", tiles, [{"from": "a", "to": "b"}], give_up_s=0.5)
+    alpha, beta = hosts("alpha", config), hosts("beta", config)
+    alpha.agent("a")
+    b = shell_ready(beta.tmux)  # no agent in b yet: the hand-off fails there
+    beta.tmux.run("select-pane", "-t", b, "-T", "b")
+    alpha.start()
+    beta.start()
+    alpha.wait_running("a")
+    beta.wait_running()
+    alpha.type("a", "again")
+    wait_for(lambda: [h.state for h in beta.history()] == ["failed"], timeout=30, what="failed on beta")
+    key = beta.history()[0].key
+    assert [(h.key, h.state) for h in alpha.history()] == [(key, "published")]
+    blog = tmp_path / "b.jsonl"
+    beta.tmux.type(b, "exec " + demo_agent_command("b", work_s=0.1, log=blog))
+    wait_for(lambda: "demo❯" in beta.tmux.capture(b), what="the demo agent in b's pane")
+    env = {"XDG_STATE_HOME": str(alpha.state), "BATON_BUS_URL": alpha.bus_url}
+    done = baton("retry", key, "-c", str(config), env=env)
+    assert done.status == 0 and done.out.startswith(f"on host beta: retry of {key}: sent"), done
+    wait_for(lambda: messages(blog) == ["again"], what="the retried hand-off typed on beta")
+    again = baton("retry", key, "-c", str(config), env=env)
+    again.one_line_error(1, f"on host beta: hand-off {key} is", "not failed")
+    settle()
+    assert alpha.stop() == 0 and beta.stop() == 0
+    assert messages(blog) == ["again"]
+    outcomes = [(r.kind, r.outcome) for r in beta.journal().actions()]
+    assert outcomes == [("retry", "done"), ("retry", "refused")], outcomes
+    assert [h.state for h in alpha.history()] == ["published"]
 
 
 async def _publish(config: Config, body: dict, msg_id: str) -> dict:

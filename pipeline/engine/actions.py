@@ -19,9 +19,9 @@ and nothing typed.
   other routes' hand-offs to the same tile go on meanwhile.
 - retry is typed as ``send`` types: its hop is not counted for the target's next turn (as a send's is not).
 
-An action on a tile of another host (or a route whose target is there) goes over the bus to that host's
-daemon (:mod:`pipeline.bus.actions`), once (its id is the message id and the journal key there), and the
-outcome comes back.
+An action on a tile of another host (or a route whose target is there, or a hand-off that was typed there)
+goes over the bus to that host's daemon (:mod:`pipeline.bus.actions`), once (its id is the message id and
+the journal key there), and the outcome comes back.
 """
 
 from __future__ import annotations
@@ -137,18 +137,16 @@ def _config(path: Path) -> Config:
 
 async def _dispatch(action: Action, config: Config, journal: Journal, here: str, action_id: str,
                     tmux: Tmux | None) -> ActionResult:
-    remote = _remote_host(action, config, here)
+    remote = _remote_host(action, config, journal, here)
     if remote is not None:
+        host, tile = remote
         try:
             from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
         except ModuleNotFoundError as exc:
             if not no_bus_client(exc):
                 raise
-            raise _Refused(f"{action.kind} {action.target} is for host {remote}: {NO_BUS_CLIENT}") from None
-
-        tile = action.target if action.kind in ("approve", "deny", "send") else _route_target(action.target,
-                                                                                             config)
-        return await send_action(action, config, remote, action_id, here, tile)
+            raise _Refused(f"{action.kind} {action.target} is for host {host}: {NO_BUS_CLIENT}") from None
+        return await send_action(action, config, host, action_id, here, tile)
     if action.kind in ("approve", "deny"):
         return await _answer(action, _setup(config, here, tmux), approve=action.kind == "approve")
     if action.kind == "send":
@@ -161,21 +159,34 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
     return _hold(action, config, journal)
 
 
-def _remote_host(action: Action, config: Config, here: str) -> str | None:
-    """The host whose daemon must do ``action``, when it is not this one; refused when its tile or route
-    is not in routes.yaml."""
+def _remote_host(action: Action, config: Config, journal: Journal, here: str) -> tuple[str, str] | None:
+    """The host whose daemon must do ``action`` and the tile it is about (its bus subject), when that host
+    is not this one; refused when its tile or route is not in routes.yaml. A retry goes where its hand-off
+    was typed: a hand-off to another host's tile is ``published`` here, and fails (or not) in that host's
+    journal, under the same key."""
     if action.kind in ("approve", "deny", "send"):
-        tile = config.tiles.get(action.target)
-        if tile is None:
+        tile = action.target
+        if tile not in config.tiles:
             names = ", ".join(sorted(config.tiles)) or "none"
-            raise _Refused(f"no tile {action.target!r} in {config.path} (tiles: {names})")
-        host = tile_host(tile, here)
+            raise _Refused(f"no tile {tile!r} in {config.path} (tiles: {names})")
     elif action.kind in ("hold", "resume"):
-        target = config.tiles.get(_route_target(action.target, config))
-        host = tile_host(target, here) if target is not None else here
+        tile = _route_target(action.target, config)
     else:
-        return None
-    return None if host == here else host
+        record = journal.handoff(action.target)
+        if record is not None and record.state != "published":
+            return None  # typed (or not) here: retried here
+        tile = record.target if record is not None else _key_target(action.target, config)
+        if tile is None:
+            return None  # not a hand-off any host of routes.yaml took: said so here
+    target = config.tiles.get(tile)
+    host = tile_host(target, here) if target is not None else here
+    return None if host == here else (host, tile)
+
+
+def _key_target(key: str, config: Config) -> str | None:
+    """The tile a hand-off key's route goes to (keys are ``ROUTE@TURN``), or None."""
+    label = key.split("@", 1)[0]
+    return next((r.to for r in config.routes if label in (r.label, f"{r.from_}->{r.to}")), None)
 
 
 def _route(name: str, config: Config) -> str:
