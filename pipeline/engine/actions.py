@@ -164,6 +164,7 @@ def _remote_host(action: Action, config: Config, journal: Journal, here: str) ->
     is not this one; refused when its tile or route is not in routes.yaml. A retry goes where its hand-off
     was typed: a hand-off to another host's tile is ``published`` here, and fails (or not) in that host's
     journal, under the same key."""
+    tile: str | None
     if action.kind in ("approve", "deny", "send"):
         tile = action.target
         if tile not in config.tiles:

@@ -101,8 +101,7 @@ def _agent_still_runs(runtime: TileRuntime, info: PaneInfo) -> bool:
         return False
     seen = _seen.get(runtime.name)
     if seen is not None and seen[0] == info.pid:
-        live = proc.read_proc(seen[1])
-        if live is not None and live.start_ticks == seen[2]:
+        if proc.still_runs(seen[1], seen[2]):
             return True
     found = proc.find_first(info.pid, runtime.adapter.claims_process)
     if found is None:

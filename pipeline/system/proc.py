@@ -50,6 +50,22 @@ class Proc:
     def exe_name(self) -> str:
         return os.path.basename(self.exe)
 
+    @property
+    def key(self) -> tuple[int, int]:
+        """(pid, start ticks): this very process, never another that got its pid later."""
+        return self.pid, self.start_ticks
+
+    def running(self) -> bool:
+        """Whether this very process still runs (not exited, its pid not reused)."""
+        return still_runs(self.pid, self.start_ticks)
+
+
+def still_runs(pid: int, start_ticks: int) -> bool:
+    """Whether the process ``pid`` that started at ``start_ticks`` still runs: not exited (a zombie has),
+    and its pid not taken by another process since."""
+    live = read_proc(pid)
+    return live is not None and live.start_ticks == start_ticks
+
 
 def read_proc(pid: int) -> Proc | None:
     """The process ``pid``, or None if it is gone (or not ours to read). A zombie is gone: it has exited
@@ -205,7 +221,7 @@ async def woken_on_exit(pid: int, start_ticks: int, wake: Callable[[], None], *,
         try:
             await wait_exit(pid, start_ticks)
         except OSError:
-            while (live := read_proc(pid)) is not None and live.start_ticks == start_ticks:
+            while still_runs(pid, start_ticks):
                 await anyio.sleep(poll_s)
         wake()
 
@@ -236,8 +252,7 @@ async def wait_exit(pid: int, start_ticks: int) -> None:
     except ProcessLookupError:
         return
     try:
-        live = read_proc(pid)
-        if live is None or live.start_ticks != start_ticks:
+        if not still_runs(pid, start_ticks):
             return  # gone, or the pid already names another process
         await anyio.wait_readable(fd)
     finally:

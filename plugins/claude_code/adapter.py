@@ -32,7 +32,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import json_head, proc
+from pipeline.plugin.tools import json_head
 from pipeline.plugin.usage import SessionUsage
 from plugins.claude_code.files import UUID, config_dir, read_session_file, transcript_inside
 from plugins.claude_code.follow import FileFollowing
@@ -97,8 +97,7 @@ class ClaudeCodeAdapter(FileFollowing):
         res = self._resolution
         if res is None or res.process is None or res.session is None or self._resolved_pane != info.pane_id:
             return self._chain(info)
-        live = proc.read_proc(res.process.pid)
-        if live is None or live.start_ticks != res.process.start_ticks:
+        if not res.process.running():
             return self._chain(info)
         try:
             session = read_session_file(res.session.path)

@@ -325,7 +325,4 @@ def _status(session: SessionFile | None, tail: TranscriptTail | None, changed: s
 
 def _still_owned(owner: tuple[int, int] | None) -> bool:
     """Whether the process (pid, start ticks) that owned a transcript still runs."""
-    if owner is None:
-        return False
-    live = proc.read_proc(owner[0])
-    return live is not None and live.start_ticks == owner[1]
+    return owner is not None and proc.still_runs(*owner)

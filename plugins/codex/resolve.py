@@ -74,11 +74,10 @@ class CodexProcess:
 
     @property
     def key(self) -> tuple[int, int]:
-        return self.proc.pid, self.proc.start_ticks
+        return self.proc.key
 
     def alive(self) -> bool:
-        current = proc.read_proc(self.proc.pid)
-        return current is not None and current.start_ticks == self.proc.start_ticks
+        return self.proc.running()
 
 
 def _is_daemon(argv: list[str]) -> bool:

@@ -53,11 +53,10 @@ class CopilotProcess:
 
     @property
     def key(self) -> tuple[int, int]:
-        return self.proc.pid, self.proc.start_ticks
+        return self.proc.key
 
     def alive(self) -> bool:
-        current = proc.read_proc(self.proc.pid)
-        return current is not None and current.start_ticks == self.proc.start_ticks
+        return self.proc.running()
 
     def session_arg(self) -> str | None:
         """The session named on the command line (``--session-id=ID``, ``--resume ID``), if any."""

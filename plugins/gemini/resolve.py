@@ -78,8 +78,7 @@ class GeminiProcess:
         return None
 
     def alive(self) -> bool:
-        current = proc.read_proc(self.proc.pid)
-        return current is not None and current.start_ticks == self.proc.start_ticks
+        return self.proc.running()
 
 
 def find_gemini(pane_pid: int) -> GeminiProcess | None:

@@ -166,8 +166,7 @@ class StoreFollowing(ScreenAdapter):
                              s1: Any, s2: Any) -> None:
         """Scan the store at each hint of its files (``s1``, ``s2``) until the process is gone."""
         while True:
-            live = proc.read_proc(p.pid)
-            if live is None or live.start_ticks != p.start_ticks:
+            if not proc.still_runs(p.pid, p.start_ticks):
                 log.info("%s: OpenCode pid %d exited", self.ctx.name, p.pid)
                 return
             open_turn, read = False, False
@@ -251,8 +250,7 @@ class StoreFollowing(ScreenAdapter):
             tg.start_soon(super().follow, emit)
             while True:
                 await anyio.sleep(self.recheck_s)
-                live = proc.read_proc(p.pid)
-                if live is None or live.start_ticks != p.start_ticks:
+                if not proc.still_runs(p.pid, p.start_ticks):
                     tg.cancel_scope.cancel()
                     return
 
