@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import baton, shell_ready, start_baton, write_routes
+from tests.support.daemons import has_started
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -29,7 +30,7 @@ def test_run_names_gone_tiles_at_start_and_when_they_come_back_and_a_deleted_con
     err = tmp_path / "run.err"
     daemon = start_baton("run", "-c", str(config), stderr=err)
     try:
-        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        wait_for(lambda: has_started(err.read_text()), what="the daemon to start")
         assert re.search(r"tile later: pane later:0\.0 is gone \(.*\); hand-offs to it are kept and typed "
                          r"once it is back \(for up to give_up_s=600s\), its turns followed from then",
                          err.read_text()), err.read_text()

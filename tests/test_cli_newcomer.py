@@ -31,6 +31,7 @@ from tests.support.cli import (
     start_baton,
     write_routes,
 )
+from tests.support.daemons import has_started
 from tests.support.journal import add_handoff
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
@@ -84,7 +85,7 @@ def test_a_host_with_none_of_the_tiles_is_named_with_the_hosts_routes_yaml_has(t
     err = tmp_path / "run.err"
     daemon = start_baton("run", "--host", "lapto", stderr=err, cwd=tmp_path)
     try:
-        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        wait_for(lambda: has_started(err.read_text()), what="the daemon to start")
         assert f"baton run: {where}" in err.read_text(), err.read_text()
     finally:
         daemon.terminate()
@@ -129,7 +130,7 @@ def test_no_tmux_server_is_said_once_with_what_to_do_and_never_started(tmp_path:
     err = tmp_path / "run.err"
     daemon = start_baton("run", "-c", str(config), stderr=err)
     try:
-        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        wait_for(lambda: has_started(err.read_text()), what="the daemon to start")
         assert "tile coder: pane %0 is gone (no tmux server is running: start tmux, or `baton up`" \
             in err.read_text(), err.read_text()
     finally:

@@ -16,7 +16,7 @@ import pytest
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent, transcript_answers
 from tests.support.cli import baton, start_baton, write_routes
-from tests.support.daemons import wait_followed, write_config
+from tests.support.daemons import has_started, wait_followed, write_config
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.standin_targets import StandinTarget
@@ -79,7 +79,7 @@ def test_run_with_no_tmux_server_says_it_waits_and_follows_the_tiles_once_tmux_i
     err = tmp_path / "run.err"
     daemon = start_baton("run", "-c", str(config), stderr=err)
     try:
-        wait_for(lambda: "running:" in err.read_text(), what="the daemon to start")
+        wait_for(lambda: has_started(err.read_text()), what="the daemon to start")
         lines = err.read_text().splitlines()
         assert [line.split(" ", 1)[1] for line in lines] == [
             "tile coder: pane work:0.0 is gone (no tmux server is running: start tmux, or `baton up` creates "

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from tests.support.agents import messages, start_agent
-from tests.support.daemons import write_config
+from tests.support.daemons import has_started, write_config
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
@@ -118,7 +118,7 @@ def start_daemon(config: Path, err: Path) -> subprocess.Popen[bytes]:
         daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "-c", str(config)],
                                   stdout=subprocess.DEVNULL, stderr=errs, cwd=REPO, start_new_session=True)
     try:
-        wait_for(lambda: "running:" in err.read_text() or daemon.poll() is not None, what="baton run")
+        wait_for(lambda: has_started(err.read_text()) or daemon.poll() is not None, what="baton run")
     finally:
         if daemon.poll() is None and "running:" not in err.read_text():
             os.killpg(daemon.pid, signal.SIGKILL)

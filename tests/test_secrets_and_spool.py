@@ -19,6 +19,7 @@ from pipeline.system.logs import RedactingFormatter, redact
 from tests.fakes.anthropic_api import TEST_KEY, Reply, serving
 from tests.support.agents import demo_agent_command, messages
 from tests.support.cli import json_lines
+from tests.support.daemons import has_started
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -106,7 +107,7 @@ def test_api_key_never_reaches_the_log_or_journal(tmux_server: TmuxServer, tmp_p
             daemon = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "-v", "run", "-c", str(config)],
                                       stderr=errs, stdout=subprocess.DEVNULL)
         try:
-            wait_for(lambda: "running:" in errfile.read_text(), what="baton run")
+            wait_for(lambda: has_started(errfile.read_text()), what="baton run")
             wait_for(lambda: "sh: shell prompt" in errfile.read_text(), what="the shell prompt learnt")
             tmux_server.type(shell, "echo please review")
             wait_for(lambda: messages(log), timeout=30, what="the raw fallback hand-off")

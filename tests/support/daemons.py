@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,15 @@ import pytest
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.polling import wait_for
 
-__all__ = ["Daemon", "daemon_factory", "wait_followed", "write_config"]
+__all__ = ["Daemon", "daemon_factory", "has_started", "wait_followed", "write_config"]
+
+#: ``baton run``'s start-up line (a tile's line before it may say "no tmux server is running: …")
+_STARTED = re.compile(r"^\S+ running: ", re.M)
+
+
+def has_started(stderr: str) -> bool:
+    """Whether ``baton run``'s standard error holds its start-up line."""
+    return _STARTED.search(stderr) is not None
 
 
 class Daemon:
@@ -39,7 +48,7 @@ class Daemon:
     def wait_running(self) -> None:
         assert self.proc is not None
         proc = self.proc
-        wait_for(lambda: "running:" in self.err.read_text() or proc.poll() is not None, what="baton run")
+        wait_for(lambda: has_started(self.err.read_text()) or proc.poll() is not None, what="baton run")
         assert proc.poll() is None, self.err.read_text()
 
     def kill(self) -> None:
