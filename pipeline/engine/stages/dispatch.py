@@ -124,15 +124,17 @@ async def _enter_again(adapter: AgentAdapter, pane_id: str, clean: str) -> None:
         return
 
 
-def _take_ready(queue: MemoryObjectReceiveStream[Prompt], into: list[Prompt]) -> bool:
-    """Move what ``queue`` already holds to ``into``, without waiting; False once the queue is closed."""
-    while True:
+def _take_ready(queue: MemoryObjectReceiveStream[Prompt], into: list[Prompt], room: int) -> bool:
+    """Move what ``queue`` already holds to ``into`` (up to ``room`` in all: the rest stays in the queue,
+    which holds its producers back), without waiting; False once the queue is closed."""
+    while len(into) < room:
         try:
             into.append(queue.receive_nowait())
         except anyio.WouldBlock:
             return True
         except anyio.EndOfStream:
             return False
+    return True
 
 
 class PromptDispatcher:
@@ -177,7 +179,7 @@ class PromptDispatcher:
         open_ = True
         async with queue:
             while waiting or open_:
-                open_ = _take_ready(queue, waiting) and open_
+                open_ = _take_ready(queue, waiting, self.queue_size) and open_
                 if not waiting:
                     try:
                         waiting.append(await queue.receive())
@@ -187,6 +189,8 @@ class PromptDispatcher:
                 prompt, look_in = await self._first_free(waiting)
                 if prompt is None:  # every waiting hand-off's route is held: a new one may not be
                     with anyio.move_on_after(look_in):
+                        if len(waiting) >= self.queue_size or not open_:
+                            await anyio.sleep(look_in)
                         try:
                             waiting.append(await queue.receive())
                         except anyio.EndOfStream:
