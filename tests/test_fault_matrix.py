@@ -51,6 +51,24 @@ def history() -> list[dict]:
     return json_lines(out.stdout)
 
 
+def each_once(head: str, expected: list[str], got: list[str], daemon, tail: str) -> str:
+    """Assert that the target took each expected prompt once and nothing else, and that ``baton history``
+    has each delivered once; returns the run's report line (printed too)."""
+    counts = collections.Counter(got)
+    lost = [m.split("\n")[0] for m in expected if counts[m] == 0]
+    duplicated = {m.split("\n")[0]: n for m, n in counts.items() if n > 1}
+    stray = [m[:80] for m in counts if m not in expected]
+    report = f"{head} lost={len(lost)} duplicated={len(duplicated)} {tail}"
+    print(report)
+    assert lost == [] and duplicated == {} and stray == [], (
+        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
+    )
+    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
+    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
+    assert sum(delivered.values()) == len(expected), (report, delivered)
+    return report
+
+
 @pytest.mark.parametrize("kind", list(SOURCES))
 def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
     kind: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
@@ -96,22 +114,9 @@ def test_sigkill_around_each_turn_end_hands_every_turn_off_exactly_once(
         wait_for(lambda: len(messages(blog)) >= turns, timeout=60 + turns, what="every hand-off to arrive")
     quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
-    got = collections.Counter(messages(blog))
-    lost = [m for m in expected if got[m] == 0]
-    duplicated = {m: n for m, n in got.items() if n > 1}
-    stray = [m for m in got if m not in expected]
-    report = (
-        f"fault matrix {kind}: turns={turns} kills={daemon.kills} lost={len(lost)} "
-        f"duplicated={len(duplicated)} seed={seed} runtime={time.monotonic() - started:.0f}s"
-    )
-    print(report)
-    assert lost == [] and duplicated == {} and stray == [], (
-        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
-    )
-    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
-    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
-    assert sum(delivered.values()) == turns, (report, delivered)
-    assert daemon.kills >= 3, "the run should have been killed a few times"
+    report = each_once(f"fault matrix {kind}: turns={turns} kills={daemon.kills}", expected,
+                       messages(blog), daemon, f"seed={seed} runtime={time.monotonic() - started:.0f}s")
+    assert daemon.kills >= 3, f"the run should have been killed a few times: {report}"
 
 
 @pytest.mark.parametrize("kind", list(SOURCES))
@@ -231,18 +236,7 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
         wait_for(lambda: len(target.messages()) >= turns, timeout=60 + 2 * turns, what="every hand-off")
     quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
-    got = collections.Counter(target.messages())
-    lost = [m.split("\n")[0] for m in expected if got[m] == 0]
-    duplicated = {m.split("\n")[0]: n for m, n in got.items() if n > 1}
-    stray = [m[:80] for m in got if m not in expected]
-    report = (
-        f"fault matrix, target {agent}: turns={turns} kills={daemon.kills} at_paste={at_paste} "
-        f"lost={len(lost)} duplicated={len(duplicated)} seed={seed} runtime={time.monotonic() - started:.0f}s"
-    )
-    print(report)
-    assert lost == [] and duplicated == {} and stray == [], (
-        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
-    )
-    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
-    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
+    report = each_once(f"fault matrix, target {agent}: turns={turns} kills={daemon.kills} at_paste={at_paste}",
+                       expected, target.messages(), daemon,
+                       f"seed={seed} runtime={time.monotonic() - started:.0f}s")
     assert at_paste >= turns // 10, f"the run should have been killed between paste and Enter: {report}"
