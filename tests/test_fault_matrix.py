@@ -236,7 +236,7 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
         wait_for(lambda: len(target.messages()) >= turns, timeout=60 + 2 * turns, what="every hand-off")
     quiet_for(1.5, "a repeated hand-off")
     assert daemon.stop() == 0
-    report = each_once(f"fault matrix, target {agent}: turns={turns} kills={daemon.kills} at_paste={at_paste}",
-                       expected, target.messages(), daemon,
+    head = f"fault matrix, target {agent}: turns={turns} kills={daemon.kills} at_paste={at_paste}"
+    report = each_once(head, expected, target.messages(), daemon,
                        f"seed={seed} runtime={time.monotonic() - started:.0f}s")
     assert at_paste >= turns // 10, f"the run should have been killed between paste and Enter: {report}"
