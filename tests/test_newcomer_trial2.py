@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,11 +31,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait(timeout=20)
 
 
-def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxServer, tmp_path: Path,
-                                                              daemon_factory) -> None:
-    """A turn the running daemon handed off is no "history" to a ``--dry-run`` started beside it: the
-    dry run reads a copy of the journal, so it skips nothing and prints no prompt for it, and says how
-    many turns ended since the tile's mark once per tile, in good English."""
+def _writer_and_reviewer(tmux_server: TmuxServer, tmp_path: Path,
+                         daemon_factory) -> tuple[str, str, Path, Any]:
+    """Two demo agents, writer -> reviewer, and a running daemon following the writer."""
     writer = start_agent(tmux_server, tmp_path / "writer.jsonl", "writer", work_s=0.1)
     reviewer = start_agent(tmux_server, tmp_path / "reviewer.jsonl", "reviewer", work_s=0.1)
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket, {
@@ -43,6 +42,15 @@ def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxS
     daemon = daemon_factory(config)
     daemon.start()
     wait_followed(daemon, "writer")
+    return writer, reviewer, config, daemon
+
+
+def test_a_dry_run_beside_the_daemon_decides_from_its_journal(tmux_server: TmuxServer, tmp_path: Path,
+                                                              daemon_factory) -> None:
+    """A turn the running daemon handed off is no "history" to a ``--dry-run`` started beside it: the
+    dry run reads a copy of the journal, so it skips nothing and prints no prompt for it, and says how
+    many turns ended since the tile's mark once per tile, in good English."""
+    writer, reviewer, config, daemon = _writer_and_reviewer(tmux_server, tmp_path, daemon_factory)
     wait_followed(daemon, "reviewer")
     tmux_server.type(writer, "plan the release")
     wait_for(lambda: len(messages(tmp_path / "reviewer.jsonl")) == 1, what="the hand-off to the reviewer")
@@ -97,14 +105,7 @@ def test_a_hand_off_waiting_for_a_draft_says_it_is_kept_and_when_it_is_typed(
         tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
     """A person's draft in the target's input holds the hand-off: the daemon's line says what it waits for
     and that the hand-off is kept and typed once the draft is sent or cleared — and then it is."""
-    writer = start_agent(tmux_server, tmp_path / "writer.jsonl", "writer", work_s=0.1)
-    reviewer = start_agent(tmux_server, tmp_path / "reviewer.jsonl", "reviewer", work_s=0.1)
-    config = write_config(tmp_path / "routes.yaml", tmux_server.socket, {
-        "writer": {"pane": writer, "agent": "demo"}, "reviewer": {"pane": reviewer, "agent": "demo"}},
-        [{"from": "writer", "to": "reviewer"}])
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "writer")
+    writer, reviewer, config, daemon = _writer_and_reviewer(tmux_server, tmp_path, daemon_factory)
     tmux_server.type(reviewer, "half a thought", enter=False)
     tmux_server.type(writer, "plan the release")
     key = wait_for(lambda: [r.key for r in Journal(default_journal_path()).history()], what="the hand-off")[0]
