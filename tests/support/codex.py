@@ -34,7 +34,8 @@ from tests.support.tmux import TmuxServer
 
 __all__ = [
     "CODEX", "CodexHome", "ERROR_ROLLOUT", "SCREENS", "Scene", "StandIns", "TUI_ROLLOUT", "append",
-    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "upto", "uuid7",
+    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "turn_start", "upto",
+    "uuid7",
 ]
 
 
@@ -82,20 +83,7 @@ class CodexHome:
         for n, prompt in enumerate(prompts):
             turn, t = f"turn-{tid[:8]}-{n}", prompt_at or at + 1 + n
             lines += [
-                {
-                    "timestamp": iso(t),
-                    "type": "event_msg",
-                    "payload": {"type": "task_started", "turn_id": turn},
-                },
-                {
-                    "timestamp": iso(t),
-                    "type": "event_msg",
-                    "payload": {
-                        "type": "item_completed",
-                        "turn_id": turn,
-                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]},
-                    },
-                },
+                *turn_start(turn, prompt, t),
                 {
                     "timestamp": iso(t + 0.2),
                     "type": "event_msg",
@@ -173,6 +161,22 @@ def recorded_turns(fixture: Path, tid: str, cwd: Path | str, start: float) -> li
             record["payload"].update(timestamp=iso(start), cwd=str(cwd))
         out.append(record)
     return out
+
+
+def turn_start(turn: str, prompt: str, at: float) -> list[dict[str, Any]]:
+    """A Codex turn's first rollout lines: ``task_started``, then the person's prompt as a ``UserMessage``."""
+    return [
+        {"timestamp": iso(at), "type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
+        {
+            "timestamp": iso(at),
+            "type": "event_msg",
+            "payload": {
+                "type": "item_completed",
+                "turn_id": turn,
+                "item": {"type": "UserMessage", "content": [{"type": "text", "text": prompt}]},
+            },
+        },
+    ]
 
 
 def append(path: Path, records: list[dict[str, Any]]) -> None:

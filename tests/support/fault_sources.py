@@ -25,7 +25,7 @@ from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
 from tests.support.agents import demo_agent_command, read_log
 from tests.support.claude import Transcript, text
-from tests.support.codex import CodexHome, append, iso, rollout_path
+from tests.support.codex import CodexHome, append, iso, rollout_path, turn_start
 from tests.support.paths import REPO
 from tests.support.polling import wait_for
 from tests.support.standin_targets import StandinTarget, say
@@ -201,26 +201,7 @@ class CodexSource(Source):
         return pane
 
     def begin(self, i: int) -> None:
-        t, turn = time.time(), f"turn-{self.tid[:8]}-{i}"
-        append(
-            self.rollout,
-            [
-                {
-                    "timestamp": iso(t),
-                    "type": "event_msg",
-                    "payload": {"type": "task_started", "turn_id": turn},
-                },
-                {
-                    "timestamp": iso(t),
-                    "type": "event_msg",
-                    "payload": {
-                        "type": "item_completed",
-                        "turn_id": turn,
-                        "item": {"type": "UserMessage", "content": [{"type": "text", "text": f"task {i}"}]},
-                    },
-                },
-            ],
-        )
+        append(self.rollout, turn_start(f"turn-{self.tid[:8]}-{i}", f"task {i}", time.time()))
 
     def finish(self, i: int) -> None:
         append(
