@@ -1,5 +1,6 @@
 """Following one Gemini CLI tile: the pane's gemini process, its session file (re-resolved when the process
-changes: the trust dialog's restart makes a new child with a new session), and the turns that end in it.
+changes: the trust dialog's restart makes a new child with a new session; and when a file comes or goes in
+its folder: ``/clear`` starts a new session file in the same process), and the turns that end in it.
 
 A turn whose last message is an answer without tool calls only *looks* finished: while a tool waits for
 approval or runs, the file looks exactly the same. It is reported once the AfterAgent hook confirms it
@@ -60,6 +61,8 @@ class GeminiFollowing(ScreenAdapter):
         self._confirmed: set[str] = set()
         #: (turn id, state version) of a final-looking answer the screen showed idle, and since when
         self._settle: tuple[tuple[str, int], float] | None = None
+        #: the session folder's mtime when the session was last resolved (None: unknown, resolve again)
+        self._folder_stamp: int | None = None
         #: the gemini (pid, start ticks) whose exit wakes the follower, and that watch's scope
         self._exit_watched: tuple[int, int] | None = None
         self._exit_scope: anyio.CancelScope | None = None
@@ -87,12 +90,16 @@ class GeminiFollowing(ScreenAdapter):
                 await self._resolve(process)
             elif self.hook_transcript and self.file and str(self.file.path) != self.hook_transcript:
                 await self._resolve(process)
+            elif self.file is not None and _stamp(self.file.path.parent) != self._folder_stamp:
+                await self._resolve(process)  # a session file came or went: /clear, another pane
             if self.file is not None:
                 await anyio.to_thread.run_sync(self.file.read)
             return process
 
     async def _resolve(self, process: GeminiProcess) -> None:
         info = await self.ctx.pane()
+        folder = self.file.path.parent if self.file is not None else None
+        stamp = _stamp(folder) if folder is not None else None  # before: a file made meanwhile is seen next
         res = await anyio.to_thread.run_sync(lambda: resolve_session(
             info.pid, hook_transcript=self.hook_transcript, last_prompt=self.last_prompt,
             prompt_sent_at=self.prompt_sent_at, process=process))
@@ -100,6 +107,7 @@ class GeminiFollowing(ScreenAdapter):
         if res.session is not None and (self.file is None or res.session != self.file.path):
             log.info("%s: gemini session file %s (rule: %s)", self.ctx.name, res.session, res.rule)
             self._switch(res.session)
+        self._folder_stamp = stamp  # None (no file known before): stamped by the next look's resolve
 
     def _switch(self, path: Path | None) -> None:
         """Follow ``path`` from now on: what it holds finished already is the engine's to catch up on."""
@@ -249,3 +257,11 @@ class GeminiFollowing(ScreenAdapter):
             return time.time() - os.stat(self.file.path).st_mtime if self.file is not None else 0.0
         except OSError:
             return 0.0
+
+
+def _stamp(folder: Path) -> int | None:
+    """The folder's mtime: it changes when a file is made or removed in it (not when one is written)."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None

@@ -9,9 +9,11 @@ file, so the chain is:
 2. **home** — ``$GEMINI_CLI_HOME`` (else ``$HOME``) of that process, ``/.gemini`` under it;
 3. **project** — its cwd, and the slug ``~/.gemini/projects.json`` gives it (``tmp/<slug>/chats``);
 4. **session** — the first rule that decides: a hook's ``transcript_path`` from this pane; the
-   ``--session-id`` in its argv; the file holding the prompt batonpass last typed here; the session that
-   started first after the worker did (a session file is created at startup, before any prompt); else
-   (``--resume``) the one written to last since the worker started.
+   ``--session-id`` in its argv; else the sessions that started since the worker did (one is created at
+   startup, before any prompt; ``/clear`` creates another in the same process), less the first session of
+   each other Gemini CLI of the same project (another pane in this folder): the one holding the prompt
+   batonpass last typed here when several are left and none started since that prompt, else the newest;
+   else (``--resume``) the one written to last since the worker started.
 
 A new process appends a summary to the *previous* session's file, so the newest modified file is not a
 rule. Everything here is blocking file and /proc work: callers run it in a worker thread.
@@ -211,22 +213,26 @@ def _mtime(path: Path) -> float:
 
 def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_prompt: str | None,
               prompt_sent_at: float) -> Resolution:
-    """The session that started after the worker (the one holding the last prompt typed here, when several
-    did: two panes in one folder)."""
+    """The newest session that started since the worker (a ``/clear`` makes a new one) and is not another
+    Gemini CLI's of this folder; the one holding the last prompt typed here, when that cannot tell."""
     since = process.started_at - CLOCK_SLACK_S
-    started = sorted(((start, p) for p in files
-                      for _, start in [session_head(p)] if start is not None and start >= since),
-                     key=lambda sp: sp[0])
-    if len(started) > 1 and last_prompt and last_prompt.strip():
+    every = sorted(((start, p) for p in files for _, start in [session_head(p)] if start is not None),
+                   key=lambda sp: sp[0])
+    started = [(start, p) for start, p in every if start >= since]
+    if len(started) > 1:
+        claimed = others_first_sessions(process, every)
+        started = [(start, p) for start, p in started if p not in claimed] or started
+    if len(started) > 1 and last_prompt and last_prompt.strip() \
+            and started[-1][0] < prompt_sent_at - CLOCK_SLACK_S:
         holding = [p for _, p in started if _mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
                    and holds_prompt(p, last_prompt)]
         if holding:
             return res.decide("last prompt", holding[-1], f"{holding[-1].name} holds the prompt typed here")
     if started:
-        first = started[0][1]
-        more = f" (of {len(started)})" if len(started) > 1 else ""
-        delay = started[0][0] - process.started_at
-        return res.decide("start time", first, f"{first.name} started {delay:+.1f}s after the process{more}")
+        start, newest = started[-1]
+        more = f" (the newest of {len(started)}: /clear)" if len(started) > 1 else ""
+        delay = f"{start - process.started_at:+.1f}s"
+        return res.decide("start time", newest, f"{newest.name} started {delay} after the process{more}")
     res.add("start time", True, f"no: no session of this project started after pid {process.pid}")
     written = [p for p in files if _mtime(p) >= since]
     if written:  # ``--resume``: an older session, written to since the process started
@@ -235,3 +241,40 @@ def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_p
     res.add("written since start", False, f"no session file of this project was written to since pid "
             f"{process.pid} started ({len(files)} older)")
     return res
+
+
+def others_first_sessions(process: GeminiProcess, every: list[tuple[float, Path]]) -> set[Path]:
+    """The session each other Gemini CLI working in the same folder and home started with (of ``every``
+    (start, file) in start order, the first since it started): another pane's, not this one's ``/clear``.
+    Reads every process's ``/proc`` entry, so it is asked only when several sessions started since this
+    worker did."""
+    claimed = set()
+    for other in _other_workers(process):
+        after = [p for start, p in every if start >= other.started_at - CLOCK_SLACK_S]
+        if after:
+            claimed.add(after[0])
+    return claimed
+
+
+def _other_workers(process: GeminiProcess) -> list[GeminiProcess]:
+    """The Gemini CLI processes outside this pane's tree, in the same cwd and Gemini home."""
+    mine = {p.pid for p in proc.subtree(_top(process.proc))}
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in mine:
+            continue
+        p = proc.read_proc(int(name))
+        if p is None or not is_gemini(p) or proc.cwd(p.pid) != process.cwd:
+            continue
+        other = find_gemini(p.pid)
+        if other is not None and other.gemini_dir == process.gemini_dir:
+            out.append(other)
+    return out
+
+
+def _top(worker: proc.Proc) -> int:
+    """The outermost gemini process above ``worker`` (the relaunching parent): its tree is this pane's."""
+    top = worker
+    while (parent := proc.read_proc(top.ppid)) is not None and is_gemini(parent):
+        top = parent
+    return top.pid
