@@ -13,35 +13,18 @@ keep the auth and key dialogs away), and answering it restarts the CLI.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from plugins.gemini.screen import input_draft
 from plugins.gemini.session import SessionFile
-from tests.agent_versions import resolve
 from tests.fakes.gemini_api import gemini_home
-from tests.fakes.npm_agents import NpmInstallError, install
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["GeminiHome", "gemini_cli", "make_gemini_home"]
-
-
-def gemini_cli() -> Path:
-    """The real ``gemini`` command of the version under test (pinned, or npm latest with
-    BATON_AGENTS=latest); a test without it fails in CI and is skipped elsewhere."""
-    package = resolve("gemini")
-    try:
-        return install(*package)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
+__all__ = ["GeminiHome", "make_gemini_home"]
 
 
 @dataclass(frozen=True)
