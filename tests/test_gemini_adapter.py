@@ -430,6 +430,35 @@ def test_another_pane_in_the_folder_keeps_its_sessions_and_the_screen_tells_whos
 
 @pytest.mark.tmux
 @pytest.mark.anyio
+async def test_the_follower_takes_a_newer_session_once_its_pane_shows_that_sessions_prompt(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Another Gemini CLI in the folder: a new session may be its ``/clear``; the follower keeps its own
+    until the new session's prompt shows on its pane (looked at again on each change while unsure)."""
+    gem = FakeGemini(tmux_server, tmp_path)
+    mine = gem.session()
+    gem.another_pane()
+    gem.session()  # the other pane's
+    adapter = gem.adapter
+    await adapter.refresh(force=True)
+    await adapter.refresh()
+    assert adapter.file is not None and adapter.file.path == mine
+    cleared = gem.session()
+    await adapter.refresh()
+    assert adapter.file.path == mine
+    append(cleared, prompt("review the parser, then the lexer"))
+    tty = tmux_server.run("display-message", "-p", "-t", gem.pane, "#{pane_tty}").strip()
+    with open(tty, "w") as screen:  # what Gemini CLI shows of a prompt typed in its pane
+        screen.write("\r\n > review the parser, then the lexer\r\n")
+
+    async def follows_cleared() -> bool:
+        await adapter.refresh()
+        return adapter.file is not None and adapter.file.path == cleared
+
+    await until(follows_cleared, 10, "the cleared session followed")
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
 async def test_a_new_child_with_a_new_session_after_the_trust_restart_is_followed(
         tmux_server: TmuxServer, tmp_path: Path) -> None:
     """The folder-trust dialog restarts Gemini CLI into a new child with a new session and deletes the

@@ -109,10 +109,12 @@ class GeminiFollowing(ScreenAdapter):
         stamp = _stamp(current.parent) if current is not None else None
         if stamp is not None and time.time_ns() - stamp < FRESH_NS:
             stamp = -1
-        try:
-            screen: str | None = strip_ansi(await self.ctx.capture())
-        except TmuxError:
-            screen = None
+        screen = None
+        if current is not None:  # the screen tells whose a new session is (another pane in the folder)
+            try:
+                screen = strip_ansi(await self.ctx.capture())
+            except TmuxError:
+                pass
         res = await anyio.to_thread.run_sync(lambda: resolve_session(
             info.pid, hook_transcript=self.hook_transcript, last_prompt=self.last_prompt,
             prompt_sent_at=self.prompt_sent_at, process=process, screen=screen, current=current))
