@@ -11,9 +11,11 @@ file, so the chain is:
 4. **session** — the first rule that decides: a hook's ``transcript_path`` from this pane; the
    ``--session-id`` in its argv; else the sessions that started since the worker did (one is created at
    startup, before any prompt; ``/clear`` creates another in the same process), less the first session of
-   each other Gemini CLI of the same project (another pane in this folder): the one holding the prompt
-   batonpass last typed here when several are left and none started since that prompt, else the newest;
-   else (``--resume``) the one written to last since the worker started.
+   each other Gemini CLI of the same project (another pane in this folder): the newest (the one holding
+   the prompt batonpass last typed here, when none started since that prompt). With another Gemini CLI
+   working in the folder, a newer session may be its ``/clear``: the one whose last prompt the pane's
+   screen shows, else the one holding the prompt typed here, else the one followed until now (unsure:
+   asked again on each change). Else (``--resume``) the one written to last since the worker started.
 
 A new process appends a summary to the *previous* session's file, so the newest modified file is not a
 rule. Everything here is blocking file and /proc work: callers run it in a worker thread.
