@@ -281,20 +281,30 @@ class FakeGemini:
         self.chats = gemini / "tmp" / "my-app" / "chats"
         self.chats.mkdir(parents=True)
         (gemini / "projects.json").write_text(json.dumps({"projects": {str(self.project): "my-app"}}))
-        self.pane = server.new_pane(f"{bin_dir / 'node'} {bin_dir / 'gemini'} {args}", cwd=self.project,
+        self.server, self.command = server, f"{bin_dir / 'node'} {bin_dir / 'gemini'} {args}"
+        self.pane = server.new_pane(self.command, cwd=self.project,
                                     env={"GEMINI_CLI_HOME": str(self.home), "PATH": "/usr/bin:/bin"})
         self.shell = server.pane_pid(self.pane)
         self.child()
         self.ctx = EngineContext(name="gem", tile=Tile(pane=self.pane, agent="gemini"), tmux=server.tmux)
         self.adapter = GeminiAdapter(self.ctx)
 
-    def child(self, not_pid: int = 0) -> int:
+    def child(self, not_pid: int = 0, shell: int = 0) -> int:
         """The relaunched child's pid, once there is one (other than ``not_pid``)."""
         def child() -> int | None:
-            return next((p.pid for p in proc.subtree(self.shell) if p.comm == "node" and p.pid != not_pid
+            under = proc.subtree(shell or self.shell)
+            return next((p.pid for p in under if p.comm == "node" and p.pid != not_pid
                          and proc.environ(p.pid).get("GEMINI_CLI_NO_RELAUNCH") == "true"), None)
 
         return wait_for(child, what="the relaunched child")
+
+    def another_pane(self) -> int:
+        """Another pane running the same Gemini CLI in the same folder and home; its shell's pid."""
+        pane = self.server.new_pane(self.command, cwd=self.project,
+                                    env={"GEMINI_CLI_HOME": str(self.home), "PATH": "/usr/bin:/bin"})
+        shell = self.server.pane_pid(pane)
+        self.child(shell=shell)
+        return shell
 
     def session(self, session_id: str | None = None, *, start: str | None = None) -> Path:
         session_id = session_id or str(uuid.uuid4())
@@ -371,6 +381,80 @@ def test_the_session_id_in_argv_decides_between_two_files_of_the_same_prefix(
     mine = gem.session(wanted, start="2026-12-06T03:57:00.000Z")
     res = resolve_session(gem.shell)
     assert (res.session, res.rule) == (mine, "--session-id")
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_clear_starts_a_new_session_in_the_same_process_and_the_follower_takes_it(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``/clear`` (no hooks): a new session file, same process; the folder changed, so the follower
+    resolves again and the chain takes the newest session started since the process."""
+    gem = FakeGemini(tmux_server, tmp_path)
+    first = gem.session()
+    append(first, prompt("before the clear"), answer("done"))
+    adapter = gem.adapter
+    await adapter.refresh(force=True)
+    await adapter.refresh()  # the folder stamped
+    assert adapter.file is not None and adapter.file.path == first
+    cleared = gem.session()
+    await adapter.refresh()
+    assert adapter.file is not None and adapter.file.path == cleared
+    res = resolve_session(gem.shell)
+    assert (res.session, res.rule, res.unsure) == (cleared, "start time", False)
+    assert "the newest: /clear of 2" in res.steps[-2].detail
+
+
+@pytest.mark.tmux
+def test_another_pane_in_the_folder_keeps_its_sessions_and_the_screen_tells_whose_clear_it_is(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Two Gemini CLIs in one folder: the other's first session is never this pane's; a newer session may
+    be either one's ``/clear``, so the pane keeps the one it follows until its screen shows the new
+    session's prompt."""
+    gem = FakeGemini(tmux_server, tmp_path)
+    mine = gem.session()
+    other = gem.another_pane()
+    theirs = gem.session()
+    assert resolve_session(gem.shell).session == mine
+    assert resolve_session(other).session == theirs
+    cleared = gem.session()  # whose /clear?
+    res = resolve_session(gem.shell, current=mine)
+    assert (res.session, res.unsure) == (mine, True) and "the one followed of 2" in res.steps[-2].detail
+    assert resolve_session(other, current=theirs).session == theirs
+    append(cleared, prompt("review the parser, then the lexer"))
+    screen = "Gemini CLI v0.61.0\n > review the parser, then the lexer\n ⊷ Thinking..."
+    res = resolve_session(gem.shell, current=mine, screen=screen)
+    assert (res.session, res.rule) == (cleared, "screen")
+    assert resolve_session(other, current=theirs, screen="Gemini CLI v0.61.0\n > another thing").session \
+        == theirs
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_the_follower_takes_a_newer_session_once_its_pane_shows_that_sessions_prompt(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Another Gemini CLI in the folder: a new session may be its ``/clear``; the follower keeps its own
+    until the new session's prompt shows on its pane (looked at again on each change while unsure)."""
+    gem = FakeGemini(tmux_server, tmp_path)
+    mine = gem.session()
+    gem.another_pane()
+    gem.session()  # the other pane's
+    adapter = gem.adapter
+    await adapter.refresh(force=True)
+    await adapter.refresh()
+    assert adapter.file is not None and adapter.file.path == mine
+    cleared = gem.session()
+    await adapter.refresh()
+    assert adapter.file.path == mine
+    append(cleared, prompt("review the parser, then the lexer"))
+    tty = tmux_server.run("display-message", "-p", "-t", gem.pane, "#{pane_tty}").strip()
+    with open(tty, "w") as screen:  # what Gemini CLI shows of a prompt typed in its pane
+        screen.write("\r\n > review the parser, then the lexer\r\n")
+
+    async def follows_cleared() -> bool:
+        await adapter.refresh()
+        return adapter.file is not None and adapter.file.path == cleared
+
+    await until(follows_cleared, 10, "the cleared session followed")
 
 
 @pytest.mark.tmux

@@ -8,7 +8,12 @@ on 127.0.0.1 (tests/fakes/gemini_api.py), in a private tmux server, with the rea
 * without hooks: a tool turn hands over only its final answer (never the model call before the tool), a
   tool waiting for approval is ``waiting`` and not the end, an interrupt is a failed turn handed to no one;
 * ``baton run`` killed between the paste and its Enter: the paste shown as ``[Pasted Text: N lines]`` is
-  recognised after the restart and submitted once.
+  recognised after the restart and submitted once;
+* without hooks, through the real ``baton run`` and ``baton history``, the two ways the pane's session
+  changes under a running daemon: the folder-trust dialog, answered as a person would (Enter on "1. Trust
+  folder"), restarts the CLI as a new process with a new session and deletes the first session's file — the
+  next answer is handed off once; ``/clear`` starts a new session file in the same process — the answer
+  after it is handed off once, the turn before it never again, and ``baton resolve`` names the new file.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import pytest
 
 from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
+from plugins.gemini.resolve import find_gemini
 from plugins.gemini.screen import input_draft
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
@@ -32,10 +38,11 @@ from tests.fakes.gemini_api import SLOW_CHUNKS, TOOL_FINAL, FakeGemini
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
 from tests.support.agents import messages, start_agent
 from tests.support.claude import make_claude_home
+from tests.support.cli import json_lines, start_baton, write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
-from tests.support.gemini import make_gemini_home
+from tests.support.gemini import GeminiHome, make_gemini_home
 from tests.support.pipelines import make_config, running
-from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.polling import aquiet_for, quiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -207,3 +214,116 @@ def test_real_gemini_as_target_killed_between_paste_and_enter_takes_the_prompt_o
     note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "gemini"}, LONG_TEMPLATE,
                           holds_paste, gem.prompts, marker="GEMINI-1")
     assert note == "submitted a paste left by a crash"
+
+
+# ---- the session changing under a running daemon, without hooks --------------------------------------
+
+TRUST_DIALOG = "Do you trust the files in this folder?"
+
+
+def delivered(route: str) -> list[dict]:
+    """The hand-offs of ``route`` that ``baton history --json`` shows."""
+    shown = baton("history", "--json", "--route", route)
+    assert shown.returncode == 0, shown
+    return [r for r in json_lines(shown.stdout) if r.get("kind") != "action"]
+
+
+def run_baton(server: TmuxServer, tmp: Path, pane: str, target: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """``baton run -v`` routing gem -> t (no hooks installed: the session file and the screen tell)."""
+    config = write_routes(tmp, server.socket, {"gem": {"pane": pane, "agent": "gemini"},
+                                               "t": {"pane": target, "agent": "demo"}},
+                          [{"from": "gem", "to": "t", "transform": "raw"}])
+    err = tmp / "run.err"
+    return start_baton("run", "-v", "-c", str(config), stderr=err), err
+
+
+def followed(err: Path, session: Path) -> bool:
+    """The daemon follows ``session`` (its log names each session file it switches to)."""
+    text = err.read_text()
+    return f"gem: gemini session file {session} " in text
+
+
+def hand_off(server: TmuxServer, gem: GeminiHome, pane: str, api: FakeGemini, log: Path, prompt: str,
+             before: list[str]) -> str:
+    """A person's prompt in the Gemini pane; its answer reaches the target once. Returns the answer."""
+    gem.say(server, pane, prompt)
+    answer = api.answer(prompt)
+    wait_for(lambda: messages(log) == [*before, answer], 60, what=f"the answer to {prompt!r} in the target")
+    return answer
+
+
+def test_real_gemini_trust_restart_under_a_running_daemon_hands_the_next_answer_off_once(
+        tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini) -> None:
+    gem = make_gemini_home(tmp_path / "g", api_url=gemini_api.url, gemini_bin=gemini_bin, trusted=False)
+    pane = gem.launch(tmux_server)
+    wait_for(lambda: TRUST_DIALOG in tmux_server.capture(pane) and gem.session_files(), 60,
+             what="the trust dialog and the first session file")
+    [first] = gem.session_files()
+    shell = tmux_server.pane_pid(pane)
+    before = find_gemini(shell)
+    assert before is not None and before.relaunched
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    daemon, err = run_baton(tmux_server, tmp_path, pane, target)
+    try:
+        wait_for(lambda: followed(err, first), 30, what="the daemon following the first session")
+        assert "● 1. Trust folder (my-app)" in tmux_server.capture(pane)
+        tmux_server.run("send-keys", "-t", pane, "Enter")  # the highlighted choice, as a person would
+        wait_for(lambda: not first.exists() and gem.session_files()
+                 and input_draft(tmux_server.capture(pane)) == "", 60,
+                 what="the restart into a new session, at its input box")
+        after = find_gemini(shell)
+        assert after is not None and after.relaunched and after.proc != before.proc
+        [second] = gem.session_files()
+        answer = hand_off(tmux_server, gem, pane, gemini_api, log, "E2E-T1: after the trust restart", [])
+        assert followed(err, second), err.read_text()
+        quiet_for(2.0, "a second hand-off")
+        assert len(messages(log)) == 1
+        assert daemon.poll() is None, err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+    assert "Traceback" not in err.read_text()
+    rows = delivered("gem->t")
+    assert [(r["state"], r["prompt"], r["hop"]) for r in rows] == [("delivered", answer, 1)], rows
+    assert json.loads(second.read_text().splitlines()[0])["sessionId"] in rows[0]["turn_id"]
+
+
+def test_real_gemini_clear_without_hooks_hands_off_the_next_answer_once_and_never_the_earlier(
+        tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini) -> None:
+    gem = make_gemini_home(tmp_path / "g", api_url=gemini_api.url, gemini_bin=gemini_bin)
+    pane = gem.start(tmux_server)
+    [first] = gem.session_files()
+    shell = tmux_server.pane_pid(pane)
+    worker = find_gemini(shell)
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    daemon, err = run_baton(tmux_server, tmp_path, pane, target)
+    try:
+        wait_for(lambda: followed(err, first), 30, what="the daemon following the session")
+        one = hand_off(tmux_server, gem, pane, gemini_api, log, "E2E-C1: before the clear", [])
+        wait_for(lambda: input_draft(tmux_server.capture(pane)) == "", 30, what="the idle input box")
+        kept = first.read_bytes()
+        gem.say(tmux_server, pane, "/clear")
+        wait_for(lambda: len(gem.session_files()) == 2 and input_draft(tmux_server.capture(pane)) == "", 30,
+                 what="/clear's new session file")
+        [second] = [p for p in gem.session_files() if p != first]
+        now = find_gemini(shell)
+        assert worker is not None and now is not None and now.proc == worker.proc  # /clear restarts nothing
+        two = hand_off(tmux_server, gem, pane, gemini_api, log, "E2E-C2: after the clear", [one])
+        assert followed(err, second), err.read_text()
+        assert first.read_bytes() == kept  # the cleared session's file is left as it was
+        resolved = baton("resolve", pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
+        steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
+        assert steps["transcript"]["value"] == str(second), resolved.stdout
+        quiet_for(2.0, "a third hand-off")
+        assert len(messages(log)) == 2
+        assert daemon.poll() is None, err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+    assert "Traceback" not in err.read_text()
+    rows = delivered("gem->t")
+    assert [(r["state"], r["prompt"]) for r in rows] == [("delivered", one), ("delivered", two)], rows
+    sessions = [json.loads(p.read_text().splitlines()[0])["sessionId"] for p in (first, second)]
+    assert [s in r["turn_id"] for r, s in zip(rows, sessions, strict=True)] == [True, True], rows

@@ -1,5 +1,6 @@
 """Following one Gemini CLI tile: the pane's gemini process, its session file (re-resolved when the process
-changes: the trust dialog's restart makes a new child with a new session), and the turns that end in it.
+changes: the trust dialog's restart makes a new child with a new session; and when a file comes or goes in
+its folder: ``/clear`` starts a new session file in the same process), and the turns that end in it.
 
 A turn whose last message is an answer without tool calls only *looks* finished: while a tool waits for
 approval or runs, the file looks exactly the same. It is reported once the AfterAgent hook confirms it
@@ -41,6 +42,8 @@ RECHECK_S = 2.0
 LOOK_S = 0.3
 #: a final-looking answer is taken for the end once the screen stayed idle this long with the file unchanged
 SETTLE_S = 0.6
+#: a folder mtime younger than this may be shared by the next change (file times tick by the jiffy)
+FRESH_NS = 50_000_000
 
 
 class GeminiFollowing(ScreenAdapter):
@@ -60,6 +63,10 @@ class GeminiFollowing(ScreenAdapter):
         self._confirmed: set[str] = set()
         #: (turn id, state version) of a final-looking answer the screen showed idle, and since when
         self._settle: tuple[tuple[str, int], float] | None = None
+        #: the session folder's mtime when the session was last resolved (None: unknown, resolve again)
+        self._folder_stamp: int | None = None
+        #: another Gemini CLI works in the folder and a newer session may be this pane's: resolve on changes
+        self._unsure = False
         #: the gemini (pid, start ticks) whose exit wakes the follower, and that watch's scope
         self._exit_watched: tuple[int, int] | None = None
         self._exit_scope: anyio.CancelScope | None = None
@@ -87,19 +94,35 @@ class GeminiFollowing(ScreenAdapter):
                 await self._resolve(process)
             elif self.hook_transcript and self.file and str(self.file.path) != self.hook_transcript:
                 await self._resolve(process)
+            elif self.file is not None and (_stamp(self.file.path.parent) != self._folder_stamp or (
+                    self._unsure and now - self._resolved_at > LOOK_S)):
+                await self._resolve(process)  # a session file came or went: /clear, another pane
             if self.file is not None:
                 await anyio.to_thread.run_sync(self.file.read)
             return process
 
     async def _resolve(self, process: GeminiProcess) -> None:
         info = await self.ctx.pane()
+        current = self.file.path if self.file is not None else None
+        # the folder's mtime before resolving: a file made meanwhile is seen on the next look; a stamp this
+        # fresh may be shared with a change to come (file times tick by the jiffy): resolved next look
+        stamp = _stamp(current.parent) if current is not None else None
+        if stamp is not None and time.time_ns() - stamp < FRESH_NS:
+            stamp = -1
+        screen = None
+        if current is not None:  # the screen tells whose a new session is (another pane in the folder)
+            try:
+                screen = strip_ansi(await self.ctx.capture())
+            except TmuxError:
+                pass
         res = await anyio.to_thread.run_sync(lambda: resolve_session(
             info.pid, hook_transcript=self.hook_transcript, last_prompt=self.last_prompt,
-            prompt_sent_at=self.prompt_sent_at, process=process))
-        self._resolved_at = time.monotonic()
+            prompt_sent_at=self.prompt_sent_at, process=process, screen=screen, current=current))
+        self._resolved_at, self._unsure = time.monotonic(), res.unsure
         if res.session is not None and (self.file is None or res.session != self.file.path):
             log.info("%s: gemini session file %s (rule: %s)", self.ctx.name, res.session, res.rule)
             self._switch(res.session)
+        self._folder_stamp = stamp  # None (no file known before): stamped by the next look's resolve
 
     def _switch(self, path: Path | None) -> None:
         """Follow ``path`` from now on: what it holds finished already is the engine's to catch up on."""
@@ -175,7 +198,7 @@ class GeminiFollowing(ScreenAdapter):
                     sub, watched = self.ctx.watcher.subscribe(folder), folder
                     continue
                 quiet = self._watch_exit(tg, process, sub) and process is not None and process.relaunched
-                timeout = LOOK_S if pending else None if quiet else RECHECK_S
+                timeout = LOOK_S if pending else None if quiet and not self._unsure else RECHECK_S
                 if sub is not None and self.file is not None:
                     await sub.wait(timeout)
                 else:  # no session file yet (it is made at startup): soon; no gemini in the pane: seldom
@@ -249,3 +272,11 @@ class GeminiFollowing(ScreenAdapter):
             return time.time() - os.stat(self.file.path).st_mtime if self.file is not None else 0.0
         except OSError:
             return 0.0
+
+
+def _stamp(folder: Path) -> int | None:
+    """The folder's mtime: it changes when a file is made or removed in it (not when one is written)."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None

@@ -9,9 +9,13 @@ file, so the chain is:
 2. **home** — ``$GEMINI_CLI_HOME`` (else ``$HOME``) of that process, ``/.gemini`` under it;
 3. **project** — its cwd, and the slug ``~/.gemini/projects.json`` gives it (``tmp/<slug>/chats``);
 4. **session** — the first rule that decides: a hook's ``transcript_path`` from this pane; the
-   ``--session-id`` in its argv; the file holding the prompt batonpass last typed here; the session that
-   started first after the worker did (a session file is created at startup, before any prompt); else
-   (``--resume``) the one written to last since the worker started.
+   ``--session-id`` in its argv; else the sessions that started since the worker did (one is created at
+   startup, before any prompt; ``/clear`` creates another in the same process), less the first session of
+   each other Gemini CLI of the same project (another pane in this folder): the newest (the one holding
+   the prompt batonpass last typed here, when none started since that prompt). With another Gemini CLI
+   working in the folder, a newer session may be its ``/clear``: the one whose last prompt the pane's
+   screen shows, else the one holding the prompt typed here, else the one followed until now (unsure:
+   asked again on each change). Else (``--resume``) the one written to last since the worker started.
 
 A new process appends a summary to the *previous* session's file, so the newest modified file is not a
 rule. Everything here is blocking file and /proc work: callers run it in a worker thread.
@@ -35,6 +39,8 @@ __all__ = ["GeminiProcess", "Resolution", "SESSION_NAME", "find_gemini", "is_gem
 SESSION_NAME = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([0-9a-f]{8})\.jsonl$")
 #: a session starts this long before its process at most (clock granularity)
 CLOCK_SLACK_S = 2.0
+#: how much of a prompt must show on a pane's screen to say the prompt was typed there
+PROMPT_SHOWN = 40
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -145,12 +151,42 @@ def holds_prompt(path: Path, prompt: str) -> bool:
     return False
 
 
+def shows_last_prompt(path: Path, screen: str) -> bool:
+    """Whether ``screen`` shows the start of the last prompt typed into the session file (whitespace
+    ignored): the pane it was typed in."""
+    last = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if '"user"' in line:
+                    last = _typed_text(line) or last
+    except OSError:
+        return False
+    start = " ".join((last or "").split())[:PROMPT_SHOWN]
+    return bool(start) and start in " ".join(screen.split())
+
+
+def _typed_text(line: str) -> str | None:
+    """The text a person typed, of a session file's line (not Gemini's own ``<session_context>``)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("type") != "user":
+        return None
+    texts = [str(p["text"]) for p in record.get("content") or [] if isinstance(p, dict) and "text" in p]
+    text = "".join(texts).strip()
+    return text if text and not text.startswith("<session_context>") else None
+
+
 @dataclass
 class Resolution:
     process: GeminiProcess | None
     session: Path | None = None
     rule: str = ""
     steps: list[ResolveStep] = field(default_factory=list)
+    #: another Gemini CLI works in this folder and a newer session may be its: ask again on each change
+    unsure: bool = False
 
     def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
         self.steps.append(ResolveStep(step, ok, detail, value))
@@ -163,8 +199,10 @@ class Resolution:
 
 
 def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_prompt: str | None = None,
-                    prompt_sent_at: float = 0.0, process: GeminiProcess | None = None) -> Resolution:
-    """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring)."""
+                    prompt_sent_at: float = 0.0, process: GeminiProcess | None = None,
+                    screen: str | None = None, current: Path | None = None) -> Resolution:
+    """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring); ``screen`` is
+    the pane's, ``current`` the session followed until now (kept when the rules cannot tell)."""
     process = process or find_gemini(pane_pid)
     res = Resolution(process)
     if process is None:
@@ -189,7 +227,7 @@ def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_p
         if named:
             return res.decide("--session-id", named[-1], f"`--session-id {wanted}` in its argv")
     res.add("--session-id", True, "no: not in its argv" if not wanted else f"no: no file of session {wanted}")
-    return _by_start(res, process, files, last_prompt, prompt_sent_at)
+    return _by_start(res, process, files, last_prompt, prompt_sent_at, screen, current)
 
 
 def _session_files(chats: Path) -> list[Path]:
@@ -209,23 +247,32 @@ def _mtime(path: Path) -> float:
 
 
 def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_prompt: str | None,
-              prompt_sent_at: float) -> Resolution:
-    """The session that started after the worker (the one holding the last prompt typed here, when several
-    did: two panes in one folder)."""
+              prompt_sent_at: float, screen: str | None, current: Path | None) -> Resolution:
+    """The newest session that started since the worker (a ``/clear`` makes a new one) and is not another
+    Gemini CLI's of this folder. With another one working here, a newer session may be its ``/clear``:
+    the one whose last prompt this pane shows, else the one holding the prompt typed here, else the one
+    followed until now, else the first (the resolution is then unsure: asked again on each change)."""
     since = process.started_at - CLOCK_SLACK_S
-    started = sorted(((start, p) for p in files
-                      for _, start in [session_head(p)] if start is not None and start >= since),
-                     key=lambda sp: sp[0])
-    if len(started) > 1 and last_prompt and last_prompt.strip():
-        holding = [p for _, p in started if _mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
-                   and holds_prompt(p, last_prompt)]
-        if holding:
-            return res.decide("last prompt", holding[-1], f"{holding[-1].name} holds the prompt typed here")
+    every = sorted(((start, p) for p in files for _, start in [session_head(p)] if start is not None),
+                   key=lambda sp: sp[0])
+    started = [(start, p) for start, p in every if start >= since]
+    if len(started) > 1 and (others := _other_workers(process)):
+        claimed = others_first_sessions(process, others, every)
+        started = [(start, p) for start, p in started if p not in claimed] or started
+        res.unsure = len(started) > 1
+    if len(started) > 1:
+        cleared_since = not res.unsure and started[-1][0] >= prompt_sent_at - CLOCK_SLACK_S
+        sent = None if cleared_since else prompt_sent_at
+        picked = _among(res, [p for _, p in started], last_prompt, screen, sent)
+        if picked is not None:
+            return picked
     if started:
-        first = started[0][1]
-        more = f" (of {len(started)})" if len(started) > 1 else ""
-        delay = started[0][0] - process.started_at
-        return res.decide("start time", first, f"{first.name} started {delay:+.1f}s after the process{more}")
+        kept = [sp for sp in started if sp[1] == current]
+        start, chosen = (kept or started)[0] if res.unsure else started[-1]
+        which = ("the one followed" if kept else "the first") if res.unsure else "the newest: /clear"
+        more = f" ({which} of {len(started)})" if len(started) > 1 else ""
+        delay = f"{start - process.started_at:+.1f}s"
+        return res.decide("start time", chosen, f"{chosen.name} started {delay} after the process{more}")
     res.add("start time", True, f"no: no session of this project started after pid {process.pid}")
     written = [p for p in files if _mtime(p) >= since]
     if written:  # ``--resume``: an older session, written to since the process started
@@ -234,3 +281,59 @@ def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_p
     res.add("written since start", False, f"no session file of this project was written to since pid "
             f"{process.pid} started ({len(files)} older)")
     return res
+
+
+def _among(res: Resolution, started: list[Path], last_prompt: str | None, screen: str | None,
+           prompt_sent_at: float | None) -> Resolution | None:
+    """Of several sessions: the newest whose last prompt the screen shows (when unsure); else the newest
+    holding the prompt typed here at ``prompt_sent_at`` (None: a session started since, a /clear's)."""
+    if res.unsure and screen:
+        shown = [p for p in started if shows_last_prompt(p, screen)]
+        if shown:
+            return res.decide("screen", shown[-1], f"{shown[-1].name}: the pane shows its last prompt")
+    if prompt_sent_at is not None and last_prompt and last_prompt.strip():
+        holding = [p for p in started if _mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
+                   and holds_prompt(p, last_prompt)]
+        if holding:
+            return res.decide("last prompt", holding[-1], f"{holding[-1].name} holds the prompt typed here")
+    return None
+
+
+def others_first_sessions(process: GeminiProcess, others: list[GeminiProcess],
+                          every: list[tuple[float, Path]]) -> set[Path]:
+    """The session each other Gemini CLI working in the same folder and home started with: another pane's,
+    not this one's ``/clear``. Of ``every`` (start, file) in start order, each process in the order they
+    started takes the first session since it started that no earlier one took (two panes started a moment
+    apart: each session comes seconds after its process)."""
+    taken: dict[Path, GeminiProcess] = {}
+    for worker in sorted([process, *others], key=lambda w: w.started_at):
+        first = next((p for start, p in every if start >= worker.started_at - CLOCK_SLACK_S
+                      and p not in taken), None)
+        if first is not None:
+            taken[first] = worker
+    return {p for p, worker in taken.items() if worker is not process}
+
+
+def _other_workers(process: GeminiProcess) -> list[GeminiProcess]:
+    """The Gemini CLI processes outside this pane's tree, in the same cwd and Gemini home. Reads every
+    process's ``/proc`` entry: asked only when several sessions started since this worker did."""
+    mine = {p.pid for p in proc.subtree(_top(process.proc))}
+    out: dict[int, GeminiProcess] = {}  # by the worker's pid: a pane's parent and child find one worker
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in mine:
+            continue
+        p = proc.read_proc(int(name))
+        if p is None or not is_gemini(p) or proc.cwd(p.pid) != process.cwd:
+            continue
+        other = find_gemini(p.pid)
+        if other is not None and other.gemini_dir == process.gemini_dir:
+            out[other.pid] = other
+    return list(out.values())
+
+
+def _top(worker: proc.Proc) -> int:
+    """The outermost gemini process above ``worker`` (the relaunching parent): its tree is this pane's."""
+    top = worker
+    while (parent := proc.read_proc(top.ppid)) is not None and is_gemini(parent):
+        top = parent
+    return top.pid

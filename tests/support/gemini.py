@@ -5,7 +5,9 @@ What makes Gemini CLI 0.61.0 skip its first-run dialogs (seen on the real CLI): 
 naming the project ``TRUST_FOLDER`` (no trust dialog, so no restart into a new process and session), and
 ``security.auth.selectedType: "gemini-api-key"`` in ``settings.json`` with ``GEMINI_API_KEY`` set (no
 auth or key dialog). ``GEMINI_CLI_HOME`` replaces the home it keeps ``.gemini`` in. The pane runs ``env
--i``, so nothing of the machine's environment (a real key) leaks in.
+-i``, so nothing of the machine's environment (a real key) leaks in. ``make_gemini_home(trusted=False)``
+leaves the folder out of ``trustedFolders.json``: the CLI starts at the trust dialog (the auth settings still
+keep the auth and key dialogs away), and answering it restarts the CLI.
 """
 
 from __future__ import annotations
@@ -47,10 +49,15 @@ class GeminiHome:
             out += session.state.prompts()
         return out
 
-    def start(self, server: TmuxServer, args: str = "") -> str:
-        """A pane running ``gemini`` in the project, at its empty input box; returns the pane id."""
+    def launch(self, server: TmuxServer, args: str = "") -> str:
+        """A pane where ``gemini`` was just typed (not waited for); returns the pane id."""
         pane = server.new_pane(self.shell_command(), cwd=self.project, width=120, height=40)
         server.type(pane, f"gemini {args}".strip())
+        return pane
+
+    def start(self, server: TmuxServer, args: str = "") -> str:
+        """A pane running ``gemini`` in the project, at its empty input box; returns the pane id."""
+        pane = self.launch(server, args)
         wait_for(lambda: self.session_files() and input_draft(server.capture(pane)) == "", 60,
                  what="Gemini CLI's input box and session file")
         return pane
@@ -67,11 +74,14 @@ class GeminiHome:
         return json.loads((self.home / ".gemini" / "settings.json").read_text())
 
 
-def make_gemini_home(root: Path, *, api_url: str, gemini_bin: Path, state: Path | None = None) -> GeminiHome:
+def make_gemini_home(root: Path, *, api_url: str, gemini_bin: Path, state: Path | None = None,
+                     trusted: bool = True) -> GeminiHome:
     home, project = root / "home", root / "proj" / "my-app"
     project.mkdir(parents=True)
     (project / "app.py").write_text('print("hello from my-app")\n')
     env = gemini_home(home, project, api_url=api_url)
+    if not trusted:
+        (home / ".gemini" / "trustedFolders.json").unlink()
     env.update({"PATH": f"{gemini_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
                 "LANG": "C.UTF-8", "PS1": "$ "})
     if state is not None:
