@@ -32,6 +32,7 @@ from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat
+from tests.support.agents import messages, start_agent
 from tests.support.claude import make_claude_home
 from tests.support.copilot import CopilotHome, make_copilot_home
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
@@ -225,3 +226,54 @@ def test_real_copilot_as_target_killed_between_paste_and_enter_takes_the_prompt_
     note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "copilot"}, LONG_TEMPLATE,
                           holds_paste, cp.prompts, marker="COPILOT-1")
     assert note == "submitted a paste left by a crash"
+
+
+def _shut_down(events: Path) -> bool:
+    return any(json.loads(line).get("type") == "session.shutdown"
+               for line in events.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+@pytest.mark.anyio
+async def test_real_copilot_clear_mid_session_each_answer_is_handed_off_once(
+        tmux_server: TmuxServer, tmp_path: Path, copilot_bin: Path, fake_chat: FakeChat,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person types ``/clear`` in a running Copilot (no hooks). Copilot moves its lock to a new session
+    folder at once, but a prompt sent right after may still be taken by the OLD session (seen in one run of
+    two), which writes that turn and then ``session.shutdown``; a prompt sent once the old session has shut
+    down starts the new session's events.jsonl. Each answer is handed off once, wherever it was written."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cp = make_copilot_home(tmp_path / "cp", api_url=fake_chat.url, copilot_bin=copilot_bin,
+                           version=COPILOT[1])
+    cp_pane = start_copilot(tmux_server, cp)
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = make_config({"cp": {"pane": cp_pane, "agent": "copilot"}, "b": {"pane": b, "agent": "demo"}},
+                         [{"from": "cp", "to": "b", "transform": "raw"}])
+    answers = ["CLEAR-FIRST: before the clear", "CLEAR-SECOND: right after it", "CLEAR-THIRD: a new session"]
+    fake_chat.script(*answers)
+
+    async def clear() -> None:
+        await until(lambda: input_draft(tmux_server.capture(cp_pane)) == "", 30, "Copilot's input free")
+        tmux_server.type(cp_pane, "/clear", enter=False)
+        await anyio.sleep(0.5)  # shapes the scenario: a person's pause before Enter (the command menu opens)
+        tmux_server.run("send-keys", "-t", cp_pane, "Enter")
+        await until(lambda: input_draft(tmux_server.capture(cp_pane)) == "", 30, "the input after /clear")
+
+    async with running(config, tmux_server):
+        tmux_server.type(cp_pane, "CLEAR-1: the first question")
+        await until(lambda: messages(blog) == answers[:1], 90, "the first hand-off")
+        first = cp.events_files()
+        await clear()
+        tmux_server.type(cp_pane, "CLEAR-2: at once after /clear")
+        await until(lambda: messages(blog) == answers[:2], 90, "the answer right after /clear")
+        await clear()
+        await until(lambda: all(_shut_down(f) for f in cp.events_files()), 30,
+                    "every session before this /clear shut down")
+        tmux_server.type(cp_pane, "CLEAR-3: in the new session")
+        await until(lambda: messages(blog) == answers, 90, "the answer in the new session")
+        await aquiet_for(2.0, "a repeated hand-off")
+    assert messages(blog) == answers
+    newest = cp.events_files()
+    assert len(newest) > len(first), newest  # the third turn was written to a session of its own
+    assert any("CLEAR-3" in f.read_text(encoding="utf-8") and "CLEAR-1" not in f.read_text(encoding="utf-8")
+               for f in newest), newest

@@ -102,9 +102,7 @@ class CopilotAdapter(EventsFollowing):
                 await self._refresh(force=self._state is None)
             except TmuxError:
                 pass
-            state = self._state
-            turns = state.turns.values() if state else ()
-            turn = next((t for t in turns if state and state.turn_key(t) == tid), None)
+            turn = self.find_turn(tid)
             if (turn is not None and turn.outcome is not None) or time.monotonic() >= deadline:
                 return turn
             await anyio.sleep(0.05)

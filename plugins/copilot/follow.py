@@ -3,7 +3,10 @@ it holds, :mod:`plugins.copilot.resolve`), the lines appended to its ``events.js
 that end there (:mod:`plugins.copilot.events`).
 
 The events are watched through the engine's watcher on ``$COPILOT_HOME/session-state`` (the file appears
-only at the first prompt, and a new session — ``/new``, a restart — moves the lock to another folder).
+only at the first prompt, and a new session — ``/clear``, ``/new``, a restart — moves the lock to another
+folder). The lock moves at once, but a prompt sent right after ``/clear`` is still taken by the old session,
+whose file gets that turn and then ``session.shutdown`` (seen on 1.0.102): the old file is read on until its
+open turn has ended (docs/agent-versions.md).
 Copilot writes its events in batches, a moment after the fact; ``open-sessions-state.json``'s ``working``
 flag (true from the submit to the end of the turn, and during an approval) covers the gap for readiness.
 """
@@ -37,6 +40,8 @@ log = logging.getLogger("batonpass")
 RECHECK_S = 2.0
 #: while a turn runs (or a person is asked), how often the follower looks (the screen's approval box)
 LOOK_S = 0.5
+#: how many sessions followed before the current one are kept for their answers
+KEEP_SESSIONS = 4
 
 
 class EventsFollowing(ScreenAdapter):
@@ -51,6 +56,10 @@ class EventsFollowing(ScreenAdapter):
         self._tail: AppendedLines | None = None
         self._state: SessionEvents | None = None
         self._orphans: list[tuple[SessionEvents, Interaction]] = []
+        #: sessions left with a turn still open: read on until it ends (or the session shuts down)
+        self._draining: list[tuple[AppendedLines, SessionEvents]] = []
+        #: the sessions followed before this one, newest last (their turns' answers are still asked for)
+        self._before: list[SessionEvents] = []
         #: a new session is followed: the engine is told (ctx.resolved) and asks finished_turns
         self._switched = False
 
@@ -81,23 +90,52 @@ class EventsFollowing(ScreenAdapter):
             if self._tail is not None and self._state is not None:
                 for record in self._tail.read():
                     self._state.feed(record)
+            self._drain()
             return process
 
+    def _drain(self) -> None:
+        """Read the sessions left behind with an open turn; their turns that ended go to the engine."""
+        still = []
+        for tail, state in self._draining:
+            for record in tail.read():
+                state.feed(record)
+            self._orphans += [(state, t) for t in state.take_finished()]
+            if state.busy and not state.shut_down:
+                still.append((tail, state))
+        self._draining = still
+
     def _switch(self, path: Path | None) -> None:
-        """Follow ``path`` from now on; the old session's turns still unread are read first. Of the new
-        one, what finished already is the engine's to catch up on (:meth:`finished_turns`), not news."""
+        """Follow ``path`` from now on; the old session's turns still unread are read first (and, while the
+        same process has a turn open there, read on: :meth:`_drain`). Of the new one, what finished already
+        is the engine's to catch up on (:meth:`finished_turns`), not news."""
         if self._tail is not None and self._state is not None:
-            for record in self._tail.read(final=True):
-                self._state.feed(record)
-            self._orphans += [(self._state, t) for t in self._state.take_finished()]
-        if path is None:
+            tail, state = self._tail, self._state
+            for record in tail.read():
+                state.feed(record)
+            if path is not None and state.busy and not state.shut_down:
+                self._draining.append((tail, state))  # the same process: its open turn ends in this file
+            else:
+                for record in tail.read(final=True):
+                    state.feed(record)
+            self._orphans += [(state, t) for t in state.take_finished()]
+            self._before = [*self._before, state][-KEEP_SESSIONS:]
+        if path is None:  # the process is gone (or another): no turn of the old one ends any more
             self._tail = self._state = None
+            self._draining = []
             return
         self._tail, self._state = AppendedLines(path), SessionEvents(session_id=path.parent.name)
         for record in self._tail.read():
             self._state.feed(record)
         self._state.take_finished()
         self._switched = True
+
+    def find_turn(self, tid: str) -> Interaction | None:
+        """The turn ``tid`` of the session followed now, or of one followed before it."""
+        for state in [self._state, *reversed(self._before)]:
+            for turn in state.turns.values() if state is not None else ():
+                if state.turn_key(turn) == tid:
+                    return turn
+        return None
 
     def _completion(self, state: SessionEvents, turn: Interaction, signal: str) -> Completion:
         return Completion(tile=self.ctx.name, turn_id=state.turn_key(turn),
