@@ -131,10 +131,11 @@ class EventsFollowing(ScreenAdapter):
 
     def find_turn(self, tid: str) -> Interaction | None:
         """The turn ``tid`` of the session followed now, or of one followed before it."""
-        for state in [self._state, *reversed(self._before)]:
-            for turn in state.turns.values() if state is not None else ():
-                if state.turn_key(turn) == tid:
-                    return turn
+        states = [self._state] if self._state is not None else []
+        for state in [*states, *reversed(self._before)]:
+            turn = next((t for t in state.turns.values() if state.turn_key(t) == tid), None)
+            if turn is not None:
+                return turn
         return None
 
     def _completion(self, state: SessionEvents, turn: Interaction, signal: str) -> Completion:
