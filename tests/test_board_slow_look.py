@@ -4,7 +4,7 @@ still pane is not looked at (nor captured) again, yet a dialog printed on a scre
 and a pane that died or closed are each seen on the very next slow look.
 
 Real tmux panes: OpenCode stand-ins (a process named ``opencode``, a copy of ``sleep``, under a shell that
-draws OpenCode's recorded screens, moving on when the test touches a file) with no store, so the screen is
+draws OpenCode's recorded screens, moving on when the test writes to a FIFO) with no store, so the screen is
 all that tells their state. The slow look is called step by step, not on its timer.
 """
 
@@ -23,7 +23,7 @@ from pipeline.views.live_board import TileFeed
 from tests.support.paths import FIXTURES
 from tests.support.pipelines import REGISTRIES, make_config
 from tests.support.polling import until, wait_for
-from tests.support.tmux import TmuxServer
+from tests.support.tmux import TmuxServer, each_write
 
 SCREENS = FIXTURES / "opencode" / "screens"
 
@@ -86,14 +86,19 @@ async def test_the_slow_look_skips_still_panes_and_sees_a_dialog_an_exit_and_a_d
     assert {name: kind(name) for name in panes} == dict.fromkeys(panes, "idle")
     # once no screen printed since its last look (tmux counts whole seconds), no tile is looked at again
     await until(nothing_due, 15, "every tile still")
-    looked = dict(feed.looked)
+    looked: dict[str, float] = dict(feed.looked)
+    writes: list[list[str]] = []
+    each_write(tmux_server, writes.append)
     assert await slow_look() == set() and feed.looked == looked
+    assert writes == [["list-panes"]]  # no capture, no lookup: one list of every pane
 
     # a permission prompt drawn over the screen, the cursor back where it was: only tmux's note of the
     # window's last output says the screen moved
     go(scenes["asker"][1])
     await until(lambda: "Permission required" in tmux_server.capture(panes["asker"]), what="the dialog")
+    writes.clear()
     assert await slow_look() == {"asker"}
+    assert "display-message" not in sum(writes, [])  # its look took its pane from the list
     assert (kind("asker"), feed.board.views["asker"].words) == ("waiting", "permission prompt")
 
     go(scenes["quitter"][1])  # its agent exits, printing nothing: its pane's process tree says so
