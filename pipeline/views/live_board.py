@@ -208,8 +208,6 @@ class TileFeed:
         self.marks: dict[str, tuple[object, ...]] = {}
         #: the tiles looked at since the tokens were last read (only theirs are read again)
         self.usage_due: set[str] = set()
-        #: how many tiles each look looked at (what the tests and the bench read)
-        self.looks = 0
 
     def look_again(self) -> None:
         self.changed(set(self.tiles))
@@ -223,7 +221,6 @@ class TileFeed:
         the row's many lookups of the pane ask tmux nothing more."""
         runtime = self.tiles[name]
         self.looked[name] = time.time()
-        self.looks += 1
         with pane_lookups_shared():
             if seen is not None:
                 runtime.ctx.seen(seen)
@@ -280,12 +277,12 @@ class TileFeed:
                 listed[key] = await tmux.panes_and_activity()
             except TmuxError:
                 listed[key] = {}
+        panes = {key: {pane: info for pane, (info, _) in each.items()} for key, each in listed.items()}
         out = {}
         for name, rt in self.tiles.items():
-            panes = listed[id(rt.ctx.tmux)]
-            info = rt.ctx.known_pane({pane: info for pane, (info, _) in panes.items()})
+            info = rt.ctx.known_pane(panes[id(rt.ctx.tmux)])
             if info is not None:
-                out[name] = (info, panes[info.pane_id][1])
+                out[name] = (info, listed[id(rt.ctx.tmux)][info.pane_id][1])
         return out
 
     async def stale(self) -> tuple[set[str], dict[str, PaneInfo]]:
