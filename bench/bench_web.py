@@ -8,7 +8,8 @@ change reaches a page, and what open pages cost the idle server.
   same with one tile (what 49 more tiles cost).
 - Idle: the server's CPU time (its process and its children, psutil) over ``BENCH_IDLE_S`` (30) seconds
   with no page open, then with 10 event streams open, as a percentage of one core, alternated twice; the
-  difference is what 10 pages add.
+  difference is what 10 pages add. The tmux server's CPU over the windows with no page is printed too:
+  what the board asks of tmux is the board's cost as well.
 
 Run: ``.venv/bin/python bench/bench_web.py`` (needs tmux; its own socket and temp dirs; ~4 min).
 """
@@ -106,20 +107,32 @@ def cpu_s(proc: psutil.Process) -> float:
     return total
 
 
-def window(proc: psutil.Process) -> float:
-    """The server's CPU over one window, as a percentage of one core."""
-    t0, c0 = time.monotonic(), cpu_s(proc)
+def own_cpu_s(proc: psutil.Process | None) -> float:
+    """A process's own CPU time, without its children's (the tmux server's children are the panes)."""
+    if proc is None:
+        return 0.0
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+def window(proc: psutil.Process, tmux: psutil.Process | None = None) -> float:
+    """The server's CPU over one window, as a percentage of one core (``tmux``: the tmux server's too,
+    printed)."""
+    t0, c0, s0 = time.monotonic(), cpu_s(proc), own_cpu_s(tmux)
     time.sleep(IDLE_S)  # shapes the scenario: the window measured
-    return (cpu_s(proc) - c0) / (time.monotonic() - t0) * 100
+    elapsed = time.monotonic() - t0
+    if tmux:
+        print(f"  the tmux server meanwhile: {(own_cpu_s(tmux) - s0) / elapsed * 100:.2f} %", flush=True)
+    return (cpu_s(proc) - c0) / elapsed * 100
 
 
-def idle_cost(proc: psutil.Process, port: int, token: str) -> tuple[float, float]:
+def idle_cost(proc: psutil.Process, port: int, token: str, tmux: psutil.Process) -> tuple[float, float]:
     """(CPU % with no page, with 10 pages): windows alternated (none, pages, none, pages), each the mean
     of its two; the frames the pages got meanwhile printed (an idle board sends none)."""
     quiet, busy = [], []
     for _ in range(2):
         time.sleep(2)  # shapes the scenario: the last streams gone
-        quiet.append(window(proc))
+        quiet.append(window(proc, tmux))
         pages = [Stream(port, token) for _ in range(PAGES)]
         time.sleep(2)  # shapes the scenario: every page has its first frame
         before = sum(len(page.frames) for page in pages)
@@ -194,7 +207,9 @@ def run(tiles: int, tmp: Path, idle: bool) -> tuple[list[float], float, float]:
         stream.close()
         quiet = with_pages = float("nan")
         if idle:
-            quiet, with_pages = idle_cost(psutil.Process(server.pid), port, token)
+            pid = subprocess.run([*tmux, "display-message", "-p", "#{pid}"], capture_output=True, text=True,
+                                 check=True).stdout
+            quiet, with_pages = idle_cost(psutil.Process(server.pid), port, token, psutil.Process(int(pid)))
         return latencies, quiet, with_pages
     finally:
         if server is not None:

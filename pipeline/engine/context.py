@@ -177,6 +177,13 @@ class EngineContext:
         info = listed.get(self._pane_id) if self._pane_id is not None else None
         return info if info is not None and info.server_pid == self._server_pid else None
 
+    def seen(self, info: PaneInfo) -> None:
+        """Within :func:`pane_lookups_shared`: the tile's pane as a ``list-panes`` of this moment showed it
+        (``info`` from :meth:`known_pane`), so that the lookups of this block take it without asking."""
+        looks = _looked_up.get()
+        if looks is not None and info.pane_id == self._pane_id and info.server_pid == self._server_pid:
+            looks.panes[id(self)] = info
+
     def forget_pane(self) -> None:
         """Resolve the pane target again next time (after its pane or server went away)."""
         self._pane_id = None  # the server pid stays: it tells a restarted server apart

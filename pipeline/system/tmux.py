@@ -301,6 +301,19 @@ class Tmux:
         out = await self.run("list-panes", "-a", "-F", _FORMAT)
         return [_parse(line) for line in out.splitlines() if line]
 
+    async def panes_and_activity(self) -> dict[str, tuple[PaneInfo, int | None]]:
+        """Pane id → the pane and the second (epoch) its window last printed anything (tmux's
+        ``window_activity``), for every pane of the server in one ``list-panes``: the live board's slow
+        look learns from one reply which tiles may have changed, instead of looking at each."""
+        out = await self.run("list-panes", "-a", "-F", _FORMAT + "\x1f#{window_activity}")
+        listed: dict[str, tuple[PaneInfo, int | None]] = {}
+        for line in out.splitlines():
+            fields, _, second = line.rpartition("\x1f")
+            if fields:
+                info = _parse(fields)
+                listed[info.pane_id] = (info, int(second) if second.isdigit() else None)
+        return listed
+
     async def capture(self, pane_id: str, *, escapes: bool = False, start: int | str | None = None,
                       end: int | str | None = None) -> str:
         """The pane's text, wrapped lines joined. ``start``/``end`` are tmux line numbers (0 = top of the

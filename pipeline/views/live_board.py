@@ -4,7 +4,11 @@ What wakes a refresh: a change to a file an agent writes its state to (the sessi
 rollout or store each tile's adapter resolved; one :class:`~pipeline.engine.watch.FileWatcher` for all),
 a change to the journal (``baton run`` queued or handed something off), ``r``, a resize, and — for what
 no file tells (a pane closed, an agent exited to its shell, screen-only agents) — a slow look every
-:data:`LOOK_EVERY_S`. A one-second tick only redraws (the ``working 2m10s`` clocks), asking nothing.
+:data:`LOOK_EVERY_S`. The slow look asks tmux once for every pane (alive? its pid, command, cursor, when
+its window last printed) and reads each pane's process tree and the tiles' files' signatures; only the
+tiles where one of those moved are looked at again (and each at least every :data:`LOOK_ALL_S`): an idle
+board of 50 tiles costs one ``list-panes`` every 2 s, not 50 looks (docs/performance.md, baton web).
+A one-second tick only redraws (the ``working 2m10s`` clocks), asking nothing.
 Token counts are read in their own task, only what the agents appended since the last read, so a first
 read of a long transcript never holds the board back. ``q`` or Ctrl-C quits; the terminal is put back.
 """
@@ -28,12 +32,14 @@ from anyio.abc import TaskGroup
 
 from pipeline.cmdline.config import tmux_for
 from pipeline.engine.config import Config
+from pipeline.engine.context import pane_lookups_shared
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.engine.watch import FileWatcher, Subscription
 from pipeline.plugin.manager import Registries
+from pipeline.system import proc
 from pipeline.system.terminal import FullScreen
-from pipeline.system.tmux import Tmux, TmuxError
+from pipeline.system.tmux import PaneInfo, Tmux, TmuxError
 from pipeline.views.board import Board, read_handoffs, render, state_words
 from pipeline.views.tile_status import tile_row
 
@@ -43,6 +49,9 @@ log = logging.getLogger("batonpass")
 #: how often tiles are looked at with no file change (panes closing, agents exiting, screen-only agents);
 #: BATON_BOARD_LOOK_S sets it (a test pushes it out to show that file changes alone redraw the board)
 LOOK_EVERY_S = 2.0
+#: the slow look looks at a tile whose pane, processes, files and screen all stayed still at least this
+#: often anyway, for what none of them tells (BATON_BOARD_LOOK_ALL_S sets it)
+LOOK_ALL_S = 30.0
 #: the clocks' tick: a redraw only
 TICK_S = 1.0
 #: the least time between two refreshes: a burst of file changes (an agent streaming into its transcript)
@@ -73,6 +82,13 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _mark(info: PaneInfo, files: set[Path]) -> tuple[object, ...]:
+    """What a tile's row rests on that the slow look sees without looking at the tile: its pane as tmux
+    lists it (alive, pid, command, cursor), the processes under it (an agent started, exec'd or exited)
+    and the signatures of the files its row names."""
+    return info, tuple(proc.subtree(info.pid)), tuple(sorted((str(p), _signature(p)) for p in files))
 
 
 class Follow:
@@ -171,8 +187,9 @@ class BoardScreen:
 
 class TileFeed:
     """What the live board shows of this host's tiles, kept up to date: each tile looked at again when a
-    file it writes changes (and on the slow look), the journal's hand-offs, the tokens. ``shown`` is called
-    after each change — the terminal board draws, ``baton web`` sends the change to its pages."""
+    file it writes changes (and, on the slow look, when its pane, processes or screen moved), the journal's
+    hand-offs, the tokens. ``shown`` is called after each change — the terminal board draws, ``baton web``
+    sends the change to its pages."""
 
     def __init__(self, config: Config, tiles: dict[str, TileRuntime], shown: Callable[[], None],
                  preview_chars: int = 80) -> None:
@@ -182,9 +199,15 @@ class TileFeed:
         self.journal = default_journal_path()
         self.refresh_wake, self.usage_wake = Wake(), Wake()
         self.look_s = float(os.environ.get("BATON_BOARD_LOOK_S") or LOOK_EVERY_S)
+        self.look_all_s = float(os.environ.get("BATON_BOARD_LOOK_ALL_S") or LOOK_ALL_S)
         #: the tiles whose files changed since the last refresh
         self.dirty: set[str] = set()
         self.files: dict[str, set[Path]] = {name: set() for name in tiles}
+        #: when each tile's last look began (epoch seconds), and what it rested on at the last slow look
+        self.looked: dict[str, float] = {}
+        self.marks: dict[str, tuple[object, ...]] = {}
+        #: the tiles looked at since the tokens were last read (only theirs are read again)
+        self.usage_due: set[str] = set()
 
     def look_again(self) -> None:
         self.changed(set(self.tiles))
@@ -193,8 +216,20 @@ class TileFeed:
         self.dirty |= names
         self.refresh_wake.set()
 
-    async def _tile(self, name: str) -> None:
+    async def _tile(self, name: str, seen: PaneInfo | None = None) -> None:
+        """Look at tile ``name``; ``seen``: its pane as the slow look's ``list-panes`` showed it, so that
+        the row's many lookups of the pane ask tmux nothing more."""
         runtime = self.tiles[name]
+        self.looked[name] = time.time()
+        with pane_lookups_shared():
+            if seen is not None:
+                runtime.ctx.seen(seen)
+            command, started, row = await self._row(name, runtime)
+        self.board.update(row, command, started=started)
+        self.files[name] = _files(row)
+
+    async def _row(self, name: str, runtime: TileRuntime) -> tuple[str, float | None, dict[str, object]]:
+        """The tile's status row, the command of a pane without its agent, and a working turn's start."""
         try:
             row = await tile_row(name, runtime, self.preview_chars)
         except Exception as exc:  # one tile's surprise must not take the board down
@@ -211,15 +246,15 @@ class TileFeed:
                 started = await runtime.adapter.working_since()
             except Exception as exc:  # the board's own first sight is the clock then
                 log.debug("board: %s: working_since: %s", name, exc, exc_info=True)
-        self.board.update(row, command, started=started)
-        self.files[name] = _files(row)
+        return command, started, row
 
-    async def refresh(self, names: set[str]) -> dict[Path, set[str]]:
+    async def refresh(self, names: set[str], seen: dict[str, PaneInfo] | None = None) -> dict[Path, set[str]]:
         """Look at ``names`` again (all at once: a slow tile does not hold up the others) and the journal;
         returns the files to follow and whose they are."""
+        seen = seen or {}
         async with anyio.create_task_group() as tg:
             for name in names:
-                tg.start_soon(self._tile, name)
+                tg.start_soon(self._tile, name, seen.get(name))
         queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
         self.board.update_handoffs(queued, last)
         owners: dict[Path, set[str]] = {}
@@ -232,25 +267,69 @@ class TileFeed:
                 owners.setdefault(path, set()).add(name)
         return owners
 
+    async def _listed(self) -> dict[str, tuple[PaneInfo, int | None]]:
+        """Each tile's pane as tmux lists it now, with the second its window last printed (one
+        ``list-panes`` per tmux server); a tile not there (gone, not resolved yet) is missing."""
+        servers = {id(rt.ctx.tmux): rt.ctx.tmux for rt in self.tiles.values()}
+        listed: dict[int, dict[str, tuple[PaneInfo, int | None]]] = {}
+        for key, tmux in servers.items():
+            try:
+                listed[key] = await tmux.panes_and_activity()
+            except TmuxError:
+                listed[key] = {}
+        panes = {key: {pane: info for pane, (info, _) in each.items()} for key, each in listed.items()}
+        out = {}
+        for name, rt in self.tiles.items():
+            info = rt.ctx.known_pane(panes[id(rt.ctx.tmux)])
+            if info is not None:
+                out[name] = (info, listed[id(rt.ctx.tmux)][info.pane_id][1])
+        return out
+
+    async def stale(self) -> tuple[set[str], dict[str, PaneInfo]]:
+        """The slow look: the tiles to look at again, and their panes as listed. A tile is looked at when
+        its pane is not listed (gone: the look says so), when its pane, processes or files (:func:`_mark`)
+        changed since the last slow look, when its window printed since its last look began (tmux counts
+        whole seconds: that second counts as since), or when it was last looked at :attr:`look_all_s` ago."""
+        listed = await self._listed()
+        infos = {name: info for name, (info, _) in listed.items()}
+        marks = await anyio.to_thread.run_sync(
+            lambda: {name: _mark(info, self.files[name]) for name, info in infos.items()})
+        now, due = time.time(), set(self.tiles) - set(listed)
+        for name, (_, printed) in listed.items():
+            looked = self.looked.get(name, 0.0)
+            if marks[name] != self.marks.get(name) or printed is None or printed >= int(looked) \
+                    or now - looked >= self.look_all_s:
+                due.add(name)
+        self.marks = marks
+        return due, {name: infos[name] for name in due if name in infos}
+
     async def refresh_loop(self, follow: Follow) -> None:
-        names = set(self.tiles)
+        names: set[str] = set(self.tiles)
+        seen: dict[str, PaneInfo] = {}
         while True:
-            follow.want(await self.refresh(names))
+            follow.want(await self.refresh(names, seen))
+            self.usage_due |= names
             self.usage_wake.set()
             self.shown()
             await anyio.sleep(SETTLE_S)
-            woken = await self.refresh_wake.wait(self.look_s)
-            names, self.dirty = (self.dirty - {""}) if woken else set(self.tiles), set()
+            if await self.refresh_wake.wait(self.look_s):
+                names, seen, self.dirty = self.dirty - {""}, {}, set()
+            else:
+                names, seen = await self.stale()
 
     async def usage_loop(self) -> None:
         while True:
             await self.usage_wake.wait()
+            names, self.usage_due = self.usage_due, set()
             for name, runtime in self.tiles.items():
+                if name not in names:
+                    continue
                 try:
                     self.board.views[name].usage = await runtime.adapter.usage()
                 except Exception as exc:  # an unknown shape shows nothing; it never ends the board
                     log.debug("board: %s: usage: %s", name, exc, exc_info=True)
-            self.shown()
+            if names:
+                self.shown()
 
     async def run(self) -> None:
         """Follow the tiles until cancelled: one file watcher, the refreshes, the tokens."""
