@@ -18,6 +18,7 @@ on 127.0.0.1 (tests/fakes/gemini_api.py), in a private tmux server, with the rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -228,13 +229,22 @@ def delivered(route: str) -> list[dict]:
     return [r for r in json_lines(shown.stdout) if r.get("kind") != "action"]
 
 
-def run_baton(server: TmuxServer, tmp: Path, pane: str, target: str) -> tuple[subprocess.Popen[bytes], Path]:
-    """``baton run -v`` routing gem -> t (no hooks installed: the session file and the screen tell)."""
+@contextlib.contextmanager
+def baton_run(server: TmuxServer, tmp: Path, pane: str, target: str) -> Iterator[Path]:
+    """``baton run -v`` routing gem -> t (no hooks installed: the session file and the screen tell) for the
+    block, which gets its log; it must still run at the block's end, and log no traceback."""
     config = write_routes(tmp, server.socket, {"gem": {"pane": pane, "agent": "gemini"},
                                                "t": {"pane": target, "agent": "demo"}},
                           [{"from": "gem", "to": "t", "transform": "raw"}])
     err = tmp / "run.err"
-    return start_baton("run", "-v", "-c", str(config), stderr=err), err
+    daemon = start_baton("run", "-v", "-c", str(config), stderr=err)
+    try:
+        yield err
+        assert daemon.poll() is None, err.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+    assert "Traceback" not in err.read_text()
 
 
 def followed(err: Path, session: Path) -> bool:
@@ -264,8 +274,7 @@ def test_real_gemini_trust_restart_under_a_running_daemon_hands_the_next_answer_
     assert before is not None and before.relaunched
     log = tmp_path / "target.jsonl"
     target = start_agent(tmux_server, log, "target")
-    daemon, err = run_baton(tmux_server, tmp_path, pane, target)
-    try:
+    with baton_run(tmux_server, tmp_path, pane, target) as err:
         wait_for(lambda: followed(err, first), 30, what="the daemon following the first session")
         assert "● 1. Trust folder (my-app)" in tmux_server.capture(pane)
         tmux_server.run("send-keys", "-t", pane, "Enter")  # the highlighted choice, as a person would
@@ -279,11 +288,6 @@ def test_real_gemini_trust_restart_under_a_running_daemon_hands_the_next_answer_
         assert followed(err, second), err.read_text()
         quiet_for(2.0, "a second hand-off")
         assert len(messages(log)) == 1
-        assert daemon.poll() is None, err.read_text()
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=20)
-    assert "Traceback" not in err.read_text()
     rows = delivered("gem->t")
     assert [(r["state"], r["prompt"], r["hop"]) for r in rows] == [("delivered", answer, 1)], rows
     assert json.loads(second.read_text().splitlines()[0])["sessionId"] in rows[0]["turn_id"]
@@ -298,8 +302,7 @@ def test_real_gemini_clear_without_hooks_hands_off_the_next_answer_once_and_neve
     worker = find_gemini(shell)
     log = tmp_path / "target.jsonl"
     target = start_agent(tmux_server, log, "target")
-    daemon, err = run_baton(tmux_server, tmp_path, pane, target)
-    try:
+    with baton_run(tmux_server, tmp_path, pane, target) as err:
         wait_for(lambda: followed(err, first), 30, what="the daemon following the session")
         one = hand_off(tmux_server, gem, pane, gemini_api, log, "E2E-C1: before the clear", [])
         wait_for(lambda: input_draft(tmux_server.capture(pane)) == "", 30, what="the idle input box")
@@ -318,11 +321,6 @@ def test_real_gemini_clear_without_hooks_hands_off_the_next_answer_once_and_neve
         assert steps["transcript"]["value"] == str(second), resolved.stdout
         quiet_for(2.0, "a third hand-off")
         assert len(messages(log)) == 2
-        assert daemon.poll() is None, err.read_text()
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=20)
-    assert "Traceback" not in err.read_text()
     rows = delivered("gem->t")
     assert [(r["state"], r["prompt"]) for r in rows] == [("delivered", one), ("delivered", two)], rows
     sessions = [json.loads(p.read_text().splitlines()[0])["sessionId"] for p in (first, second)]
