@@ -5,8 +5,6 @@ permission prompt and log every key they get; hold, resume and retry against a r
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import load_registries
 from pipeline.system.tmux import Tmux
 from tests.support.agents import demo_agent_command, messages, read_log, start_agent
-from tests.support.cli import BATON, baton, baton_env, json_lines, shell_ready, start_baton, write_routes
+from tests.support.cli import baton, following_history, json_lines, shell_ready, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
 from tests.support.standin_targets import TARGETS, StandinTarget, say
@@ -288,18 +286,10 @@ def test_history_follow_shows_actions_as_they_are_recorded(tmp_path: Path) -> No
                                                                 "b": {"pane": "%2", "agent": "shell"}},
                           [{"name": "ab", "from": "a", "to": "b"}])
     assert baton("hold", "ab", "-c", str(config)).status == 0
-    lines = tmp_path / "follow.jsonl"
-    with lines.open("wb") as out:
-        follow = subprocess.Popen([*BATON, "history", "-f", "--json", "-n", "5"], stdout=out,
-                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=baton_env(None))
-    try:
-        wait_for(lambda: len(json_lines(lines.read_text())) == 1, what="the backlog: the hold")
+    with following_history("-n", "5", into=tmp_path / "follow.jsonl") as printed:
+        wait_for(lambda: len(printed()) == 1, what="the backlog: the hold")
         assert baton("resume", "ab", "-c", str(config)).status == 0
-        wait_for(lambda: [r["route"] for r in json_lines(lines.read_text())] == ["hold", "resume"],
-                 what="the resume followed")
-    finally:
-        follow.send_signal(signal.SIGINT)
-        follow.wait(timeout=20)
-    rows = json_lines(lines.read_text())
+        wait_for(lambda: [r["route"] for r in printed()] == ["hold", "resume"], what="the resume followed")
+    rows = printed()
     assert [(r["kind"], r["state"], r["origin"]) for r in rows] == [("action", "done", "cli")] * 2, rows
     assert "route ab resumed" in rows[1]["note"], rows

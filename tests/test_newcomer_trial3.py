@@ -5,7 +5,6 @@ runs it — the real ``baton`` command, real tmux panes, a real nats-server — 
 from __future__ import annotations
 
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,15 @@ import anyio
 import pytest
 
 from tests.support.bus import NatsServer
-from tests.support.cli import BATON, Result, baton, baton_env, json_lines, shell_ready, write_routes
+from tests.support.cli import (
+    BATON,
+    Result,
+    baton,
+    baton_env,
+    following_history,
+    shell_ready,
+    write_routes,
+)
 from tests.support.codex import CodexHome, StandIns
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
@@ -128,20 +135,13 @@ def test_history_follow_shows_a_send_in_progress_as_typing(tmux_server: TmuxServ
     pane = shell_ready(tmux_server)
     config = write_routes(tmp_path, tmux_server.socket, {"sh": {"pane": pane, "agent": "shell"}})
     assert baton("-c", str(config), "send", "sh", "true").status == 0  # the journal is there
-    lines = tmp_path / "follow.jsonl"
-    with lines.open("wb") as out:
-        follow = subprocess.Popen([*BATON, "history", "-f", "--json", "-n", "1"], stdout=out,
-                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=baton_env(None))
-    try:
-        wait_for(lambda: len(json_lines(lines.read_text())) == 1, what="the follower's first row")
+    with following_history("-n", "1", into=tmp_path / "follow.jsonl") as printed:
+        wait_for(lambda: len(printed()) == 1, what="the follower's first row")
         assert baton("-c", str(config), "send", "sh", "true").status == 0
-        wait_for(lambda: len({r["key"] for r in json_lines(lines.read_text())}) == 2
-                 and json_lines(lines.read_text())[-1]["note"] == "the agent did not show a new turn yet",
+        wait_for(lambda: len({r["key"] for r in printed()}) == 2
+                 and printed()[-1]["note"] == "the agent did not show a new turn yet",
                  what="the second send followed to its end")
-    finally:
-        follow.send_signal(signal.SIGINT)
-        follow.wait(timeout=20)
-    rows = json_lines(lines.read_text())[1:]
+    rows = printed()[1:]
     assert rows[0]["note"] == ("baton send is typing this; left so, it stopped before it knew whether the "
                                "agent took it"), rows
     assert not any(r["note"].startswith("baton send was typing") for r in rows), rows

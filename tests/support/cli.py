@@ -3,11 +3,13 @@ and the shell pane a first-day test starts from."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,20 @@ def start_baton(*args: str, stderr: Path, cwd: str | Path | None = None,
     with stderr.open("wb") as err:
         return subprocess.Popen([*BATON, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, env=baton_env(env))
+
+
+@contextlib.contextmanager
+def following_history(*args: str, into: Path) -> Iterator[Callable[[], list[Any]]]:
+    """``baton history -f --json ARGS`` writing into ``into`` for the block, which gets a reader of the
+    lines it printed so far; ended by Ctrl-C (SIGINT) as a person ends it."""
+    with into.open("wb") as out:
+        follow = subprocess.Popen([*BATON, "history", "-f", "--json", *args], stdout=out,
+                                  stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=baton_env(None))
+    try:
+        yield lambda: json_lines(into.read_text())
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.wait(timeout=20)
 
 
 def baton_read_by_head(*args: str, lines: int, timeout: float = 30,
