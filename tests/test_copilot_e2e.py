@@ -18,6 +18,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -228,9 +229,64 @@ def test_real_copilot_as_target_killed_between_paste_and_enter_takes_the_prompt_
     assert note == "submitted a paste left by a crash"
 
 
+def _records(events: Path) -> list[dict]:
+    """The whole lines of a Copilot events file (one being written is skipped)."""
+    out = []
+    for line in events.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 def _shut_down(events: Path) -> bool:
-    return any(json.loads(line).get("type") == "session.shutdown"
-               for line in events.read_text(encoding="utf-8").splitlines() if line.strip())
+    return any(r.get("type") == "session.shutdown" for r in _records(events))
+
+
+def _answers_written(cp: CopilotHome) -> list[str]:
+    """Every answer Copilot wrote, in the order its sessions started: what must be handed off, each once."""
+    by_start = sorted(cp.events_files(), key=lambda f: str((_records(f) or [{}])[0].get("timestamp", "")))
+    return [str(r["data"]["content"]) for f in by_start for r in _records(f)
+            if r.get("type") == "assistant.message" and str(r["data"].get("content")).startswith("CLEAR-")]
+
+
+def _anywhere_in(events: Path, start: str) -> bool:
+    return any(str(r.get("data", {}).get("content", "")).startswith(start) for r in _records(events))
+
+
+def _anywhere(cp: CopilotHome, prompt: str) -> bool:
+    return any(_anywhere_in(f, prompt) for f in cp.events_files())
+
+
+async def _fate(cp: CopilotHome, prompt: str, cleared: Path) -> str:
+    """What Copilot did with ``prompt`` typed right after ``/clear``: "settled" (a session wrote it and then
+    an answer, an abort or its shutdown), or "dropped" (the cleared session shut down and for 5 s no session
+    wrote the prompt at all: the input was cleared under it — Copilot's own loss, seen in 1 run of 12)."""
+    nowhere_since = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if _settled(cp, prompt):
+            return "settled"
+        if _shut_down(cleared) and not _anywhere(cp, prompt):
+            nowhere_since = nowhere_since or time.monotonic()
+            if time.monotonic() - nowhere_since >= 5:
+                return "dropped"
+        else:
+            nowhere_since = None
+        await anyio.sleep(0.1)
+    raise AssertionError(f"Copilot neither took nor dropped {prompt!r} in 60 s")
+
+
+def _settled(cp: CopilotHome, prompt: str) -> bool:
+    """Copilot is done with ``prompt``: after it, its session wrote an answer, an abort or its shutdown."""
+    for f in cp.events_files():
+        kinds = [r.get("type") for r in _records(f)]
+        texts = [str(r.get("data", {}).get("content", "")) for r in _records(f)]
+        if prompt in texts:
+            after = kinds[texts.index(prompt) + 1:]
+            return any(k in ("assistant.message", "abort", "session.shutdown") for k in after)
+    return False
 
 
 @pytest.mark.anyio
@@ -238,9 +294,10 @@ async def test_real_copilot_clear_mid_session_each_answer_is_handed_off_once(
         tmux_server: TmuxServer, tmp_path: Path, copilot_bin: Path, fake_chat: FakeChat,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A person types ``/clear`` in a running Copilot (no hooks). Copilot moves its lock to a new session
-    folder at once, but a prompt sent right after may still be taken by the OLD session (seen in one run of
-    two), which writes that turn and then ``session.shutdown``; a prompt sent once the old session has shut
-    down starts the new session's events.jsonl. Each answer is handed off once, wherever it was written."""
+    folder at once; a prompt sent right after it goes to the new session, or is still taken by the OLD one
+    — which answers it and then writes ``session.shutdown``, or is cut by that shutdown (Copilot's own loss:
+    no answer anywhere). The next prompt, once the old session has shut down, goes to the new session.
+    Whatever the order, every answer Copilot wrote is handed off once, and only those."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     cp = make_copilot_home(tmp_path / "cp", api_url=fake_chat.url, copilot_bin=copilot_bin,
                            version=COPILOT[1])
@@ -249,31 +306,35 @@ async def test_real_copilot_clear_mid_session_each_answer_is_handed_off_once(
     b = start_agent(tmux_server, blog, "b", work_s=0.05)
     config = make_config({"cp": {"pane": cp_pane, "agent": "copilot"}, "b": {"pane": b, "agent": "demo"}},
                          [{"from": "cp", "to": "b", "transform": "raw"}])
-    answers = ["CLEAR-FIRST: before the clear", "CLEAR-SECOND: right after it", "CLEAR-THIRD: a new session"]
-    fake_chat.script(*answers)
+    fake_chat.script("CLEAR-A: one", "CLEAR-B: two", "CLEAR-C: three")
 
-    async def clear() -> None:
-        await until(lambda: input_draft(tmux_server.capture(cp_pane)) == "", 30, "Copilot's input free")
-        tmux_server.type(cp_pane, "/clear", enter=False)
-        await anyio.sleep(0.5)  # shapes the scenario: a person's pause before Enter (the command menu opens)
-        tmux_server.run("send-keys", "-t", cp_pane, "Enter")
-        await until(lambda: input_draft(tmux_server.capture(cp_pane)) == "", 30, "the input after /clear")
+    def handed_off_as_written() -> bool:
+        return messages(blog) == _answers_written(cp)
+
+    def free() -> bool:
+        return input_draft(tmux_server.capture(cp_pane)) == ""
 
     async with running(config, tmux_server):
         tmux_server.type(cp_pane, "CLEAR-1: the first question")
-        await until(lambda: messages(blog) == answers[:1], 90, "the first hand-off")
-        first = cp.events_files()
-        await clear()
+        await until(lambda: len(messages(blog)) == 1 and handed_off_as_written(), 90, "the first hand-off")
+        [first] = cp.events_files()
+        await until(free, 30, "Copilot's input free")
+        tmux_server.type(cp_pane, "/clear", enter=False)
+        await anyio.sleep(0.5)  # shapes the scenario: a person's pause before Enter (the command menu opens)
+        tmux_server.run("send-keys", "-t", cp_pane, "Enter")
+        await until(free, 30, "the input after /clear")
         tmux_server.type(cp_pane, "CLEAR-2: at once after /clear")
-        await until(lambda: messages(blog) == answers[:2], 90, "the answer right after /clear")
-        await clear()
-        await until(lambda: all(_shut_down(f) for f in cp.events_files()), 30,
-                    "every session before this /clear shut down")
+        fate = await _fate(cp, "CLEAR-2: at once after /clear", first)
+        print(f"\nCopilot /clear: the prompt typed right after it was {fate}"
+              + (f" in {'the cleared' if _anywhere_in(first, 'CLEAR-2') else 'the new'} session"
+                 if fate == "settled" else ""))
+        await until(handed_off_as_written, 60, "what Copilot answered to CLEAR-2 (if anything) handed off")
+        await until(lambda: _shut_down(first), 30, "the cleared session shut down")
+        await until(free, 30, "Copilot's input free")
         tmux_server.type(cp_pane, "CLEAR-3: in the new session")
-        await until(lambda: messages(blog) == answers, 90, "the answer in the new session")
+        await until(lambda: _settled(cp, "CLEAR-3: in the new session"), 60, "Copilot done with CLEAR-3")
+        await until(handed_off_as_written, 60, "the answer in the new session handed off")
         await aquiet_for(2.0, "a repeated hand-off")
-    assert messages(blog) == answers
-    newest = cp.events_files()
-    assert len(newest) > len(first), newest  # the third turn was written to a session of its own
-    assert any("CLEAR-3" in f.read_text(encoding="utf-8") and "CLEAR-1" not in f.read_text(encoding="utf-8")
-               for f in newest), newest
+    assert handed_off_as_written() and len(messages(blog)) >= 2, (messages(blog), _answers_written(cp))
+    third = [f for f in cp.events_files() if "CLEAR-3" in f.read_text(encoding="utf-8")]
+    assert third != [first], "the prompt after the clear went to the cleared session"

@@ -144,6 +144,39 @@ async def test_a_turn_the_old_session_takes_after_clear_moved_the_lock_is_still_
     assert response is not None and response.text.startswith("## Summary")
 
 
+async def test_a_prompt_the_old_session_takes_after_the_switch_is_reported_too(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """The lock moved (``/clear``) and the follower switched while the old session was idle; the old session
+    then takes the next prompt anyway (seen on the real 1.0.102): its turn is reported, once."""
+    scene = Scene(tmux_server, tmp_path)
+    end = first_turn_end()
+    second_end = next(i for i, line in enumerate(LINES) if i >= end and '"assistant.turn_end"' in line) + 1
+    scene.write(LINES[:end])  # the first turn, finished before the daemon looked
+    got: list = []
+
+    async def emit(completion) -> None:
+        got.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scene.adapter.follow, emit)
+        await wait_until_followed(scene)
+        lock = next(scene.session.glob("inuse.*.lock"))
+        new = scene.home / "session-state" / "0d6f4f9e-2b31-4c59-9a07-1f8c3b1e2d40"
+        new.mkdir()
+        lock.rename(new / lock.name)
+        await anyio.to_thread.run_sync(lambda: wait_for(
+            lambda: scene.adapter.events_path is None or scene.adapter.events_path.parent == new,
+            what="the follower on the new session"))
+        scene.write(LINES[end:second_end])  # the old session takes the next prompt and answers it
+        scene.write(['{"type":"session.shutdown","data":{},"timestamp":"2026-12-06T12:29:47.111Z"}\n'])
+        await anyio.to_thread.run_sync(lambda: wait_for(lambda: got, what="the old session's second turn"))
+        await anyio.sleep(1.0)  # shapes the scenario: time for a second report of it, if there were one
+        tg.cancel_scope.cancel()
+    [completion] = got
+    response = await scene.adapter.response(completion)
+    assert response is not None and response.source == "transcript" and response.text.startswith("## Summary")
+
+
 async def wait_until_followed(scene: Scene) -> None:
     await anyio.to_thread.run_sync(lambda: wait_for(lambda: scene.adapter.events_path == scene.events,
                                                     what="the follower on the first session"))

@@ -4,9 +4,9 @@ that end there (:mod:`plugins.copilot.events`).
 
 The events are watched through the engine's watcher on ``$COPILOT_HOME/session-state`` (the file appears
 only at the first prompt, and a new session — ``/clear``, ``/new``, a restart — moves the lock to another
-folder). The lock moves at once, but a prompt sent right after ``/clear`` is still taken by the old session,
-whose file gets that turn and then ``session.shutdown`` (seen on 1.0.102): the old file is read on until its
-open turn has ended (docs/agent-versions.md).
+folder). The lock moves at once, but a prompt sent right after ``/clear`` may still be taken by the old
+session, whose file gets that turn and then ``session.shutdown`` (seen on 1.0.102): a session left by the
+same process is read on until it has shut down (docs/agent-versions.md).
 Copilot writes its events in batches, a moment after the fact; ``open-sessions-state.json``'s ``working``
 flag (true from the submit to the end of the turn, and during an approval) covers the gap for readiness.
 """
@@ -56,7 +56,8 @@ class EventsFollowing(ScreenAdapter):
         self._tail: AppendedLines | None = None
         self._state: SessionEvents | None = None
         self._orphans: list[tuple[SessionEvents, Interaction]] = []
-        #: sessions left with a turn still open: read on until it ends (or the session shuts down)
+        #: sessions the same process left (``/clear``): read on until they shut down, as they may still
+        #: take a prompt sent right after the switch
         self._draining: list[tuple[AppendedLines, SessionEvents]] = []
         #: the sessions followed before this one, newest last (their turns' answers are still asked for)
         self._before: list[SessionEvents] = []
@@ -94,26 +95,26 @@ class EventsFollowing(ScreenAdapter):
             return process
 
     def _drain(self) -> None:
-        """Read the sessions left behind with an open turn; their turns that ended go to the engine."""
+        """Read the sessions left behind until they shut down; their turns that ended go to the engine."""
         still = []
         for tail, state in self._draining:
             for record in tail.read():
                 state.feed(record)
             self._orphans += [(state, t) for t in state.take_finished()]
-            if state.busy and not state.shut_down:
+            if not state.shut_down:
                 still.append((tail, state))
-        self._draining = still
+        self._draining = still[-KEEP_SESSIONS:]
 
     def _switch(self, path: Path | None) -> None:
-        """Follow ``path`` from now on; the old session's turns still unread are read first (and, while the
-        same process has a turn open there, read on: :meth:`_drain`). Of the new one, what finished already
-        is the engine's to catch up on (:meth:`finished_turns`), not news."""
+        """Follow ``path`` from now on; the old session's turns still unread are read first (and, when the
+        same process goes on, read on until it shuts down: :meth:`_drain`). Of the new one, what finished
+        already is the engine's to catch up on (:meth:`finished_turns`), not news."""
         if self._tail is not None and self._state is not None:
             tail, state = self._tail, self._state
             for record in tail.read():
                 state.feed(record)
-            if path is not None and state.busy and not state.shut_down:
-                self._draining.append((tail, state))  # the same process: its open turn ends in this file
+            if path is not None and not state.shut_down:
+                self._draining.append((tail, state))  # the same process: it may still write a turn here
             else:
                 for record in tail.read(final=True):
                     state.feed(record)
