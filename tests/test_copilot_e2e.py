@@ -274,7 +274,7 @@ async def _fate(cp: CopilotHome, prompt: str, cleared: Path) -> str:
                 return "dropped"
         else:
             nowhere_since = None
-        await anyio.sleep(0.1)
+        await anyio.sleep(0.1)  # shapes the scenario: how often the files are looked at
     raise AssertionError(f"Copilot neither took nor dropped {prompt!r} in 60 s")
 
 
