@@ -47,8 +47,9 @@ async def test_the_adapter_reads_ready_draft_busy_and_asking_from_its_stand_in(
     await until_state(adapter, "ready")
     say(tmux_server, target.pane, "NEEDS_APPROVAL: touch a file")
     await until_state(adapter, "busy")
-    screen = tmux_server.capture(target.pane)
-    assert str(adapter.waiting_for(screen)).startswith("permission prompt"), screen
+    # the stand-in draws its busy line, then the dialog (as the agent does): the dialog a moment later
+    await until(lambda: str(adapter.waiting_for(tmux_server.capture(target.pane))).startswith(
+        "permission prompt"), 10, "the permission prompt on screen")
     await anyio.sleep(1.0)  # shapes the scenario: asking for a while, nothing changes
     assert await adapter.target_state() == "busy"
     tmux_server.run("send-keys", "-t", target.pane, "Enter")  # answered: the turn goes on, then ends
