@@ -110,14 +110,9 @@ async def test_resolve_and_the_board_follow_the_lock_file_to_the_events(
     assert await scene.adapter.received("never typed") is False
 
 
-async def test_a_turn_the_old_session_takes_after_clear_moved_the_lock_is_still_reported(
-        tmux_server: TmuxServer, tmp_path: Path) -> None:
-    """``/clear`` moves Copilot's lock to a new session folder at once, yet a prompt sent right after it may
-    still be taken by the old session, which writes that turn's end and then ``session.shutdown`` (seen on
-    the real 1.0.102: tests/test_copilot_e2e.py). The follower reads the old file on until that turn ended."""
-    scene = Scene(tmux_server, tmp_path)
-    end = first_turn_end()
-    scene.write(LINES[:end - 2])  # the old session: its turn runs
+async def clear_then_old_session_writes(scene: Scene, lines: list[str]) -> list:
+    """Follow the scene's session; move its lock to a new session folder (``/clear``) and wait for the
+    follower to switch; then the OLD session writes ``lines`` and its shutdown. Returns what was emitted."""
     got: list = []
 
     async def emit(completion) -> None:
@@ -133,12 +128,23 @@ async def test_a_turn_the_old_session_takes_after_clear_moved_the_lock_is_still_
         await anyio.to_thread.run_sync(lambda: wait_for(
             lambda: scene.adapter.events_path is None or scene.adapter.events_path.parent == new,
             what="the follower on the new session"))
-        scene.write(LINES[end - 2:end])  # the old session's turn ends there
+        scene.write(lines)
         scene.write(['{"type":"session.shutdown","data":{},"timestamp":"2026-12-06T11:43:05.089Z"}\n'])
         await anyio.to_thread.run_sync(lambda: wait_for(lambda: got, what="the old session's turn"))
         await anyio.sleep(1.0)  # shapes the scenario: time for a second report of it, if there were one
         tg.cancel_scope.cancel()
-    [completion] = got
+    return got
+
+
+async def test_a_turn_the_old_session_takes_after_clear_moved_the_lock_is_still_reported(
+        tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """``/clear`` moves Copilot's lock to a new session folder at once, yet a prompt sent right after it may
+    still be taken by the old session, which writes that turn's end and then ``session.shutdown`` (seen on
+    the real 1.0.102: tests/test_copilot_e2e.py). The follower reads the old file on until that turn ended."""
+    scene = Scene(tmux_server, tmp_path)
+    end = first_turn_end()
+    scene.write(LINES[:end - 2])  # the old session: its turn runs
+    [completion] = await clear_then_old_session_writes(scene, LINES[end - 2:end])  # the turn ends there
     assert completion.outcome == "completed" and completion.turn_id.startswith(f"copilot:{SESSION}:")
     response = await scene.adapter.response(completion)
     assert response is not None and response.text.startswith("## Summary")
@@ -152,27 +158,8 @@ async def test_a_prompt_the_old_session_takes_after_the_switch_is_reported_too(
     end = first_turn_end()
     second_end = next(i for i, line in enumerate(LINES) if i >= end and '"assistant.turn_end"' in line) + 1
     scene.write(LINES[:end])  # the first turn, finished before the daemon looked
-    got: list = []
-
-    async def emit(completion) -> None:
-        got.append(completion)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(scene.adapter.follow, emit)
-        await wait_until_followed(scene)
-        lock = next(scene.session.glob("inuse.*.lock"))
-        new = scene.home / "session-state" / "0d6f4f9e-2b31-4c59-9a07-1f8c3b1e2d40"
-        new.mkdir()
-        lock.rename(new / lock.name)
-        await anyio.to_thread.run_sync(lambda: wait_for(
-            lambda: scene.adapter.events_path is None or scene.adapter.events_path.parent == new,
-            what="the follower on the new session"))
-        scene.write(LINES[end:second_end])  # the old session takes the next prompt and answers it
-        scene.write(['{"type":"session.shutdown","data":{},"timestamp":"2026-12-06T12:29:47.111Z"}\n'])
-        await anyio.to_thread.run_sync(lambda: wait_for(lambda: got, what="the old session's second turn"))
-        await anyio.sleep(1.0)  # shapes the scenario: time for a second report of it, if there were one
-        tg.cancel_scope.cancel()
-    [completion] = got
+    # the old session takes the next prompt and answers it
+    [completion] = await clear_then_old_session_writes(scene, LINES[end:second_end])
     response = await scene.adapter.response(completion)
     assert response is not None and response.source == "transcript" and response.text.startswith("## Summary")
 
