@@ -186,8 +186,9 @@ class HandoffRecord:
     usage: dict[str, Any] | None = None
 
     def to_prompt(self) -> Prompt:
+        branch = self.target if self.key == handoff_key(self.route, self.turn_id, self.target) else ""
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
-                      turn_id=self.turn_id, hop=self.hop, created=self.created)
+                      turn_id=self.turn_id, hop=self.hop, created=self.created, branch=branch)
 
 
 @dataclass(frozen=True)
