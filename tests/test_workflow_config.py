@@ -53,7 +53,8 @@ def problems(routes: str) -> list[str]:
     """The errors of TILES + ``routes``, each as LINE:COL: PATH: MESSAGE."""
     with pytest.raises(ConfigError) as caught:
         parse_config(TILES + routes, "routes.yaml", load_registries())
-    return [f"{p.line}:{p.col}: {p.path}: {p.message}" for p in caught.value.problems if p.severity == "error"]
+    return [f"{p.line}:{p.col}: {p.path}: {p.message}"
+            for p in caught.value.problems if p.severity == "error"]
 
 
 def test_the_issue_shape_loads_with_what_the_engine_reads() -> None:
@@ -93,17 +94,19 @@ def test_default_labels_say_the_lists() -> None:
      "11:12: routes[0].from: a join needs two or more tiles in from: (for one, write `from: security`)"),
     # a tile in both from: and to:
     ("  - {from: coder, to: [security, coder]}\n",
-     "11:34: routes[0].to[1]: tile 'coder' is in both from: and to: (a route never hands a turn to its source)"),
+     "11:34: routes[0].to[1]: tile 'coder' is in both from: and to: "
+     "(a route never hands a turn to its source)"),
     ("  - {from: [security, style], to: style}\n",
-     "11:35: routes[0].to: tile 'style' is in both from: and to: (a route never hands a turn to its source)"),
+     "11:35: routes[0].to: tile 'style' is in both from: and to: "
+     "(a route never hands a turn to its source)"),
     # choose: without ai-routing
     ("  - {from: planner, to: {choose: [backend, coder]}}\n",
      "11:34: routes[0].to.choose: to: {choose: ...} needs `transform: {type: ai-routing, ...}` (the model "
      "that picks the tile), not 'raw'"),
     # an unknown tile in a list
     ("  - {from: coder, to: [security, nosuch]}\n",
-     "11:34: routes[0].to[1]: route to tile 'nosuch' is not defined under tiles; known tiles: backend, coder, "
-     "deployer, planner, security, style"),
+     "11:34: routes[0].to[1]: route to tile 'nosuch' is not defined under tiles; known tiles: backend, "
+     "coder, deployer, planner, security, style"),
     ("  - {from: [security, ghost], to: coder}\n",
      "11:23: routes[0].from[1]: route from tile 'ghost' is not defined under tiles; known tiles: backend, "
      "coder, deployer, planner, security, style"),
@@ -174,11 +177,13 @@ def test_check_graph_draws_fan_out_join_choice_and_gate(tmp_path: Path) -> None:
     assert f'  {ids["coder"]} -->|"review"| {ids["style"]}' in graph
     # join: its own node, fed by each source, one edge on to the target
     assert '  r1(["verdicts: join all within 30m, then hand-on"])' in graph
-    assert {f"  {ids['security']} --> r1", f"  {ids['style']} --> r1", f'  r1 -->|"verdicts"| {ids["coder"]}'} \
-        <= set(graph)
+    join_edges = {f"  {ids['security']} --> r1", f"  {ids['style']} --> r1",
+                  f'  r1 -->|"verdicts"| {ids["coder"]}'}
+    assert join_edges <= set(graph)
     # choice: a diamond, dashed edges to the tiles it picks from, the default said
     assert '  r2_pick{"dispatch: a model picks"}' in graph
-    assert f'  r2_pick -.->|"default"| {ids["backend"]}' in graph and f"  r2_pick -.-> {ids['coder']}" in graph
+    assert f'  r2_pick -.->|"default"| {ids["backend"]}' in graph
+    assert f"  r2_pick -.-> {ids['coder']}" in graph
     # gate: a thick edge that says so
     assert f'  {ids["coder"]} ==>|"release · gate: person"| {ids["deployer"]}' in graph
     as_json = json.loads(baton("check", "--graph", "--json", cwd=tmp_path).stdout)
@@ -193,6 +198,7 @@ def test_check_graph_of_a_broken_file_says_its_errors(tmp_path: Path) -> None:
 
 
 def test_a_label_with_quotes_and_brackets_stays_one_label(tmp_path: Path) -> None:
-    (tmp_path / "routes.yaml").write_text(TILES + '  - {name: "say \\"hi\\" <now>", from: coder, to: style}\n')
+    route = '  - {name: "say \\"hi\\" <now>", from: coder, to: style}\n'
+    (tmp_path / "routes.yaml").write_text(TILES + route)
     done = baton("check", "--graph", cwd=tmp_path)
     assert '-->|"say #quot;hi#quot; #lt;now#gt;"|' in done.stdout

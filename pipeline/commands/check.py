@@ -9,8 +9,8 @@ from typing import Any
 from pipeline.cmdline.config import config_path, load, no_config_here
 from pipeline.cmdline.output import json_text
 from pipeline.plugin.manager import load_registries
-from pipeline.views.route_graph import mermaid
 from pipeline.system.text import count
+from pipeline.views.route_graph import mermaid
 
 __all__ = ["check_command"]
 

@@ -48,7 +48,8 @@ def workflow_problems(
     at = ("routes", i)
     problems = _list_problems(at, route, positions)
     sources = route_ends(route.get("from"))
-    for path, tile in end_paths(at, route, "to"):
+    one_to_one = isinstance(route.get("from"), str) and isinstance(route.get("to"), str)  # "to itself"
+    for path, tile in [] if one_to_one else end_paths(at, route, "to"):
         if tile in sources and tile in tiles:
             problems.append(positions.problem(
                 path, f"tile {tile!r} is in both from: and to: (a route never hands a turn to its source)"))
