@@ -182,7 +182,8 @@ class Route(Strict):
         hand-off: its target is decided when it fires."""
         if self.fans_out:
             return [(target, target) for target in self.targets]
-        return [(self.targets[0], "")]
+        choice = self.chooses
+        return [(choice.default if choice is not None and choice.default else self.targets[0], "")]
 
     @property
     def chooses(self) -> Choose | None:

@@ -419,7 +419,8 @@ class Journal:
                 self.db.execute(
                     "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
                     " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, prompt=excluded.prompt,"
+                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, target=excluded.target,"
+                    " prompt=excluded.prompt,"
                     " prompt_digest=excluded.prompt_digest, note=excluded.note, "
                     "last_error=excluded.last_error,"
                     " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
