@@ -115,6 +115,11 @@ def _tile(page: Any, name: str) -> Any:
     return page.locator(f'article[data-tile="{name}"]')
 
 
+def _colour(locator: Any) -> str:
+    """The colour its text is drawn in (``rgb(…)``)."""
+    return str(locator.evaluate("e => getComputedStyle(e).color"))
+
+
 @pytest.mark.tmux
 def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
     tmux_server: TmuxServer, tmp_path: Path, browser: Any
@@ -165,7 +170,7 @@ def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
         assert failed.get_attribute("data-key") == "coder->reviewer@claude:s:k1"
         _tile(page, "coder").locator(".handoff").filter(has_text="→reviewer failed").wait_for(timeout=20_000)
         failed.locator("button", has_text="Retry").click()
-        said = page.locator("#outcome").filter(has_text="retry coder->reviewer@claude:s:k1:")
+        said = page.locator("#outcome").filter(has_text="Retry coder->reviewer@claude:s:k1:")
         said.wait_for(timeout=20_000)
         print(f"the page said: {said.text_content()}")
         page.close()
@@ -190,8 +195,12 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
         tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
         _tile(page, "b").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
+        # what it asks, next to Approve and Deny: the frame's waiting_for, as text
+        asked = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"][0]["waiting_for"]
+        assert asked and _tile(page, "b").locator(".ask .asks").text_content() == asked
+        print(f"the page shows it asks: {asked!r}")
         _tile(page, "b").locator("button.approve").click()
-        page.locator("#outcome.ok").filter(has_text="approve b:").wait_for(timeout=20_000)
+        page.locator("#outcome.ok").filter(has_text="Approve b:").wait_for(timeout=20_000)
         wait_for(lambda: [r["approval"] for r in read_log(standin.log) if "approval" in r] == ["approved"],
                  what="the stand-in approved")
         wait_for(lambda: "answer to: NEEDS_APPROVAL" in tmux_server.capture(standin.pane), what="it went on")
@@ -199,10 +208,18 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         went_on.wait_for(timeout=20_000)
         _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
 
+        _tile(page, "b").locator("button.open-send").click()
         _tile(page, "b").locator("input[name=text]").fill("hello from the page")
         _tile(page, "b").locator(".send button").click()
-        page.locator("#outcome.ok").filter(has_text="send b:").wait_for(timeout=20_000)
+        page.locator("#outcome.ok").filter(has_text="Send b:").wait_for(timeout=20_000)
         wait_for(lambda: "hello from the page" in standin.messages(), what="the prompt typed")
+        assert _tile(page, "b").locator(".send").is_hidden()  # folded again once sent
+        # the list says who to whom, the prompt's first line, and the outcome in its colour
+        sent = page.locator('#recent li[data-word="delivered"]').filter(has_text="send → b")
+        sent.wait_for(timeout=20_000)
+        assert sent.locator(".prompt").text_content() == "hello from the page"
+        idle = _tile(page, "b").and_(page.locator('[data-kind="idle"]')).locator(".state")
+        assert _colour(sent.locator(".st")) == _colour(idle)  # delivered: the idle tile's green
 
         route = page.locator('#routes li[data-route="b->sh"]')
         route.locator("button", has_text="Hold").click()
