@@ -11,6 +11,7 @@ Element boxes are measured, never times: a notice "goes away" within a generous 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from tests.support.claude import Scene
 from tests.support.cli import write_routes
 from tests.support.tmux import TmuxServer
 from tests.support.web import WebServer, request, start_web
-from tests.test_web import _board, _colour, _tile
+from tests.support.web_board import board, colour, tile
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
@@ -32,7 +33,7 @@ DESKTOP = {"width": 1280, "height": 800}
 
 def _four_tiles(tmux_server: TmuxServer, tmp_path: Path) -> tuple[Scene, WebServer]:
     """tests.test_web's board and a fourth tile, ``bare``: a Claude tile whose pane runs only a shell."""
-    scene, config = _board(tmux_server, tmp_path)
+    scene, config = board(tmux_server, tmp_path)
     routes = json.loads(config.read_text())  # write_routes writes JSON (YAML's subset)
     routes["tiles"]["bare"] = {"pane": tmux_server.new_pane(), "agent": "claude"}
     config.write_text(json.dumps(routes))
@@ -63,23 +64,23 @@ def test_on_a_phone_the_outcome_shows_by_its_button_and_the_refused_send_is_not_
 ) -> None:
     scene, web = _four_tiles(tmux_server, tmp_path)
     try:
-        page = browser.new_page(viewport=PHONE)
+        page = browser.new_page(viewport=PHONE, device_scale_factor=2)
         bad: list[str] = []
-        page.on("response", lambda r: r.status >= 400 and bad.append(f"{r.status} {r.url}"))
-        page.on("console", lambda m: m.type == "error" and bad.append(m.text))
+        page.on("response", lambda r: bad.extend([f"{r.status} {r.url}"] if r.status >= 400 else []))
+        page.on("console", lambda m: bad.extend([m.text] if m.type == "error" else []))
         page.goto(web.url)
         for name, kind in (("coder", "idle"), ("reviewer", "idle"), ("ghost", "gone"), ("bare", "absent")):
-            _tile(page, name).and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=20_000)
-        _tile(page, "coder").locator(".answer").filter(has_text="<script>").wait_for(timeout=20_000)
+            tile(page, name).and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=20_000)
+        tile(page, "coder").locator(".answer").filter(has_text="<script>").wait_for(timeout=20_000)
 
         # item 6: four compact tiles, each send box folded behind a button; the routes on the first screen
         assert page.locator("article .send").count() == 4
         assert all(not form.is_visible() for form in page.locator("article .send").all())
-        assert _box(page.locator("#routes-box"))["y"] < PHONE["height"], "the routes are below the first screen"
+        assert _box(page.locator("#routes-box"))["y"] < PHONE["height"], "the routes are off the first screen"
 
         # item 4: Send into a pane with no agent: refused; said by the button and at the foot of the screen,
         # in the page's terms (no --force), and gone after a while
-        bare = _tile(page, "bare")
+        bare = tile(page, "bare")
         bare.locator("button.open-send").click()
         assert bare.locator(".send").is_visible()
         bare.locator("input[name=text]").fill("hello")
@@ -116,19 +117,22 @@ def test_on_a_phone_the_outcome_shows_by_its_button_and_the_refused_send_is_not_
         assert failed.locator(".what").text_content() == "coder → reviewer"
         assert failed.locator(".prompt").text_content() == "review the diff"
         assert failed.locator("button").all_text_contents() == ["Retry"]
-        assert _colour(refused.locator(".st")) == _colour(_tile(page, "ghost").locator(".state"))  # grey
-        assert _colour(failed.locator(".st")) != _colour(refused.locator(".st"))
+        assert colour(refused.locator(".st")) == colour(tile(page, "ghost").locator(".state"))  # grey
+        assert colour(failed.locator(".st")) != colour(refused.locator(".st"))
         # the tile's words for it are the list's
-        _tile(page, "reviewer").locator(".handoff").filter(has_text="←coder failed").wait_for(timeout=20_000)
-        _tile(page, "bare").locator(".handoff").filter(has_text="←send refused").wait_for(timeout=20_000)
+        tile(page, "reviewer").locator(".handoff").filter(has_text="←coder failed").wait_for(timeout=20_000)
+        tile(page, "bare").locator(".handoff").filter(has_text="←send refused").wait_for(timeout=20_000)
 
         # item 5: the summary and the tab's title with a tile waiting
         scene.status("waiting", waitingFor="permission prompt")
-        _tile(page, "coder").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
+        tile(page, "coder").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
         page.locator("#summary").filter(has_text="1 waiting · 1 failed").wait_for(timeout=20_000)
         assert page.locator("#summary").text_content() == "1 waiting · 1 failed · 1 idle · 1 absent · 1 gone"
         assert page.title() == "(1) batonpass"
-        assert _tile(page, "coder").locator(".asks").text_content() == "permission prompt"
+        assert tile(page, "coder").locator(".asks").text_content() == "permission prompt"
+        if os.environ.get("BATON_WEB_SCREENSHOT"):  # docs/web-board.png is this scene
+            page.mouse.wheel(0, -5000)
+            page.screenshot(path=os.environ["BATON_WEB_SCREENSHOT"], full_page=True)
 
         # item 9: the favicon (no 404 anywhere on the way)
         icon = page.locator('link[rel="icon"]').get_attribute("href")

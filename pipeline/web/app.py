@@ -29,7 +29,8 @@ from starlette.staticfiles import StaticFiles
 from pipeline.engine.action_kinds import KINDS as ACTION_KINDS
 from pipeline.web.feed import WebFeed
 
-__all__ = ["ACTION_KINDS", "HEADERS", "MAX_TEXT", "PAGE_TERMS", "Guard", "Handlers", "in_page_terms", "make_app"]
+__all__ = ["ACTION_KINDS", "HEADERS", "MAX_TEXT", "PAGE_TERMS", "Guard", "Handlers", "in_page_terms",
+           "make_app"]
 
 STATIC = Path(__file__).parent / "static"
 HEADERS = {
