@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -78,6 +78,9 @@ class TransformInput:
     target_description: str
     cwd: str | None
     terminal_text: Callable[[], Awaitable[str]]
+    #: each source's answer by tile: a join's group (``response.text`` is all of them, each under a
+    #: ``## <tile>`` heading), else the one answer under its tile
+    answers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Transform(Generic[OptionsT]):
