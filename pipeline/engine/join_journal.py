@@ -21,10 +21,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pipeline.engine.journal import Journal
 
-__all__ = ["GROUP_STATES", "Group", "JoinBook", "joining_by_target"]
+__all__ = ["GROUP_STATES", "Group", "JoinBook", "joining_by_target", "read_joining"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS join_groups (
@@ -212,3 +213,20 @@ def joining_by_target(db: sqlite3.Connection) -> dict[str, list[str]]:
             shown.setdefault(target, []).append(
                 f"{route}: {len(names)} of {needs} ({', '.join(names) or 'none yet'})")
     return shown
+
+
+def read_joining(path: Path) -> dict[str, list[str]]:
+    """:func:`joining_by_target` of the journal at ``path``, read-only (``baton status``, the board: they
+    never write the journal, nor make one where there is none)."""
+    if not path.exists():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    except sqlite3.Error:
+        return {}
+    try:
+        return joining_by_target(db)
+    except sqlite3.Error:  # locked past the timeout: the next look tries again
+        return {}
+    finally:
+        db.close()
