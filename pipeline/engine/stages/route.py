@@ -70,21 +70,26 @@ class PromptRouter:
             if self.joins is not None:  # its deadlines, and the groups a restart found complete
                 tg.start_soon(self.joins.run, send)
             async for response in receive:  # a journal that cannot be written holds the router until it can
-                completion = response.completion
-                await self.journal.until_done(partial(self.journal.record_pending, completion, [
-                    (r.label, target, branch) for r in self.fired_by(completion.tile)
-                    for target, branch in r.branches()]))
-                decisions = await self.decide(response)
-                joined = await self.joins.take(response) if self.joins is not None else []
-                await self.journal.until_done(partial(self.journal.record_routing, completion, [
-                    (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
-                for d in decisions:
-                    if d.usage is not None:
-                        await self.journal.until_done(partial(
-                            self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
-                for prompt in [d.prompt for d in decisions if d.prompt is not None] + joined:
+                for prompt in await self.route(response):
                     await send.send(prompt)
             tg.cancel_scope.cancel()
+
+    async def route(self, response: Response) -> list[Prompt]:
+        """Every decision for ``response`` journaled (its join groups' answers before the turn counts as
+        routed); the prompts to type."""
+        completion = response.completion
+        await self.journal.until_done(partial(self.journal.record_pending, completion, [
+            (r.label, target, branch) for r in self.fired_by(completion.tile)
+            for target, branch in r.branches()]))
+        decisions = await self.decide(response)
+        joined = await self.joins.take(response) if self.joins is not None else []
+        await self.journal.until_done(partial(self.journal.record_routing, completion, [
+            (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
+        for d in decisions:
+            if d.usage is not None:
+                await self.journal.until_done(partial(
+                    self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
+        return [d.prompt for d in decisions if d.prompt is not None] + joined
 
     async def decide(self, response: Response) -> list[RouteDecision]:
         """What each route from the response's tile does with it, for each of its targets, and why (for
