@@ -207,6 +207,8 @@ class TileView:
     since: float = field(default_factory=time.time)
     answer: str = ""
     queued: int = 0
+    #: the join groups that will hand on to this tile, still joining: ``["verdicts: 1 of 2 (security)"]``
+    joining: list[str] = field(default_factory=list)
     last: HandoffView | None = None
     usage: SessionUsage | None = None
 
@@ -242,9 +244,11 @@ class Board:
         clock) — the all-hosts board, whose tiles come and go with their hosts."""
         self.views = {name: self.views.get(name) or TileView(name, agent) for name, agent in tiles}
 
-    def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView]) -> None:
+    def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView],
+                        joining: dict[str, list[str]] | None = None) -> None:
         for name, view in self.views.items():
             view.queued, view.last = queued.get(name, 0), last.get(name)
+            view.joining = (joining or {}).get(name, [])
 
 
 def _state_text(view: TileView, now: float) -> str:

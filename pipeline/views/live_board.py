@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 from pipeline.cmdline.config import tmux_for
 from pipeline.engine.config import Config
 from pipeline.engine.context import pane_lookups_shared
+from pipeline.engine.join_journal import read_joining
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.engine.watch import FileWatcher, Subscription
@@ -256,7 +257,8 @@ class TileFeed:
             for name in names:
                 tg.start_soon(self._tile, name, seen.get(name))
         queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
-        self.board.update_handoffs(queued, last)
+        joining = await anyio.to_thread.run_sync(read_joining, self.journal)
+        self.board.update_handoffs(queued, last, joining)
         owners: dict[Path, set[str]] = {}
         # the journal's folder, or the one above it ($XDG_STATE_HOME) until `baton run` makes it; never a
         # folder further up (the watcher would watch the nearest that exists: all of ~, say)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.engine.config import Config
+from pipeline.engine.join_journal import read_joining
+from pipeline.engine.journal import default_journal_path
 from pipeline.engine.last_answer import NoAnswer, last_response
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.plugin.manager import Registries
@@ -26,7 +28,9 @@ async def tile_status(
     config: Config, registries: Registries, tmux: Tmux, preview_chars: int = 80
 ) -> list[dict[str, Any]]:
     tiles = await build_tiles(config, registries.agents, tmux)
-    return [await tile_row(name, runtime, preview_chars) for name, runtime in tiles.items()]
+    joining = read_joining(default_journal_path())
+    return [{**await tile_row(name, runtime, preview_chars), "joining": joining.get(name, [])}
+            for name, runtime in tiles.items()]
 
 
 async def tile_row(name: str, runtime: TileRuntime, preview_chars: int = 80) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def _tile(view: TileView, host: str, local: bool) -> dict[str, Any]:
     return {"tile": view.tile, "host": host, "local": local, "agent": view.agent, "kind": view.kind,
             "words": view.words, "since": view.since, "answer": view.answer, "queued": view.queued,
             "waiting_for": waiting_for(view),
+            "joining": view.joining,
             "last": asdict(last) if last else None,
             "tokens": tokens(u.total) if u else "", "cost": dollars(u.cost_usd) if u else ""}
 
