@@ -1,7 +1,7 @@
 """``baton demo`` and the common options: ``-L``/``-S`` name the demo's own tmux server (a new one: a server
 already running there is refused, untouched); ``-c`` is refused, since the demo routes its own agents. Before,
-all three were taken and silently ignored. ``--ask``: a turn that asks a person, answered by ``baton approve``;
-and what each hand-off hands on, the reviewer's answer too (issue #39)."""
+all three were taken and silently ignored. ``--ask``: a turn that asks a person, answered by
+``baton approve``; and what each hand-off hands on, the reviewer's answer too (issue #39)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ def test_demo_ask_shows_a_turn_that_asks_answered_by_baton_approve_and_each_hand
     assert "alice was answered" in lines, lines
     handed = [line for line in lines if line.startswith("hand-off ")]
     assert len(handed) == 2, lines
-    assert handed[0].endswith(': Draft 1 by alice, answering "Plan a small feature: a --version flag f…'), handed
+    assert handed[0].endswith(': Draft 1 by alice, answering "Plan a small feature: a --version flag f…'), \
+        handed
     assert handed[1].endswith(": Review 1 by bob: I read 3 lines (32 words)."), handed
     assert not Tmux(socket_name=name).server_answers()
 

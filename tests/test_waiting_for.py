@@ -75,8 +75,8 @@ def _screen(name: str) -> str:
 def test_each_agent_says_what_its_recorded_dialog_asks(cls: type[AgentAdapter], screen: str,
                                                         asks: str) -> None:
     adapter = _reader(cls)
-    assert getattr(adapter, "asks")(_screen(screen)) == asks
-    assert getattr(adapter, "waiting_for")(_screen(screen)) is not None  # the same dialog makes it wait
+    assert adapter.asks(_screen(screen)) == asks
+    assert adapter.waiting_for(_screen(screen)) is not None  # the same dialog makes it wait
 
 
 @pytest.mark.parametrize("cls", list(OTHERS), ids=[c.name for c in OTHERS])
@@ -87,7 +87,7 @@ def test_no_other_recorded_screen_asks_anything(cls: type[AgentAdapter]) -> None
                and "permission_prompt" not in p.name and "dialog" not in p.name]
     assert screens
     reader = _reader(cls)
-    assert [p.name for p in screens if getattr(reader, "asks")(p.read_text()) is not None] == []
+    assert [p.name for p in screens if reader.asks(p.read_text()) is not None] == []
 
 
 def test_what_is_asked_is_made_safe_to_show() -> None:
@@ -109,7 +109,8 @@ def test_the_board_shows_what_a_waiting_tile_asks_under_its_row() -> None:
 
 @pytest.mark.parametrize(("raw", "said"), [
     ("ready", "idle"), ("busy", "working"), ("draft", "idle: draft typed"), ("gone", "gone"),
-    ("waiting (permission prompt)", "waiting: permission prompt"), ("waiting (dialog open)", "waiting: dialog open"),
+    ("waiting (permission prompt)", "waiting: permission prompt"),
+    ("waiting (dialog open)", "waiting: dialog open"),
     ("working: 1 background agent", "working: 1 background agent"), ("absent", "absent: bare shell"),
     # said once, said the same again
     ("idle", "idle"), ("idle: draft typed", "idle: draft typed"), ("absent: runs vim", "absent: runs vim"),
