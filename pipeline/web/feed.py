@@ -81,8 +81,7 @@ def waiting_for(view: TileView) -> str | None:
     else the board's words for it), shown next to Approve and Deny; None when it does not wait."""
     if view.kind != "waiting":
         return None
-    asked = getattr(view, "waiting_for", None)  # the board's own field, where it keeps one
-    return str(asked) if asked else view.words
+    return view.waiting_for or view.words
 
 
 def prompt_lines(path: Path, keys: list[str]) -> dict[str, tuple[str, bool]]:
