@@ -89,6 +89,18 @@ def test_a_shell_tile_is_typed_into_as_the_dispatcher_does(tmux_server: TmuxServ
     wait_for(marker.exists, what="the shell tile running the text")
 
 
+def test_a_shell_tiles_turn_is_its_command_confirmed_when_it_starts(tmux_server: TmuxServer,
+                                                                   tmp_path: Path) -> None:
+    """#39 item 13: a shell's turn is the command; a command over before anyone looks (``echo``) started
+    all the same: the send is ``delivered``, not ``typed; the agent did not show a new turn yet``."""
+    shell = shell_ready(tmux_server)
+    write_routes(tmp_path, tmux_server.socket, {"tests": {"pane": shell, "agent": "shell"}})
+    result = baton("send", "tests", "echo hi-from-send", cwd=tmp_path)
+    assert result.status == 0 and result.out.rstrip().endswith("the agent started a turn"), result
+    wait_for(lambda: "\nhi-from-send" in tmux_server.capture(shell), what="the shell running the command")
+    assert [r["state"] for r in history("--route", "send")] == ["delivered"]
+
+
 def test_agent_flag_that_contradicts_the_tile_is_one_line_exit_2(tmux_server: TmuxServer,
                                                                  tmp_path: Path) -> None:
     shell = shell_ready(tmux_server)
