@@ -60,7 +60,9 @@ class SendRecord:
     def start_action(self, action_id: str, target: str, origin: str, host: str) -> None:
         """``baton send``'s action, ``started`` before anything is looked at (ended by :meth:`end_action`)."""
         self._action = action_id
-        self._write(lambda j: j.start_action(action_id, SEND_ROUTE, target, origin, host))
+        # as given on the command line: bytes that are no UTF-8 (surrogates) kept as escapes, not refused
+        shown = target.encode("utf-8", "backslashreplace").decode("utf-8")
+        self._write(lambda j: j.start_action(action_id, SEND_ROUTE, shown, origin, host))
 
     def end_action(self, ok: bool, message: str) -> None:
         action = self._action
@@ -78,7 +80,7 @@ class SendRecord:
             if self._journal is None:
                 self._journal = Journal()
             do(self._journal)
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, UnicodeError) as exc:
             self._broken = True
             self.warn(f"not recorded in the journal {default_journal_path()}: {exc}")
 
