@@ -165,8 +165,8 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         # the file may say "waiting" a moment before the dialog is drawn: the words come with the dialog
         def asks() -> str | None:
             tiles = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"]
-            return next((t["waiting_for"] for t in tiles if "Do you want to proceed?" in (t["waiting_for"] or "")),
-                        None)
+            words = [t["waiting_for"] or "" for t in tiles]
+            return next((w for w in words if "Do you want to proceed?" in w), None)
 
         asked = wait_for(asks, what="the dialog's words")
         assert "touch" in asked, asked
