@@ -84,6 +84,7 @@ class BusNode:
             "max_hops": self.config.settings.hop_limit,
             "created": prompt.created,
             "note": prompt.note,
+            "branch": prompt.branch,
         }
         text = prompt.text.encode("utf-8", "surrogatepass")
         # the size as sent: JSON escapes (a newline is 2 bytes, a control character 6) can double the text
@@ -190,6 +191,7 @@ class BusNode:
             hop=int(body["hop"]),
             created=float(body["created"]),
             note=str(body.get("note") or ""),
+            branch=str(body.get("branch") or ""),
         )
         via = f"from host {body.get('source_host')} over the bus"
         if prompt.target not in self.config.tiles or self.is_remote(prompt.target):

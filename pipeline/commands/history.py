@@ -114,7 +114,7 @@ def _unknown_names(args: argparse.Namespace) -> str:
         config, _ = load_config(config_path(args))
     except Exception:  # no routes.yaml, or a broken one: history reads the journal without it
         return ""
-    routes = {r.label for r in config.routes} | {f"{r.from_}->{r.to}" for r in config.routes}
+    routes = {r.label for r in config.routes} | {r.arrow for r in config.routes}
     if args.tile is not None and args.tile not in config.tiles:
         return f"routes.yaml has no tile {args.tile!r} (tiles: {', '.join(sorted(config.tiles))})"
     if args.route is not None and args.route not in routes:

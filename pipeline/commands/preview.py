@@ -68,7 +68,7 @@ def find_route(config: Config, name: str) -> Route:
         if route.label == name:
             return route
     src, arrow, dst = name.partition("->")
-    between = [r for r in config.routes if arrow and (r.from_, r.to) == (src.strip(), dst.strip())]
+    between = [r for r in config.routes if arrow and r.arrow == f"{src.strip()}->{dst.strip()}"]
     if len(between) == 1:
         return between[0]
     if between:
@@ -115,11 +115,12 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
 async def _answer_for(config: Config, tiles: dict[str, TileRuntime], route: Route, answer: str | None,
                       notes: list[str]) -> Response:
     """The answer to preview: ``answer`` as given, or (None) the source tile's last one, said in ``notes``."""
+    source = route.sources[0]
     if answer is not None:
-        return Response(completion=Completion(tile=route.from_, turn_id=PREVIEW_TURN, signal="preview"),
-                        text=answer, source="input", cwd=config.tiles[route.from_].cwd)
-    response = await last_response(tiles[route.from_])
-    notes.append(f"the answer: tile {route.from_}'s last one, from its {response.source} "
+        return Response(completion=Completion(tile=source, turn_id=PREVIEW_TURN, signal="preview"),
+                        text=answer, source="input", cwd=config.tiles[source].cwd)
+    response = await last_response(tiles[source])
+    notes.append(f"the answer: tile {source}'s last one, from its {response.source} "
                  f"({len(response.text)} chars)")
     return response
 

@@ -185,15 +185,17 @@ def _remote_host(action: Action, config: Config, journal: Journal, here: str) ->
 
 
 def _key_target(key: str, config: Config) -> str | None:
-    """The tile a hand-off key's route goes to (keys are ``ROUTE@TURN``), or None."""
-    label = key.split("@", 1)[0]
-    return next((r.to for r in config.routes if label in (r.label, f"{r.from_}->{r.to}")), None)
+    """The tile a hand-off key's route goes to (keys are ``ROUTE@TURN``, a fan-out's ``ROUTE/TARGET@TURN``),
+    or None."""
+    label, _, branch = key.split("@", 1)[0].partition("/")
+    route = next((r for r in config.routes if label in (r.label, r.arrow)), None)
+    return None if route is None else branch or route.targets[0]
 
 
 def _route(name: str, config: Config) -> str:
     """The label of the route ``name`` names (its name, or FROM->TO)."""
     for r in config.routes:
-        if name in (r.label, f"{r.from_}->{r.to}"):
+        if name in (r.label, r.arrow):
             return r.label
     labels = ", ".join(r.label for r in config.routes) or "none"
     raise _Refused(f"no route {name!r} in {config.path} (routes: {labels})")
@@ -201,7 +203,7 @@ def _route(name: str, config: Config) -> str:
 
 def _route_target(name: str, config: Config) -> str:
     label = _route(name, config)
-    return next(r.to for r in config.routes if r.label == label)
+    return next(r.targets[0] for r in config.routes if r.label == label)
 
 
 def _setup(config: Config, here: str, tmux: Tmux | None) -> Setup:

@@ -9,6 +9,7 @@ time, and print as ``FILE:LINE:COL: error: DOTTED.PATH: message`` — all of the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from pipeline.plugin.settings import SectionT
 __all__ = [
     "DEFAULT_MAX_HOPS",
     "KNOWN_SHOWN",
+    "Choose",
     "Config",
     "ConfigError",
     "Problem",
@@ -39,6 +41,7 @@ __all__ = [
     "Settings",
     "Tile",
     "default_config_path",
+    "duration_s",
     "load_config",
     "parse_config",
 ]
@@ -73,20 +76,115 @@ class Tile(Strict):
         return pane
 
 
+#: ``within:`` — a number and a unit (``90s``, ``30m``, ``2h``, ``1d``; ``1h30m``): how long a join's
+#: started group, or a gated hand-off, waits
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([smhd]))+")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_s(text: str) -> float:
+    """``30m`` -> 1800.0; raises ValueError for anything else (a bare number, a sign, an unknown unit)."""
+    text = text.strip()
+    if not _DURATION.fullmatch(text):
+        raise ValueError(f"{text!r} is not a duration: write a number and a unit, like 90s, 30m, 2h or 1d")
+    seconds = sum(float(n) * _UNIT_S[unit] for n, unit in _DURATION_PART.findall(text))
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is no time at all: give a duration above zero")
+    return seconds
+
+
+class Choose(Strict):
+    """``to: {choose: [a, b], default: a}``: a model picks one of the tiles (an ``ai-routing`` transform)."""
+
+    choose: list[str] = Field(min_length=1)
+    #: where the hand-off goes when the model cannot choose (no key, a timeout, a failure, a name not listed)
+    default: str | None = None
+
+
+JoinMode = Literal["all", "any"]
+
+
 class Route(Strict):
     name: str | None = None
-    from_: str = Field(alias="from")
-    to: str
+    #: one tile, or a list of tiles: a join (one hand-off once the group of answers is complete)
+    from_: str | list[str] = Field(alias="from")
+    #: one tile, a list of tiles (a fan-out: one hand-off per target), or ``{choose: [...]}``
+    to: str | list[str] | Choose
     on: Literal["completed", "failed", "any"] = "completed"
     match: str | None = None
     transform: str | dict[str, Any] = "raw"
     #: at most this many hand-offs typed in any hour; more are held (kept) until the hour allows them.
     #: None: ``settings.max_per_hour``
     max_per_hour: int | None = Field(default=None, gt=0, strict=True)
+    #: a join's rule: ``all`` (the default for a list in ``from:``), ``any``, or N (the first N answers)
+    join: JoinMode | int | None = Field(default=None, union_mode="left_to_right")
+    #: how long a join's started group (or a gated hand-off) waits; then ``on_timeout`` (a gate: expired)
+    within: str | None = None
+    #: a join whose ``within:`` passed: ``hand-on`` what came (saying who did not answer), or ``drop`` it
+    on_timeout: Literal["hand-on", "drop"] = "hand-on"
+    #: ``person``: the hand-off waits, transformed and journaled ``awaiting``, until a person passes it
+    gate: Literal["person"] | None = None
+
+    @field_validator("within")
+    @classmethod
+    def _a_duration(cls, within: str | None) -> str | None:
+        if within is not None:
+            duration_s(within)
+        return within
+
+    @property
+    def sources(self) -> list[str]:
+        """The tiles whose turns this route hands on (one, or a join's)."""
+        return [self.from_] if isinstance(self.from_, str) else list(self.from_)
+
+    @property
+    def targets(self) -> list[str]:
+        """The tiles this route may type into: its one target, a fan-out's, or the tiles a model chooses
+        from."""
+        if isinstance(self.to, Choose):
+            return list(self.to.choose)
+        return [self.to] if isinstance(self.to, str) else list(self.to)
+
+    def branches(self) -> list[tuple[str, str]]:
+        """(target, branch) for each hand-off one firing makes: one per target of a fan-out (the branch,
+        its target, is part of the hand-off's key), else the one target (no branch). A choice is one
+        hand-off: its target is decided when it fires."""
+        if self.fans_out:
+            return [(target, target) for target in self.targets]
+        return [(self.targets[0], "")]
+
+    @property
+    def chooses(self) -> Choose | None:
+        return self.to if isinstance(self.to, Choose) else None
+
+    @property
+    def is_join(self) -> bool:
+        return isinstance(self.from_, list)
+
+    @property
+    def fans_out(self) -> bool:
+        return isinstance(self.to, list)
+
+    @property
+    def join_needs(self) -> int:
+        """How many of the sources' answers complete a group (``all``: every source)."""
+        if isinstance(self.join, int):
+            return self.join
+        return 1 if self.join == "any" else len(self.sources)
+
+    @property
+    def within_s(self) -> float | None:
+        return None if self.within is None else duration_s(self.within)
+
+    @property
+    def arrow(self) -> str:
+        """``from->to`` as written (lists joined by ``,``, a choice's tiles by ``|``)."""
+        return f"{_side(self.from_)}->{_side(self.to)}"
 
     @property
     def label(self) -> str:
-        return self.name or f"{self.from_}->{self.to}"
+        return self.name or self.arrow
 
     @property
     def transform_type(self) -> str:
@@ -99,6 +197,13 @@ class Route(Strict):
             if isinstance(self.transform, str)
             else {k: v for k, v in self.transform.items() if k != "type"}
         )
+
+
+def _side(end: str | list[str] | Choose) -> str:
+    """A route end as its default label writes it: ``a``, ``a,b`` (a list), ``a|b`` (a choice)."""
+    if isinstance(end, Choose):
+        return "|".join(end.choose)
+    return end if isinstance(end, str) else ",".join(end)
 
 
 # numbers are strict: `true` or "600" is a mistake in routes.yaml, not the number 1 or 600
@@ -140,7 +245,8 @@ class Config(Strict):
     path: str = Field(default="<memory>", exclude=True)
 
     def routes_from(self, tile: str) -> list[Route]:
-        return [r for r in self.routes if r.from_ == tile]
+        """The routes a turn of ``tile`` may fire: those naming it in ``from:`` (alone or in a join)."""
+        return [r for r in self.routes if tile in r.sources]
 
     def rate_limits(self) -> dict[str, int]:
         """Each rate-limited route's ``max_per_hour`` (its own, else ``settings.max_per_hour``), by label."""
@@ -158,7 +264,9 @@ class Config(Strict):
     def crosses_hosts(self, host: str) -> bool:
         """Whether any route starting or ending on ``host`` has its other end on another host."""
         here = self.tiles_on(host)
-        return any((r.from_ in here) != (r.to in here) for r in self.routes)
+        return any(
+            (src in here) != (dst in here) for r in self.routes for src in r.sources for dst in r.targets
+        )
 
 
 def default_config_path() -> Path:

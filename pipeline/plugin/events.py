@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Completion", "Delivery", "Outcome", "Prompt", "Response", "ResponseSource"]
+__all__ = ["Completion", "Delivery", "Outcome", "Prompt", "Response", "ResponseSource", "handoff_key"]
 
 Outcome = Literal["completed", "failed"]
 ResponseSource = Literal["transcript", "hook", "terminal", "store", "input"]
@@ -47,6 +47,12 @@ class Response:
         return self.completion.tile
 
 
+def handoff_key(route: str, turn_id: str, branch: str = "") -> str:
+    """The journal key of one route firing for one turn: ``route@turn``; one branch of a fan-out (a route
+    with several targets) adds its target: ``route/target@turn``."""
+    return f"{route}/{branch}@{turn_id}" if branch else f"{route}@{turn_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """What one route will type into its target for one turn."""
@@ -60,11 +66,13 @@ class Prompt:
     created: float = field(default_factory=time.time)
     #: how the transform made the text when that is worth knowing (e.g. why an AI transform fell back)
     note: str = ""
+    #: the target, when the route fans out to several (each target's hand-off is its own)
+    branch: str = ""
 
     @property
     def key(self) -> str:
-        """Identifies this hand-off: one route firing for one turn."""
-        return f"{self.route}@{self.turn_id}"
+        """Identifies this hand-off: one route firing for one turn (and one target of a fan-out)."""
+        return handoff_key(self.route, self.turn_id, self.branch)
 
 
 DeliveryState = Literal["delivered", "unconfirmed", "failed", "skipped", "dry-run"]

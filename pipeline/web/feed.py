@@ -121,8 +121,8 @@ class WebFeed:
             tiles += [_tile(v, self.hosts.host_of.get(name, "?"), False)
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
-        routes = [{"name": r.label, "from": r.from_, "to": r.to, "held": r.label in self.held}
-                  for r in self.config.routes]
+        routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
+                   "held": r.label in self.held} for r in self.config.routes]
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
                 "recent": self.recent, "note": " · ".join(n for n in notes if n)}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pipeline.engine.journal.records import (
@@ -17,7 +18,7 @@ from pipeline.engine.journal.records import (
     handoff_record,
 )
 from pipeline.engine.journal.schema import JournalBase
-from pipeline.plugin.events import Completion, Prompt
+from pipeline.plugin.events import Completion, Prompt, handoff_key
 from pipeline.system.logs import redact
 
 
@@ -44,13 +45,14 @@ class Handoffs(JournalBase):
             (c.tile, c.turn_id, c.outcome, c.signal, c.hop, c.at, time.time()))
 
     def record_routing(
-        self, c: Completion, decisions: list[tuple[Prompt | None, str, str, str, str]]
+        self, c: Completion, decisions: Sequence[tuple[Prompt | None, str, str, str, str, *tuple[str, ...]]]
     ) -> None:
         """All hand-offs of one completion, and the completion marked routed, in one transaction.
-        Each decision is (prompt or None, route, target, state, reason)."""
+        Each decision is (prompt or None, route, target, state, reason[, branch]): a fan-out's branch (its
+        target) is part of the key (:func:`~pipeline.plugin.events.handoff_key`)."""
         now = time.time()
         with self._tx():
-            for prompt, route, target, state, reason in decisions:
+            for prompt, route, target, state, reason, *branch in decisions:
                 text = prompt.text if prompt is not None else None
                 self.db.execute(
                     "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
@@ -60,7 +62,7 @@ class Handoffs(JournalBase):
                     "last_error=excluded.last_error,"
                     " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
                     (
-                        f"{route}@{c.turn_id}",
+                        handoff_key(route, c.turn_id, *branch),
                         route,
                         c.tile,
                         target,
@@ -77,16 +79,18 @@ class Handoffs(JournalBase):
                 )
             self.db.execute("UPDATE completions SET routed=1 WHERE tile=? AND turn_id=?", (c.tile, c.turn_id))
 
-    def record_pending(self, c: Completion, routes: list[tuple[str, str]]) -> None:
-        """Before the transforms run (an AI transform may take a while): each (route, target) as pending."""
+    def record_pending(self, c: Completion, routes: Sequence[tuple[str, str, *tuple[str, ...]]]) -> None:
+        """Before the transforms run (an AI transform may take a while): each (route, target[, branch]) as
+        pending."""
         now = time.time()
         with self._tx():
-            for route, target in routes:
+            for route, target, *branch in routes:
                 self.db.execute(
                     "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, "
                     "created, updated)"
                     " VALUES (?,?,?,?,?,?,'pending',?,?)",
-                    (f"{route}@{c.turn_id}", route, c.tile, target, c.turn_id, c.hop + 1, now, now),
+                    (handoff_key(route, c.turn_id, *branch), route, c.tile, target, c.turn_id, c.hop + 1, now,
+                     now),
                 )
 
     def record_incoming(self, prompt: Prompt, note: str = "") -> bool:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-from pipeline.plugin.events import Prompt
+from pipeline.plugin.events import Prompt, handoff_key
 
 HandoffState = Literal[
     "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
@@ -39,8 +39,9 @@ class HandoffRecord:
     usage: dict[str, Any] | None = None
 
     def to_prompt(self) -> Prompt:
+        branch = self.target if self.key == handoff_key(self.route, self.turn_id, self.target) else ""
         return Prompt(route=self.route, source=self.source, target=self.target, text=self.prompt or "",
-                      turn_id=self.turn_id, hop=self.hop, created=self.created)
+                      turn_id=self.turn_id, hop=self.hop, created=self.created, branch=branch)
 
 
 @dataclass(frozen=True)

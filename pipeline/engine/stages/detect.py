@@ -114,9 +114,12 @@ class CompletionDetector:
 
     async def _skip(self, completion: Completion, why: str) -> None:
         routes = self.config.routes_from(completion.tile) if self.config is not None else []
+        routes = [r for r in routes if not r.is_join]  # a join's group decides for its sources' turns
         await self.journal.until_done(partial(self.journal.record_completion, completion))
         await self.journal.until_done(partial(
-            self.journal.record_routing, completion, [(None, r.label, r.to, "skipped", why) for r in routes]))
+            self.journal.record_routing, completion,
+            [(None, r.label, target, "skipped", why, branch)
+             for r in routes for target, branch in r.branches()]))
         log.info("skipped     %s turn %s: %s", completion.tile, completion.turn_id, why)
 
     async def _mark(self) -> None:

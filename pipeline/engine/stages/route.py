@@ -18,7 +18,7 @@ from pipeline.engine.config import Config, Route
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
-from pipeline.plugin.events import Prompt, Response
+from pipeline.plugin.events import Prompt, Response, handoff_key
 from pipeline.plugin.registry import TransformRegistry
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
 
@@ -36,6 +36,11 @@ class RouteDecision:
     reason: str = ""
     #: what the route's AI transform's model call used (None: no model was called)
     usage: Usage | None = None
+    #: the target when the route fans out to several (part of the hand-off's key)
+    branch: str = ""
+
+    def key(self, turn_id: str) -> str:
+        return handoff_key(self.route, turn_id, self.branch)
 
 
 class PromptRouter:
@@ -52,60 +57,68 @@ class PromptRouter:
             transform.configure(config.settings)
         self._match = {route.label: re.compile(route.match) for route in config.routes if route.match}
 
+    def fired_by(self, tile: str) -> list[Route]:
+        """The routes a turn of ``tile`` fires on its own (a join waits for its group)."""
+        return [r for r in self.config.routes_from(tile) if not r.is_join]
+
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
         async with receive, send:
             async for response in receive:  # a journal that cannot be written holds the router until it can
                 completion = response.completion
                 await self.journal.until_done(partial(self.journal.record_pending, completion, [
-                    (r.label, r.to) for r in self.config.routes_from(completion.tile)]))
+                    (r.label, target, branch) for r in self.fired_by(completion.tile)
+                    for target, branch in r.branches()]))
                 decisions = await self.decide(response)
                 await self.journal.until_done(partial(self.journal.record_routing, completion, [
-                    (d.prompt, d.route, d.target, d.state, d.reason) for d in decisions]))
+                    (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
                 for d in decisions:
                     if d.usage is not None:
                         await self.journal.until_done(partial(
-                            self.journal.record_usage, f"{d.route}@{completion.turn_id}", asdict(d.usage)))
+                            self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
                 for d in decisions:
                     if d.prompt is not None:
                         await send.send(d.prompt)
 
     async def decide(self, response: Response) -> list[RouteDecision]:
-        """What each route from the response's tile does with it, and why (for the journal)."""
-        completion = response.completion
-        decisions = []
-        for route in self.config.routes_from(completion.tile):
-            def skip(reason: str, route: Route = route) -> RouteDecision:
-                log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, reason)
-                return RouteDecision(route.label, route.to, None, "skipped", reason)
-
-            why_not = self.why_not(route, response)
-            if why_not:
-                decisions.append(skip(why_not))
-                continue
-            limit = self.config.settings.hop_limit
-            if completion.hop >= limit:
-                log.warning("route %s: not handing off turn %s: the chain reached max_hops=%d", route.label,
-                            completion.turn_id, limit)
-                decisions.append(RouteDecision(route.label, route.to, None, "skipped",
-                                               f"the chain reached max_hops={limit}"))
-                self.notifier.max_hops(f"{route.label}@{completion.turn_id}", route.label, route.from_, limit)
-                continue
-            try:
-                result = TransformResult.of(await self.transform(route, response))
-            except TransformSkipped as exc:
-                decisions.append(skip(str(exc)))
-                continue
-            except Exception as exc:
-                reason = f"transform {route.transform_type} failed: {type(exc).__name__}: {exc}"
-                log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
-                decisions.append(RouteDecision(route.label, route.to, None, "failed", reason))
-                self.notifier.failed(f"{route.label}@{completion.turn_id}", route.label, route.to, reason)
-                continue
-            prompt = Prompt(route=route.label, source=route.from_, target=route.to, text=result.text,
-                            turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note)
-            decisions.append(RouteDecision(route.label, route.to, prompt, "transformed", result.note,
-                                           result.usage))
+        """What each route from the response's tile does with it, for each of its targets, and why (for
+        the journal)."""
+        decisions: list[RouteDecision] = []
+        for route in self.fired_by(response.completion.tile):
+            for target, branch in route.branches():
+                decisions.append(await self.decide_one(route, target, branch, response))
         return decisions
+
+    async def decide_one(self, route: Route, target: str, branch: str, response: Response) -> RouteDecision:
+        """What ``route`` does with ``response`` for ``target`` (``branch``: a fan-out's)."""
+        completion = response.completion
+        key = handoff_key(route.label, completion.turn_id, branch)
+
+        def skip(reason: str) -> RouteDecision:
+            log.info("route %s: skipped turn %s: %s", route.label, completion.turn_id, reason)
+            return RouteDecision(route.label, target, None, "skipped", reason, branch=branch)
+
+        why_not = self.why_not(route, response)
+        if why_not:
+            return skip(why_not)
+        limit = self.config.settings.hop_limit
+        if completion.hop >= limit:
+            log.warning("route %s: not handing off turn %s: the chain reached max_hops=%d", route.label,
+                        completion.turn_id, limit)
+            self.notifier.max_hops(key, route.label, completion.tile, limit)
+            return RouteDecision(route.label, target, None, "skipped", f"the chain reached max_hops={limit}",
+                                 branch=branch)
+        try:
+            result = TransformResult.of(await self.transform(route, response, target))
+        except TransformSkipped as exc:
+            return skip(str(exc))
+        except Exception as exc:
+            reason = f"transform {route.transform_type} failed: {type(exc).__name__}: {exc}"
+            log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
+            self.notifier.failed(key, route.label, target, reason)
+            return RouteDecision(route.label, target, None, "failed", reason, branch=branch)
+        prompt = Prompt(route=route.label, source=completion.tile, target=target, text=result.text,
+                        turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note, branch=branch)
+        return RouteDecision(route.label, target, prompt, "transformed", result.note, result.usage, branch)
 
     def why_not(self, route: Route, response: Response) -> str:
         """Why ``route`` does not fire for ``response`` ("" if it does); ``baton preview`` asks too."""
@@ -121,13 +134,19 @@ class PromptRouter:
         """The route's configured transform instance."""
         return self._transforms[route.label]
 
-    async def transform(self, route: Route, response: Response) -> str | TransformResult:
-        return await self._transforms[route.label].apply(self.input_for(route, response))
+    async def transform(
+        self, route: Route, response: Response, target: str | None = None
+    ) -> str | TransformResult:
+        return await self._transforms[route.label].apply(self.input_for(route, response, target))
 
-    def input_for(self, route: Route, response: Response) -> TransformInput:
-        """What the route's transform is given for ``response`` (also used by ``baton preview``)."""
-        source, target = self.tiles[route.from_], self.tiles.get(route.to)
-        target_tile = self.config.tiles[route.to]  # a tile on another host has no runtime here
+    def input_for(self, route: Route, response: Response, target: str | None = None) -> TransformInput:
+        """What the route's transform is given for ``response`` and ``target`` (default: the route's first)
+        (also used by ``baton preview``)."""
+        tile = response.completion.tile
+        source_name = tile if tile in route.sources else route.sources[0]
+        target_name = target or route.targets[0]
+        source, target_rt = self.tiles[source_name], self.tiles.get(target_name)
+        target_tile = self.config.tiles[target_name]  # a tile on another host has no runtime here
 
         async def terminal_text() -> str:
             if source.adapter.reads_screen and response.source == "terminal":
@@ -138,10 +157,10 @@ class PromptRouter:
         data = TransformInput(
             response=response,
             route=route.label,
-            source=route.from_,
-            target=route.to,
+            source=source_name,
+            target=target_name,
             source_agent=source.adapter.name,
-            target_agent=target.adapter.name if target else target_tile.agent,
+            target_agent=target_rt.adapter.name if target_rt else target_tile.agent,
             source_description=source.ctx.tile.description,
             target_description=target_tile.description,
             cwd=response.cwd or source.ctx.tile.cwd,
