@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from pipeline.engine.journal.records import ACTION_COLUMNS, ActionRecord
+from pipeline.engine.journal.records import ACTION_COLUMNS, ActionRecord, HistoryFilter
 from pipeline.engine.journal.schema import JournalBase
 from pipeline.system.logs import redact
 
@@ -33,16 +33,20 @@ class Actions(JournalBase):
         row = self.db.execute(f"SELECT {ACTION_COLUMNS} FROM actions WHERE id=?", (action_id,)).fetchone()
         return ActionRecord(*row) if row else None
 
-    def actions(self, limit: int = 100, since: float | None = None) -> list[ActionRecord]:
-        """The latest ``limit`` actions (created at or after ``since``), oldest first."""
-        rows = self.db.execute(f"SELECT {ACTION_COLUMNS} FROM actions WHERE created >= ? "
-                               "ORDER BY created DESC, id LIMIT ?", (since or 0.0, limit)).fetchall()
+    def actions(self, limit: int = 100, match: HistoryFilter | None = None) -> list[ActionRecord]:
+        """The ``limit`` actions that ``match`` (default: all, refused ones too) whose record changed last,
+        in the order they changed."""
+        where, args = (match or HistoryFilter(refused=True)).action_sql()
+        rows = self.db.execute(f"SELECT {ACTION_COLUMNS} FROM actions{where} ORDER BY updated DESC, id "
+                               "LIMIT ?", (*args, limit)).fetchall()
         return [ActionRecord(*r) for r in reversed(rows)]
 
-    def actions_changed_since(self, at: float) -> list[ActionRecord]:
-        """Actions whose record changed at or after ``at``, in the order they changed (``--follow``)."""
-        rows = self.db.execute(f"SELECT {ACTION_COLUMNS} FROM actions WHERE updated >= ? "
-                               "ORDER BY updated, id", (at,)).fetchall()
+    def actions_changed_since(self, at: float, match: HistoryFilter | None = None) -> list[ActionRecord]:
+        """Actions that ``match`` (default: all) whose record changed at or after ``at``, in the order they
+        changed (``--follow``)."""
+        where, args = (match or HistoryFilter(refused=True)).action_sql(("updated >= ?",), (at,))
+        rows = self.db.execute(f"SELECT {ACTION_COLUMNS} FROM actions{where} ORDER BY updated, id",
+                               args).fetchall()
         return [ActionRecord(*r) for r in rows]
 
     # ---- held routes (baton hold / resume): their hand-offs stay queued -----------------------------------

@@ -151,9 +151,10 @@ class Handoffs(JournalBase):
         return [handoff_record(r) for r in rows]
 
     def history(self, limit: int = 100, match: HistoryFilter | None = None) -> list[HandoffRecord]:
-        """The latest ``limit`` hand-offs that ``match`` (default: all), oldest first."""
+        """The ``limit`` hand-offs that ``match`` (default: all) whose record changed last, in the order
+        they changed (``updated``: the time ``baton history`` shows)."""
         where, args = (match or HistoryFilter()).sql()
-        rows = self.db.execute(f"SELECT {COLUMNS} FROM handoffs{where} ORDER BY created DESC, key LIMIT ?",
+        rows = self.db.execute(f"SELECT {COLUMNS} FROM handoffs{where} ORDER BY updated DESC, key LIMIT ?",
                                (*args, limit)).fetchall()
         return [handoff_record(r) for r in reversed(rows)]
 

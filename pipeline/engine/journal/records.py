@@ -67,7 +67,8 @@ class ActionRecord:
 
 @dataclass(frozen=True)
 class HistoryFilter:
-    """Which hand-offs ``baton history`` shows: every field set must hold (None: any)."""
+    """Which hand-offs and actions ``baton history`` shows: every field set must hold (None: any). Of an
+    action, ``route`` is its kind (``approve``…), ``tile`` its target, ``outcome`` how it ended."""
 
     route: str | None = None
     #: the source or the target
@@ -75,6 +76,9 @@ class HistoryFilter:
     outcome: str | None = None
     #: created at or after (epoch seconds)
     since: float | None = None
+    #: actions refused before they changed anything too (a typo's ``baton hold nosuch``): not history
+    #: unless asked for, here or with ``outcome="refused"``
+    refused: bool = False
 
     def sql(
         self, extra: tuple[str, ...] = (), extra_args: tuple[object, ...] = ()
@@ -93,6 +97,21 @@ class HistoryFilter:
         if self.since is not None:
             terms.append("created >= ?")
             args.append(self.since)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
+
+    def action_sql(self, extra: tuple[str, ...] = (), extra_args: tuple[object, ...] = ()
+                   ) -> tuple[str, tuple[object, ...]]:
+        """`` WHERE ...`` (or "") over the actions table, and its arguments."""
+        terms, args = list(extra), list(extra_args)
+        for column, value in (("kind", self.route), ("target", self.tile), ("outcome", self.outcome)):
+            if value is not None:
+                terms.append(f"{column} = ?")
+                args.append(value)
+        if self.since is not None:
+            terms.append("created >= ?")
+            args.append(self.since)
+        if not self.refused and self.outcome is None:
+            terms.append("outcome != 'refused'")
         return (" WHERE " + " AND ".join(terms) if terms else ""), tuple(args)
 
     def matches(self, row: dict[str, object]) -> bool:
