@@ -42,6 +42,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 import anyio
 
+from pipeline.engine import crash_points
 from pipeline.plugin.events import Completion, Prompt, handoff_key
 from pipeline.spool import state_dir
 from pipeline.system.logs import redact
@@ -268,7 +269,7 @@ class Journal:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fresh = not self.path.exists()
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S,
-                                      check_same_thread=False)
+                                      check_same_thread=False, factory=crash_points.connection_class())
             if fresh:
                 os.chmod(self.path, 0o600)
             self.db.execute("PRAGMA journal_mode=WAL")
