@@ -169,6 +169,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("check", _command("check"), "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
+    sp.add_argument("--graph", action="store_true",
+                    help="print the tiles and routes as a Mermaid flowchart (GitHub and editors draw it)")
 
     sp = cmd("demo", _command("demo"),
              "a self-contained demo on real tmux panes (no API key, no agents needed)")

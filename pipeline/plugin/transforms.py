@@ -12,6 +12,7 @@ from pipeline.plugin.events import Response
 from pipeline.plugin.settings import PluginSettings
 
 __all__ = [
+    "Candidate",
     "NoOptions",
     "OptionsT",
     "Transform",
@@ -57,10 +58,22 @@ class TransformResult:
     text: str
     note: str = ""
     usage: Usage | None = None
+    #: the tile the transform picked, on a route that lets it choose (``to: {choose: [...]}``); None: it
+    #: did not choose (the route's ``default:`` takes the hand-off)
+    target: str | None = None
 
     @classmethod
     def of(cls, value: str | TransformResult) -> TransformResult:
         return value if isinstance(value, TransformResult) else cls(value)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A tile a choosing route may hand the prompt to, as routes.yaml describes it."""
+
+    tile: str
+    agent: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,9 @@ class TransformInput:
     target_description: str
     cwd: str | None
     terminal_text: Callable[[], Awaitable[str]]
+    #: a route that lets the transform choose its target (``to: {choose: [...]}``): the tiles, in the
+    #: order routes.yaml lists them (``target`` is then the ``default:``, else the first); () otherwise
+    choices: tuple[Candidate, ...] = ()
 
 
 class Transform(Generic[OptionsT]):

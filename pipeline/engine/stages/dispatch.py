@@ -307,7 +307,8 @@ class PromptDispatcher:
             return HELD_ROUTE_TICK_S
         limit = self.limits.get(prompt.route)
         now = time.time()
-        typed = [] if limit is None else self.journal.typed_since(prompt.route, now - HOUR_S, but=prompt.key)
+        typed = [] if limit is None else self.journal.typed_since(prompt.route, prompt.target, now - HOUR_S,
+                                                                    but=prompt.key)
         if limit is not None and len(typed) >= limit:
             free_at = typed[len(typed) - limit] + HOUR_S  # when one fewer than the limit is left in the hour
             if said != "rate":

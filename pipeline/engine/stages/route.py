@@ -20,7 +20,14 @@ from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response, handoff_key
 from pipeline.plugin.registry import TransformRegistry
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
+from pipeline.plugin.transforms import (
+    Candidate,
+    Transform,
+    TransformInput,
+    TransformResult,
+    TransformSkipped,
+    Usage,
+)
 
 __all__ = ["PromptRouter", "RouteDecision"]
 
@@ -116,9 +123,30 @@ class PromptRouter:
             log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
             self.notifier.failed(key, route.label, target, reason)
             return RouteDecision(route.label, target, None, "failed", reason, branch=branch)
+        if route.chooses is not None:
+            chosen = self.chosen(route, result)
+            if chosen is None:
+                return RouteDecision(route.label, target, None, "skipped", f"{result.note}; no tile was "
+                                     "chosen and the route has no default:", result.usage, branch)
+            target, note = chosen
+            result = TransformResult(result.text, note, result.usage, target)
         prompt = Prompt(route=route.label, source=completion.tile, target=target, text=result.text,
                         turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note, branch=branch)
         return RouteDecision(route.label, target, prompt, "transformed", result.note, result.usage, branch)
+
+    @staticmethod
+    def chosen(route: Route, result: TransformResult) -> tuple[str, str] | None:
+        """The tile a choosing route's hand-off goes to, and the note that says why: the transform's pick
+        when it is one of the route's tiles, else the route's ``default:`` (None: neither)."""
+        choice = route.chooses
+        assert choice is not None
+        if result.target in route.targets:
+            return result.target, result.note
+        if choice.default is None:
+            return None
+        why = (f"it chose {result.target!r}, not one of the route's tiles" if result.target
+               else result.note or "the transform chose no tile")
+        return choice.default, f"to the default {choice.default}: {why}"
 
     def why_not(self, route: Route, response: Response) -> str:
         """Why ``route`` does not fire for ``response`` ("" if it does); ``baton preview`` asks too."""
@@ -139,12 +167,23 @@ class PromptRouter:
     ) -> str | TransformResult:
         return await self._transforms[route.label].apply(self.input_for(route, response, target))
 
+    def candidates(self, route: Route) -> tuple[Candidate, ...]:
+        """The tiles a choosing route's transform picks from (none for any other route)."""
+        if route.chooses is None:
+            return ()
+        return tuple(Candidate(name, self._agent_of(name), self.config.tiles[name].description)
+                     for name in route.targets)
+
+    def _agent_of(self, tile: str) -> str:
+        runtime = self.tiles.get(tile)  # a tile on another host has no runtime here
+        return runtime.adapter.name if runtime else self.config.tiles[tile].agent
+
     def input_for(self, route: Route, response: Response, target: str | None = None) -> TransformInput:
         """What the route's transform is given for ``response`` and ``target`` (default: the route's first)
         (also used by ``baton preview``)."""
         tile = response.completion.tile
         source_name = tile if tile in route.sources else route.sources[0]
-        target_name = target or route.targets[0]
+        target_name = target or route.branches()[0][0]
         source, target_rt = self.tiles[source_name], self.tiles.get(target_name)
         target_tile = self.config.tiles[target_name]  # a tile on another host has no runtime here
 
@@ -165,5 +204,6 @@ class PromptRouter:
             target_description=target_tile.description,
             cwd=response.cwd or source.ctx.tile.cwd,
             terminal_text=terminal_text,
+            choices=self.candidates(route),
         )
         return data
