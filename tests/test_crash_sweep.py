@@ -25,6 +25,8 @@ import pytest
 
 from pipeline.engine.crash_points import COUNT_ENV, CRASH_ENV
 from pipeline.engine.journal import STATES
+from plugins.transforms.choose import TOOL
+from tests.fakes.anthropic_api import Reply
 from tests.support.crash_sweep import TASK, Run, Scenario, Sweep
 from tests.support.exactly_once import Holding, Want
 from tests.support.tmux import TmuxServer
@@ -61,12 +63,16 @@ def join_expect(answers: Mapping[str, list[str]]) -> dict[str, list[Want]]:
 def pass_when_awaiting(run: Run) -> None:
     """The person: once the gated hand-off awaits (in the journal, whether the daemon lives or not),
     ``baton pass KEY``."""
-    key = run.until(lambda: next((h.key for h in run.journal.history() if h.state == "awaiting"), None),
-                    what="the hand-off awaiting a person")
+    key = str(run.until(lambda: next((h.key for h in run.journal.history() if h.state == "awaiting"), None),
+                        what="the hand-off awaiting a person"))
     env = {**os.environ, "XDG_STATE_HOME": str(run.state)}
     done = subprocess.run([sys.executable, "-m", "pipeline.cli", "pass", key, "-c",
                            str(run.folder / "routes.yaml")], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
+
+
+#: the prompt the (fake) model writes for the tile it picks, c
+PICKED = "c: review the change for its security, please."
 
 
 def has_module(name: str) -> bool:
@@ -84,6 +90,11 @@ SCENARIOS = {
         {"name": "review", "from": "a", "to": ["b", "c"], "match": FROM_TASK, "transform": PER_TARGET},
         {"name": "verdicts", "from": ["b", "c"], "join": "all", "to": "a",
          "transform": {"type": "template", "template": "The reviews:\n\n{responses}"}}], join_expect),
+    "choose": Scenario("choose", REVIEWERS, [
+        {"name": "dispatch", "from": "a", "to": {"choose": ["b", "c"], "default": "b"},
+         "transform": {"type": "ai-routing", "instructions": "Send each task to the reviewer that fits."}}],
+        lambda answers: {"a": [TASK], "b": [], "c": [PICKED]},
+        settings={"llm": {"model": "claude-sweep", "timeout_s": 20}}),
     "gate": Scenario("gate", {"a": "writer", "b": "reviewer"},
                      [{"name": "review", "from": "a", "to": "b", "gate": "person", "transform": PER_TARGET}],
                      route_expect, person=pass_when_awaiting),
@@ -95,24 +106,32 @@ NEEDS = {
 }
 #: swept in CI; the rest with BATON_SWEEP_ALL=1 (what they cover, the fan-out covers twice over)
 SMALL = {"route"}
+#: the scenarios whose sweep in CI starts at write 1: the daemon's start-up writes (the journal's pruning,
+#: the tiles' marks) are the same in every scenario, so the others start at their first hand-off write
+START_UP = {"fan-out"}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_a_crash_after_any_journal_write_still_hands_each_prompt_over_exactly_once(
-    name: str, tmux_server: TmuxServer, tmp_path: Path
+    name: str, tmux_server: TmuxServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     need, there = NEEDS.get(name, ("", True))
     if not there:
         pytest.skip(f"needs {need}")
-    if name in SMALL and not os.environ.get("BATON_SWEEP_ALL"):
+    every = bool(os.environ.get("BATON_SWEEP_ALL"))
+    if name in SMALL and not every:
         pytest.skip("a small scenario: BATON_SWEEP_ALL=1 sweeps it")
+    if name == "choose":  # the fake Messages API picks c, by the forced tool call, every time it is asked
+        request.getfixturevalue("anthropic_api").default = Reply(
+            tool={"name": TOOL, "input": {"target": "c", "prompt": PICKED, "why": "it is security work"}})
     sweep = Sweep(tmux_server, tmp_path, SCENARIOS[name])
-    writes = sweep.crash_points()
+    writes, start_up = sweep.crash_points()
+    first = 1 if every or name in START_UP else start_up + 1
     rounds = int(os.environ.get("BATON_SWEEP_ROUNDS", "1"))
-    failures = sweep.sweep([n for n in range(1, writes + 1) for _ in range(rounds)])
+    failures = sweep.sweep([n for n in range(first, writes + 1) for _ in range(rounds)])
     per_run = sum(sweep.seconds) / len(sweep.seconds)
-    report = (f"crash sweep {name}: {writes} crash points x {rounds}, {len(failures)} failed; "
-              f"{per_run:.1f}s per run, {sum(sweep.seconds):.0f}s in all")
+    report = (f"crash sweep {name}: writes {first}..{writes} ({start_up} at start-up) x {rounds}, "
+              f"{len(failures)} failed; {per_run:.1f}s per run, {sum(sweep.seconds):.0f}s in all")
     print(report)
     assert not failures, "\n".join([report, *failures])
 

@@ -28,7 +28,7 @@ from tests.support.exactly_once import Want, tally
 from tests.support.polling import quiet_for, wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["Run", "Scenario", "Sweep"]
+__all__ = ["TASK", "Run", "Scenario", "Sweep"]
 
 T = TypeVar("T")
 #: how long each demo agent works on a prompt: short, so that a run is quick
@@ -37,6 +37,8 @@ WORK_S = 0.05
 QUIET_S = 1.0
 #: what the person types into the first tile to start the scenario
 TASK = "task 0"
+#: the labels of the daemon's start-up writes: the journal pruned, each tile's mark
+_START_UP = ("delete handoffs", "insert tiles")
 
 
 @dataclass(frozen=True)
@@ -63,17 +65,15 @@ class Run:
         self.writes = folder / "writes.tsv"
         folder.mkdir(parents=True)
         self.logs = {tile: folder / f"{tile}.jsonl" for tile in scenario.tiles}
+        #: the agents start now and get ready while the run before goes on (:meth:`go` waits for them)
         self.panes = {
             tile: server.new_pane(demo_agent_command(tile, role=role, work_s=WORK_S, log=self.logs[tile]),
                                   env={"XDG_STATE_HOME": str(self.state)}, width=120, height=30)
             for tile, role in scenario.tiles.items()}
-        for tile, pane in self.panes.items():
-            wait_for(lambda pane=pane: "demo❯" in server.capture(pane), what=f"demo agent {tile}")
         tiles = {tile: {"pane": pane, "agent": "demo"} for tile, pane in self.panes.items()}
         config = write_config(folder / "routes.yaml", server.socket, tiles, list(scenario.routes),
                               **scenario.settings)
         self.journal = Journal(self.state / "batonpass" / "journal.sqlite3")
-        self.journal.mark_followed(list(tiles), time.time())  # a run before followed them: their turns are news
         self.daemon = Daemon(config, folder)
         self.daemon.env = {"XDG_STATE_HOME": str(self.state), COUNT_ENV: str(self.writes)}
         if crash_after is not None:
@@ -86,11 +86,15 @@ class Run:
     def go(self) -> None:
         """Start the daemon, give the first tile the person's task, let the person act, and wait until
         every tile took what it must and the journal has nothing unfinished, then a quiet moment."""
+        wait_for(lambda: all("demo❯" in self.server.capture(pane) for pane in self.panes.values()),
+                 what="the demo agents")
+        # a run before followed the tiles: their turns are news, not history
+        self.journal.mark_followed(list(self.panes), time.time())
         self.start()
         self.server.type(self.panes[next(iter(self.scenario.tiles))], TASK)
         if self.scenario.person is not None:
             self.scenario.person(self)
-        while True:  # a daemon that dies in the quiet moment (at a late write) is started again, and waited on
+        while True:  # a daemon dead in the quiet moment (a late write) is started again, and waited on
             self.until(self.settled, what="every prompt in and the journal finished")
             quiet_for(QUIET_S, "a second copy of a prompt, or a prompt nobody expects")
             if self.alive():
@@ -106,7 +110,7 @@ class Run:
             return
         assert self.daemon.proc is not None
         code = self.daemon.proc.returncode
-        assert code == -9 and not self.crashed, f"baton run ended with {code}:\n{self.daemon.stderr()[-3000:]}"
+        assert code == -9 and not self.crashed, f"baton run ended {code}:\n{self.daemon.stderr()[-3000:]}"
         self.crashed = True
         self.daemon.env = {"XDG_STATE_HOME": str(self.state)}
         self.start()
@@ -123,7 +127,7 @@ class Run:
             self.revive()
             return predicate()
 
-        return wait_for(revived_and, timeout=timeout, what=what)  # type: ignore[no-any-return]
+        return wait_for(revived_and, timeout=timeout, what=what)
 
     # ---- what happened ----------------------------------------------------------------------------------
 
@@ -139,7 +143,8 @@ class Run:
 
     def taken(self) -> dict[str, list[str]]:
         """What each tile took as prompts (its agent's log)."""
-        return {tile: [r["message"] for r in read_log(log) if "message" in r] for tile, log in self.logs.items()}
+        return {tile: [r["message"] for r in read_log(log) if "message" in r]
+                for tile, log in self.logs.items()}
 
     def settled(self) -> bool:
         expected, taken = self.scenario.expect(self.answers()), self.taken()
@@ -184,14 +189,27 @@ class Sweep:
     def __init__(self, server: TmuxServer, tmp: Path, scenario: Scenario) -> None:
         self.server, self.tmp, self.scenario = server, tmp, scenario
         self.seconds: list[float] = []
+        self.runs = 0
+        self.prepared: Run | None = None
         #: a pane that outlives the runs: a server whose last session a run closes would exit under the next
         self.keeper = server.new_pane()
 
-    def run(self, crash_after: int | None) -> tuple[Run, list[str]]:
-        """One run; returns it (closed) and what is wrong after it."""
+    def prepare(self, crash_after: int | None) -> Run:
+        """The run for ``crash_after``, its agents starting (the one prepared already, if it is that one)."""
+        if self.prepared is not None and self.prepared.crash_after == crash_after:
+            run, self.prepared = self.prepared, None
+            return run
+        self.runs += 1
+        folder = self.tmp / self.scenario.name / f"{self.runs:03d}-{crash_after or 'clean'}"
+        return Run(self.server, folder, self.scenario, crash_after)
+
+    def run(self, crash_after: int | None, then: int | None = None) -> tuple[Run, list[str]]:
+        """One run; returns it (closed) and what is wrong after it. ``then``: the crash point of the next
+        run, whose agents start meanwhile."""
         started = time.monotonic()
-        folder = self.tmp / self.scenario.name / ("clean" if crash_after is None else f"n{crash_after:03d}")
-        run = Run(self.server, folder, self.scenario, crash_after)
+        run = self.prepare(crash_after)
+        if then is not None:
+            self.prepared = self.prepare(then)
         try:
             run.go()
             problems = run.problems()
@@ -204,19 +222,21 @@ class Sweep:
             problems.append(f"daemon log:\n{run.daemon.stderr()[-3000:]}")
         return run, problems
 
-    def crash_points(self) -> int:
-        """W: the journal writes of a clean run (which must itself be right)."""
+    def crash_points(self) -> tuple[int, int]:
+        """(W, S): the journal writes of a clean run (which must itself be right), and how many of them
+        were the daemon's start-up (the journal pruned, the tiles' marks) before the first of a hand-off."""
         run, problems = self.run(None)
         assert not problems, "\n".join(["the clean run is wrong:", *problems])
-        writes = run.write_labels()
+        writes = [line.split("\t", 1)[1] for line in run.write_labels()]
         assert writes, "the clean run wrote nothing to the journal"
-        return len(writes)
+        start_up = next(i for i, label in enumerate(writes) if not label.startswith(_START_UP))
+        return len(writes), start_up
 
     def sweep(self, points: Sequence[int]) -> list[str]:
         """Run once per crash point; returns a failure report per point that went wrong."""
         failures = []
-        for n in points:
-            run, problems = self.run(n)
+        for i, n in enumerate(points):
+            run, problems = self.run(n, then=points[i + 1] if i + 1 < len(points) else None)
             labels = run.write_labels()
             at = labels[n - 1].split("\t", 1)[1] if len(labels) >= n else "a write this run never made"
             if not run.crashed:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tests.support.cli import json_lines
+from tests.support.daemons import Daemon
 
 __all__ = ["Holding", "Want", "each_once", "history", "matches", "tally"]
 
@@ -53,7 +54,7 @@ def history() -> list[dict]:
     return json_lines(out.stdout)
 
 
-def each_once(head: str, expected: list[str], got: list[str], daemon, tail: str) -> str:
+def each_once(head: str, expected: list[str], got: list[str], daemon: Daemon, tail: str) -> str:
     """Assert that the target took each expected prompt once and nothing else, and that ``baton history``
     has each delivered once; returns the run's report line (printed too)."""
     lost, duplicated, stray = tally(expected, got)
