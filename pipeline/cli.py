@@ -180,6 +180,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--work-s", type=bounded_float(0.1, 10.0), default=1.0,
                     help="how long each demo turn works, 0.1 to 10 seconds (default 1.0)")
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
+    sp.add_argument("--ask", action="store_true",
+                    help="the first turn asks permission first (its prompt holds NEEDS_APPROVAL), as a "
+                         "real agent's permission prompt does: answer it with the baton approve (or deny) "
+                         "line the demo prints, or with Approve/Deny in baton web")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
     sp = cmd("send", _command("send"), "hand text to a tile's agent exactly as the dispatcher "

@@ -225,7 +225,7 @@ async def test_the_picked_agent_gets_the_prompt_and_the_other_nothing(
         tmux_server.type(shell, "echo 'the login button should be blue'")
         await until(lambda: deliveries, what="the hand-off")
         await until(lambda: messages(logs["frontend"]), what="the frontend agent to receive the prompt")
-        await anyio.sleep(0.5)  # would anything else arrive?
+        await anyio.sleep(0.5)  # shapes the scenario: a window for anything else to arrive in
         tg.cancel_scope.cancel()
     [delivery] = deliveries
     assert (delivery.state, delivery.prompt.target) == ("delivered", "frontend")

@@ -164,7 +164,7 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         # what it asks, next to Approve and Deny: the frame's waiting_for, as text
         asked = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"][0]["waiting_for"]
         assert asked and tile(page, "b").locator(".ask .asks").text_content() == asked
-        print(f"the page shows it asks: {asked!r}")
+        assert "Do you want to proceed?" in asked and "touch" in asked, asked  # the dialog's words
         tile(page, "b").locator("button.approve").click()
         page.locator("#outcome.ok").filter(has_text="Approve b:").wait_for(timeout=20_000)
         wait_for(lambda: [r["approval"] for r in read_log(standin.log) if "approval" in r] == ["approved"],

@@ -37,7 +37,7 @@ GOOD = TILES + """\
     within: 30m
     on_timeout: hand-on
     to: coder
-    transform: {type: template, template: "The reviews:\\n\\n{response}"}
+    transform: {type: template, template: "The reviews:\\n\\n{responses}"}
   - name: dispatch
     from: planner
     to: {choose: [backend, coder], default: backend}
@@ -142,8 +142,8 @@ def test_each_wrong_shape_gets_one_positioned_error(routes: str, expected: str) 
 def test_answers_must_name_a_tile_of_the_join() -> None:
     found = problems('  - {from: [security, style], to: coder, transform: {type: template, '
                      'template: "{answers[security]} and {answers[nobody]}"}}\n')
-    assert "routes[0].transform.template: {answers[nobody]} names no tile of this route's from: " \
-           "(its tiles: security, style)" in " ".join(found)
+    assert found == ["11:80: routes[0].transform.template: {answers[nobody]} names no tile of this route's "
+                     "from: (its tiles: security, style)"]
 
 
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("30m", 1800), ("2h", 7200), ("1d", 86400),

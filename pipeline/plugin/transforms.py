@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -94,6 +94,9 @@ class TransformInput:
     #: a route that lets the transform choose its target (``to: {choose: [...]}``): the tiles, in the
     #: order routes.yaml lists them (``target`` is then the ``default:``, else the first); () otherwise
     choices: tuple[Candidate, ...] = ()
+    #: each source's answer by tile: a join's group (``response.text`` is all of them, each under a
+    #: ``## <tile>`` heading), else the one answer under its tile
+    answers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Transform(Generic[OptionsT]):

@@ -71,6 +71,7 @@ def _tile(view: TileView, host: str, local: bool) -> dict[str, Any]:
     return {"tile": view.tile, "host": host, "local": local, "agent": view.agent, "kind": view.kind,
             "words": view.words, "since": view.since, "answer": view.answer, "queued": view.queued,
             "waiting_for": waiting_for(view),
+            "joining": view.joining,
             "last": asdict(last) if last else None,
             "tokens": tokens(u.total) if u else "", "cost": dollars(u.cost_usd) if u else ""}
 
@@ -80,8 +81,7 @@ def waiting_for(view: TileView) -> str | None:
     else the board's words for it), shown next to Approve and Deny; None when it does not wait."""
     if view.kind != "waiting":
         return None
-    asked = getattr(view, "waiting_for", None)  # the board's own field, where it keeps one
-    return str(asked) if asked else view.words
+    return view.waiting_for or view.words
 
 
 def prompt_lines(path: Path, keys: list[str]) -> dict[str, tuple[str, bool]]:

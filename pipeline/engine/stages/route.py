@@ -12,11 +12,13 @@ import re
 from dataclasses import asdict, dataclass
 from functools import partial
 
+import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.config import Config, Route
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.notify import Notifier
+from pipeline.engine.stages.join import JoinStage
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response, handoff_key
 from pipeline.plugin.registry import TransformRegistry
@@ -63,28 +65,38 @@ class PromptRouter:
         for transform in self._transforms.values():
             transform.configure(config.settings)
         self._match = {route.label: re.compile(route.match) for route in config.routes if route.match}
+        #: the join routes' groups (None: no route joins)
+        self.joins = JoinStage(config, self.journal, self) if any(r.is_join for r in config.routes) else None
 
     def fired_by(self, tile: str) -> list[Route]:
         """The routes a turn of ``tile`` fires on its own (a join waits for its group)."""
         return [r for r in self.config.routes_from(tile) if not r.is_join]
 
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
-        async with receive, send:
+        async with receive, send, anyio.create_task_group() as tg:
+            if self.joins is not None:  # its deadlines, and the groups a restart found complete
+                tg.start_soon(self.joins.run, send)
             async for response in receive:  # a journal that cannot be written holds the router until it can
-                completion = response.completion
-                await self.journal.until_done(partial(self.journal.record_pending, completion, [
-                    (r.label, target, branch) for r in self.fired_by(completion.tile)
-                    for target, branch in r.branches()]))
-                decisions = await self.decide(response)
-                await self.journal.until_done(partial(self.journal.record_routing, completion, [
-                    (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
-                for d in decisions:
-                    if d.usage is not None:
-                        await self.journal.until_done(partial(
-                            self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
-                for d in decisions:
-                    if d.prompt is not None:
-                        await send.send(d.prompt)
+                for prompt in await self.route(response):
+                    await send.send(prompt)
+            tg.cancel_scope.cancel()
+
+    async def route(self, response: Response) -> list[Prompt]:
+        """Every decision for ``response`` journaled (its join groups' answers before the turn counts as
+        routed); the prompts to type."""
+        completion = response.completion
+        await self.journal.until_done(partial(self.journal.record_pending, completion, [
+            (r.label, target, branch) for r in self.fired_by(completion.tile)
+            for target, branch in r.branches()]))
+        decisions = await self.decide(response)
+        joined = await self.joins.take(response) if self.joins is not None else []
+        await self.journal.until_done(partial(self.journal.record_routing, completion, [
+            (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
+        for d in decisions:
+            if d.usage is not None:
+                await self.journal.until_done(partial(
+                    self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
+        return [d.prompt for d in decisions if d.prompt is not None] + joined
 
     async def decide(self, response: Response) -> list[RouteDecision]:
         """What each route from the response's tile does with it, for each of its targets, and why (for
@@ -195,6 +207,7 @@ class PromptRouter:
 
         data = TransformInput(
             response=response,
+            answers=response.answers or {source_name: response.text},
             route=route.label,
             source=source_name,
             target=target_name,
