@@ -402,7 +402,8 @@ async def test_boxbots_adapter_follows_its_turns_file_through_the_watcher_and_re
         tg.cancel_scope.cancel()
     answer = "boxbot read 6 words.\nUpper-cased: HALF A THOUGHT AND THE REST"
     record = json.loads(turns.read_text())
-    assert [(c.turn_id, c.signal, c.text) for c in completions] == [(f"boxbot:{record['id']}", "turns", answer)]
+    turn = f"boxbot:{record['id']}"
+    assert [(c.turn_id, c.signal, c.text) for c in completions] == [(turn, "turns", answer)]
     assert "Upper-cased" not in tmux_server.capture(pane)  # the screen shows the first line only
     response = await adapter.response(completions[0])
     assert (response.text, response.source) == (answer, "transcript")
@@ -433,7 +434,8 @@ def test_boxbot_installed_with_pip_takes_a_hand_off_and_hands_on_the_answer_from
         {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "boxbot"},
          "b": {"pane": b, "agent": "demo"}},
         [{"from": "x", "to": "bot"},
-         {"from": "bot", "to": "b", "transform": {"type": "template", "template": "boxbot says: {response}"}}],
+         {"from": "bot", "to": "b",
+          "transform": {"type": "template", "template": "boxbot says: {response}"}}],
     )
     daemon = daemon_factory(config)
     daemon.start()

@@ -65,7 +65,8 @@ def test_tmux_under_settings_is_told_it_is_a_top_level_key() -> None:
         problems = [str(p) for p in exc.problems]
     else:
         raise AssertionError("tmux under settings: was accepted")
-    assert len(problems) == 1 and problems[0].startswith("r.yaml:6:3: error: settings.tmux: unknown key 'tmux'")
+    assert len(problems) == 1
+    assert problems[0].startswith("r.yaml:6:3: error: settings.tmux: unknown key 'tmux'")
     assert problems[0].endswith("; tmux is a top-level key, beside tiles: (not under settings:)"), problems
 
 
@@ -77,5 +78,5 @@ def test_the_readme_and_the_example_say_tmux_is_top_level() -> None:
     readme = " ".join((REPO / "README.md").read_text().split())
     assert "`tmux: {socket_name: NAME}`, top level (not under `settings:`)" in readme
     example = (REPO / "routes.yaml").read_text()
-    assert re.search(r"^tmux: +# a top-level key, beside tiles: and settings: \(not under settings:\)$", example,
-                     re.M)
+    said = r"^tmux: +# a top-level key, beside tiles: and settings: \(not under settings:\)$"
+    assert re.search(said, example, re.M)

@@ -18,7 +18,7 @@ from pipeline.system.jsonl import json_list, json_object
 __all__ = ["DEFAULT_MAX_HOPS", "KNOWN_SHOWN", "TOP_LEVEL", "semantic_problems"]
 
 DEFAULT_MAX_HOPS = 6
-#: routes.yaml's top-level keys besides settings: (a stranger's `tmux:` under `settings:` is told where it goes)
+#: routes.yaml's top-level keys besides settings: (one put under `settings:` is told where it goes)
 TOP_LEVEL = ("version", "tmux", "tiles", "routes")
 
 
@@ -193,8 +193,9 @@ def _section_problems(
             continue
         if key not in registries.settings:
             known = ", ".join([*engine_keys, *registries.settings.names()])
-            moved = f"; {key} is a top-level key, beside tiles: (not under settings:)" if key in TOP_LEVEL else ""
-            problems.append(positions.problem(("settings", key), f"unknown key {key!r}; known: {known}{moved}",
+            if key in TOP_LEVEL:
+                known += f"; {key} is a top-level key, beside tiles: (not under settings:)"
+            problems.append(positions.problem(("settings", key), f"unknown key {key!r}; known: {known}",
                                               key=True))
             continue
         try:
