@@ -80,3 +80,18 @@ def test_the_readme_and_the_example_say_tmux_is_top_level() -> None:
     example = (REPO / "routes.yaml").read_text()
     said = r"^tmux: +# a top-level key, beside tiles: and settings: \(not under settings:\)$"
     assert re.search(said, example, re.M)
+
+
+def test_web_md_says_what_the_page_shows_where_the_board_shows_a_dash() -> None:
+    """The board's TOKENS `-` (no usage) is no line on the page; a model with no price: tokens alone."""
+    from pipeline.plugin.usage import SessionUsage
+    from pipeline.views.board import TileView
+    from pipeline.web.feed import _tile
+
+    none = _tile(TileView("sh", "shell"), "here", True)
+    unpriced = _tile(TileView("c", "claude", usage=SessionUsage(input=12_000, cost_usd=None)), "here", True)
+    assert (none["tokens"], none["cost"]) == ("", "")  # board.js writes no usage line for ""
+    assert (unpriced["tokens"], unpriced["cost"]) == ("12k", "")
+    web = " ".join((REPO / "docs" / "web.md").read_text().split())
+    assert "Where the board shows `-`" in web and "the card shows nothing at all" in web
+    assert "a model with no known price shows its tokens alone (`12k tokens`)" in web
