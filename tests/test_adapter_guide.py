@@ -105,6 +105,29 @@ def install_guide_package(tmp: Path, marker: str) -> tuple[Path, Path]:
     return src, site
 
 
+def x_through_bot_to_b(tmux_server: TmuxServer, tmp_path: Path, daemon_factory: Any, bot: str,
+                       agent: str) -> tuple[str, Path, Path, Any]:
+    """Two demo agents around the guide's agent in pane ``bot``: x's answers go to bot, bot's to b (as
+    "AGENT says: …"), under a started ``baton run`` that follows x and bot: (x's pane, b's log, the
+    routes.yaml, the daemon)."""
+    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml", tmux_server.socket,
+        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": agent},
+         "b": {"pane": b, "agent": "demo"}},
+        [{"from": "x", "to": "bot"},  # the guide's agent as a target
+         {"from": "bot", "to": "b",
+          "transform": {"type": "template", "template": f"{agent} says: {{response}}"}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "x")
+    wait_followed(daemon, "bot")
+    return x, blog, config, daemon
+
+
 @pytest.fixture(scope="module")
 def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """logbot's package, installed."""
@@ -220,24 +243,9 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
     assert (rows["logbot"]["from"], rows["logbot"]["kind"]) == ("baton-logbot 0.1.0", "agent"), rows
 
-    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
     bot = tmux_server.new_pane(f"{sys.executable} {src / 'logbot'}", env={"LOGBOT_HOME": str(home)})
     wait_for(lambda: "logbot>" in tmux_server.capture(bot), what="logbot")
-    blog = tmp_path / "b.jsonl"
-    b = start_agent(tmux_server, blog, "b", work_s=0.05)
-    config = write_config(
-        tmp_path / "routes.yaml",
-        tmux_server.socket,
-        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "logbot"},
-         "b": {"pane": b, "agent": "demo"}},
-        [{"from": "x", "to": "bot"},  # logbot as a target
-         {"from": "bot", "to": "b", "transform": {"type": "template",
-                                                  "template": "logbot says: {response}"}}],
-    )
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "x")
-    wait_followed(daemon, "bot")
+    x, blog, _, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "logbot")
     tmux_server.type(x, "hello")
     wait_for(lambda: messages(blog), timeout=30, what="the hand-off through logbot")
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO"]
@@ -272,23 +280,9 @@ def test_the_screen_only_adapter_installed_with_pip_routes_turns_both_ways_on_re
     monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
     rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
     assert (rows["chatty"]["from"], rows["chatty"]["kind"]) == ("baton-chatty 0.1.0", "agent"), rows
-    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
     bot = tmux_server.new_pane(f"{sys.executable} {src / 'chatty'}")
     wait_for(lambda: "chatty>" in tmux_server.capture(bot), what="chatty")
-    blog = tmp_path / "b.jsonl"
-    b = start_agent(tmux_server, blog, "b", work_s=0.05)
-    config = write_config(
-        tmp_path / "routes.yaml",
-        tmux_server.socket,
-        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "chatty"},
-         "b": {"pane": b, "agent": "demo"}},
-        [{"from": "x", "to": "bot"},  # chatty as a target
-         {"from": "bot", "to": "b",
-          "transform": {"type": "template", "template": "chatty says: {response}"}}],
-    )
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "x")
+    x, blog, _, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "chatty")
     tmux_server.type(x, "hello")
     wait_for(lambda: messages(blog), timeout=30, what="the hand-off through chatty")
     # x (an echo agent) answered "hello"; chatty took it as its prompt; b got the answer cut from its screen
@@ -425,22 +419,8 @@ def test_boxbot_installed_with_pip_takes_a_hand_off_and_hands_on_the_answer_from
     file (both lines, where the screen shows one), and ``baton status`` shows the file as its transcript."""
     monkeypatch.setenv("PYTHONPATH", str(boxbot_wheel[1]))
     monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
-    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
     work, bot = boxbot_pane(tmux_server, tmp_path)
-    blog = tmp_path / "b.jsonl"
-    b = start_agent(tmux_server, blog, "b", work_s=0.05)
-    config = write_config(
-        tmp_path / "routes.yaml", tmux_server.socket,
-        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "boxbot"},
-         "b": {"pane": b, "agent": "demo"}},
-        [{"from": "x", "to": "bot"},
-         {"from": "bot", "to": "b",
-          "transform": {"type": "template", "template": "boxbot says: {response}"}}],
-    )
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "x")
-    wait_followed(daemon, "bot")
+    x, blog, config, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "boxbot")
     tmux_server.type(x, "three little words")
     wait_for(lambda: messages(blog), timeout=30, what="the hand-off through boxbot")
     assert messages(blog) == ["boxbot says: boxbot read 3 words.\nUpper-cased: THREE LITTLE WORDS"]
