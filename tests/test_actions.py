@@ -298,3 +298,18 @@ def test_history_follow_shows_actions_as_they_are_recorded(tmp_path: Path) -> No
         ("hold", "done"), ("resume", "done")], rows
     assert all(r["kind"] == "action" and r["origin"] == "cli" for r in rows), rows
     assert "route ab resumed" in rows[-1]["note"], rows
+
+
+@pytest.mark.parametrize("args", [("approve", "b"), ("hold", "a->b"), ("resume", "a->b")])
+def test_an_action_for_another_host_with_no_bus_says_so_at_once(tmp_path: Path, args: tuple[str, str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tile on another host, and no bus to reach it: one line, exit 1, nothing sent (it used to spin in
+    the NATS client for good, deaf to Ctrl-C)."""
+    monkeypatch.delenv("BATON_BUS_URL", raising=False)
+    config = write_config(tmp_path / "routes.yaml", f"baton-nobus-{tmp_path.name}",
+                          {"a": {"pane": "%1", "agent": "shell"},
+                           "b": {"pane": "%2", "agent": "demo", "host": "elsewhere"}},
+                          [{"from": "a", "to": "b"}])
+    done = baton("-c", str(config), *args, timeout=30)
+    assert done.status == 1, done
+    assert "is for host elsewhere" in done.err and "names no bus" in done.err and "nothing sent" in done.err
