@@ -275,8 +275,11 @@ class ClaudeCodeAdapter(FileFollowing):
 
     @classmethod
     def recognizes_file(cls, path: Path) -> bool:
-        """A transcript's records name their session (``sessionId``), from the first ones on."""
-        return any(isinstance(r.get("sessionId"), str) for r in json_head(path))
+        """A transcript's records name their session (``sessionId``), from the first ones on; a Qwen Code
+        session file's do too, with a ``provenance`` Claude Code never writes."""
+        head = json_head(path)
+        qwen = any("provenance" in r for r in head)
+        return not qwen and any(isinstance(r.get("sessionId"), str) for r in head)
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:
