@@ -62,9 +62,9 @@ class QwenAdapter(QwenFollowing):
     placeholders = (PLACEHOLDER,)
     confirm_timeout_s = 8.0
     #: Qwen Code takes an Enter read in the same chunk as a large paste before the paste is stored: it
-    #: submits the placeholder ``[Pasted Content N chars]`` itself; an Enter a few ms later is safe
-    #: (docs/agent-versions.md, Qwen Code: measured)
-    submit_delay_s = 0.1
+    #: submits the placeholder ``[Pasted Content N chars]`` itself; an Enter 7 ms later was safe, but a busy
+    #: event loop reads both at once (docs/agent-versions.md, Qwen Code: measured): the default 0.2 s
+    submit_delay_s = 0.2
     quiet_s = 1.5
     #: the input box with escapes: a follow-up suggestion differs from a draft only in its colour
     readiness_screen = (True, None, None)
