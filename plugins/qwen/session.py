@@ -17,13 +17,13 @@ requested and shown without a record here.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.plugin.events import Outcome
-from pipeline.plugin.tools import AppendedLines, iso_time
+from pipeline.plugin.session_file import FollowedFile
+from pipeline.plugin.tools import iso_time
 from pipeline.plugin.usage import SessionUsage, count_of
 
 __all__ = ["SessionFile", "SessionState", "Turn", "prompt_text", "reply_text"]
@@ -162,25 +162,8 @@ def _prompt_id(record: dict[str, Any]) -> str | None:
     return _str(event.get("prompt_id")) if isinstance(event, dict) else None
 
 
-class SessionFile:
+class SessionFile(FollowedFile[SessionState]):
     """A session file and its state, read incrementally; a file replaced or cut short is read again."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.state = SessionState()
-        self._tail = AppendedLines(self.path)
-        self._ino: int | None = None
-
-    def read(self, *, final: bool = False) -> bool:
-        """Read what was appended; whether anything was."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return False
-        if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._tail.offset):
-            self.state, self._tail = SessionState(), AppendedLines(self.path)
-        self._ino = st.st_ino
-        records = self._tail.read(final=final)
-        for record in records:
-            self.state.feed(record)
-        return bool(records)
+        super().__init__(path, SessionState)
