@@ -241,11 +241,13 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("gemini-cli-0.61.0/screens/screen_11b_approval_prompt_bottom.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("qwen-code-0.24.4/screens/permission.ansi", ["Enter"], ["Down", "Down", "Down", "Enter"]),
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
     folder = re.sub(r"-\d+(?:\.\d+)*$", "", screen.split("/")[0])  # the agent, without its version
-    adapter = _adapter({"claude-code": "claude", "gemini-cli": "gemini"}.get(folder, folder))
+    names = {"claude-code": "claude", "gemini-cli": "gemini", "qwen-code": "qwen"}
+    adapter = _adapter(names.get(folder, folder))
     text = (FIXTURES / screen).read_text()
     assert adapter.answer_keys(text, True) == approve
     assert adapter.answer_keys(text, False) == deny
@@ -256,9 +258,9 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
     "claude-code-2.1.332/screens/screen_done.txt",
     "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
     "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
-    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt"])
+    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "demo", "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 

@@ -163,7 +163,7 @@ def fault_schedule(rng: random.Random, turns: int) -> list[str]:
     return schedule
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
