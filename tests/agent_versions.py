@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["AGENTS", "PINNED", "AgentVersionError", "PI_PREVIOUS", "canary_files", "mode", "npm_latest", "resolve",
+__all__ = ["AGENTS", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode", "npm_latest",
+           "resolve",
            "version"]
 
 #: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)

@@ -80,12 +80,14 @@ def make_pi_home(root: Path, *, api_url: str, pi_bin: Path, node: Path | None = 
     if trust_dialog:
         (project / ".pi").mkdir()
         (project / ".pi" / "settings.json").write_text("{}\n")
-    models = {"providers": {"fake": {"baseUrl": api_url, "api": "openai-completions", "apiKey": "sk-fake",
-                                     "models": [{"id": "fake-model", "name": "Fake", "cost": PRICE}]}}}
+    fake = {"baseUrl": api_url, "api": "openai-completions", "apiKey": "sk-fake",
+            "models": [{"id": "fake-model", "name": "Fake", "cost": PRICE}]}
+    models = {"providers": {"fake": fake}}
     (agent / "models.json").write_text(json.dumps(models, indent=2))
     (agent / "settings.json").write_text(json.dumps({"defaultProvider": "fake", "defaultModel": "fake-model"}))
     path = f"{pi_bin.parent}:/usr/local/bin:/usr/bin:/bin"
-    env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
+    env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+           "PI_SKIP_VERSION_CHECK": "1",
            "PI_TELEMETRY": "0", "PATH": f"{node.parent}:{path}" if node is not None else path,
            "TERM": "tmux-256color", "LANG": "C.UTF-8", "PS1": "$ "}
     if state is not None:
