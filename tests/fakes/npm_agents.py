@@ -24,8 +24,8 @@ from pathlib import Path
 
 from tests.agent_versions import AGENTS, resolve
 
-__all__ = ["CLAUDE_CODE", "NEEDS_NODE_22", "NODE_22", "NpmInstallError", "cache_root", "entry_name", "install",
-           "node_22"]
+__all__ = ["CLAUDE_CODE", "NEEDS_NODE_22", "NODE_22", "NpmInstallError", "cache_root", "entry_name",
+           "install", "node_22"]
 
 #: the Claude Code this run tests (pinned 2.1.332, or npm's latest): see tests/agent_versions.py
 CLAUDE_CODE = resolve("claude")

@@ -84,7 +84,8 @@ def make_pi_home(root: Path, *, api_url: str, pi_bin: Path, node: Path | None = 
             "models": [{"id": "fake-model", "name": "Fake", "cost": PRICE}]}
     models = {"providers": {"fake": fake}}
     (agent / "models.json").write_text(json.dumps(models, indent=2))
-    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "fake", "defaultModel": "fake-model"}))
+    settings = {"defaultProvider": "fake", "defaultModel": "fake-model"}
+    (agent / "settings.json").write_text(json.dumps(settings))
     path = f"{pi_bin.parent}:/usr/local/bin:/usr/bin:/bin"
     env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
            "PI_SKIP_VERSION_CHECK": "1",
