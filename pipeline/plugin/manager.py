@@ -56,6 +56,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.copilot.adapter",
     "plugins.gemini.adapter",
     "plugins.qwen.adapter",
+    "plugins.pi.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",
