@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
+from pipeline.engine.gate_journal import gate_fields
 from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
 from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
 
@@ -39,7 +40,7 @@ def action_row(action: ActionRecord) -> dict[str, Any]:
 
 def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
     """The latest ``limit`` hand-offs and actions that ``match``, oldest first."""
-    rows = [record_row(r) for r in journal.history(limit, match)]
+    rows = gate_fields(journal, [record_row(r) for r in journal.history(limit, match)])
     actions = map(action_row, journal.actions(limit, match.since))
     rows += [row for row in actions if _action_matches(match, row)]
     rows.sort(key=lambda row: (row["created"], row["key"]))
@@ -65,7 +66,7 @@ class _FollowedRows:
         return history_rows(journal, self.limit, self.match)
 
     def changed_since(self, journal: Journal, at: float) -> list[dict[str, Any]]:
-        rows = [record_row(r) for r in journal.changed_since(at, self.match)]
+        rows = gate_fields(journal, [record_row(r) for r in journal.changed_since(at, self.match)])
         actions = map(action_row, journal.actions_changed_since(at))
         rows += [row for row in actions if _action_matches(self.match, row)]
         rows.sort(key=lambda row: (row["updated"], row["key"]))

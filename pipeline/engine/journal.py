@@ -4,6 +4,7 @@ It is what makes batonpass exactly-once across crashes. State is written *before
 
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
         │            └──> held (its route's max_per_hour) ──┘
+        ├──> awaiting (a route's ``gate: person``) ──> transformed (passed) | dropped | expired
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
 A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target
@@ -54,12 +55,12 @@ log = logging.getLogger("batonpass")
 T = TypeVar("T")
 
 HandoffState = Literal[
-    "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
-    "published",
+    "pending", "transformed", "awaiting", "held", "delivering", "delivered", "unconfirmed", "failed",
+    "skipped", "published", "dropped", "expired",
 ]
 #: every state, in the order a hand-off passes them (``baton history --outcome`` takes these)
 STATES: tuple[HandoffState, ...] = get_args(HandoffState)
-FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
+FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published", "dropped", "expired")
 #: how long finished records are kept (``baton history`` looks back this far)
 KEEP_S = 30 * 24 * 3600.0
 
@@ -83,6 +84,8 @@ CREATE TABLE IF NOT EXISTS actions (
     outcome TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', created REAL NOT NULL, updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS actions_created ON actions (created);
 CREATE TABLE IF NOT EXISTS holds (route TEXT PRIMARY KEY, origin TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS gates (
+    key TEXT PRIMARY KEY, notified REAL, decision TEXT, decided_by TEXT, decided_at REAL, original TEXT);
 """
 #: ``Journal(MEMORY)``: a journal that lives as long as the process (``--dry-run``, the unit tests)
 MEMORY = ":memory:"
@@ -455,14 +458,15 @@ class Journal:
                      now),
                 )
 
-    def record_incoming(self, prompt: Prompt, note: str = "") -> bool:
-        """A prompt that came over the bus from another host, as ``transformed``; False when its key is
-        already here (a redelivery: it must not be typed twice)."""
+    def record_incoming(self, prompt: Prompt, note: str = "", state: HandoffState = "transformed") -> bool:
+        """A prompt that came over the bus from another host, as ``transformed`` (``awaiting`` when its
+        route has a person's gate); False when its key is already here (a redelivery: it must not be typed
+        twice)."""
         now = time.time()
         cur = self.db.execute(
             "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, prompt, "
             "prompt_digest,"
-            " note, created, updated) VALUES (?,?,?,?,?,?,'transformed',?,?,?,?,?)",
+            " note, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 prompt.key,
                 prompt.route,
@@ -470,6 +474,7 @@ class Journal:
                 prompt.target,
                 prompt.turn_id,
                 prompt.hop,
+                state,
                 prompt.text,
                 digest(prompt.text),
                 redact(note),

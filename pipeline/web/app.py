@@ -187,5 +187,9 @@ def _action_of(asked: Any) -> tuple[str, str, str | None]:
         if len(text.encode()) > MAX_TEXT:
             raise ValueError("the text is over 8 MB")
         return kind, target, text
+    if kind == "pass" and text is not None:  # the prompt as the person edited it on the page
+        if not isinstance(text, str) or len(text.encode()) > MAX_TEXT:
+            raise ValueError("pass takes the edited prompt as text (up to 8 MB), or none")
+        return kind, target, text
     return kind, target, None
 

@@ -23,6 +23,7 @@ import orjson
 
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime
+from pipeline.views.awaiting import read_awaiting
 from pipeline.views.board import TileView, dollars, read_recent, tokens
 from pipeline.views.live_board import TileFeed, Wake
 
@@ -86,6 +87,9 @@ class WebFeed:
         self.last: bytes = b""
         self.recent: list[dict[str, Any]] = []
         self.held: set[str] = set()
+        #: the hand-offs awaiting a person, with their full prompts (the page's Pass and Drop)
+        self.awaiting: list[dict[str, Any]] = []
+        self.within = {r.label: r.within_s for r in config.routes if r.gate == "person" and r.within_s}
 
     def changed(self) -> None:
         self.wake.set()
@@ -114,7 +118,8 @@ class WebFeed:
             self.listeners.discard(listener)
 
     def body(self) -> dict[str, Any]:
-        """The frame's content: tiles (this host's first), routes, recent hand-offs, notes."""
+        """The frame's content: tiles (this host's first), routes, recent hand-offs, the hand-offs awaiting
+        a person (with their prompts), notes."""
         tiles = [_tile(v, self.host, True) for v in self.local.board.views.values()]
         notes = [self.local.board.note]
         if self.hosts is not None:
@@ -124,7 +129,7 @@ class WebFeed:
         routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
                    "held": r.label in self.held} for r in self.config.routes]
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
-                "recent": self.recent, "note": " · ".join(n for n in notes if n)}
+                "recent": self.recent, "awaiting": self.awaiting, "note": " · ".join(n for n in notes if n)}
 
     def _stamped(self) -> bytes:
         """The last frame with the server's clock (the page's clocks count from it, whatever its own)."""
@@ -135,6 +140,7 @@ class WebFeed:
         while True:
             views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
             self.recent = [asdict(v) for v in views]
+            self.awaiting = await anyio.to_thread.run_sync(read_awaiting, self.local.journal, self.within)
             frame = orjson.dumps(self.body())
             if frame != self.last:
                 self.last = frame
