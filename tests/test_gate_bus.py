@@ -1,0 +1,63 @@
+"""A gated hand-off to another host's tile awaits on that host (its daemon types it) and is passed or dropped
+from any host's CLI, over a real nats-server, once. Two ``baton run --host`` daemons on this machine stand
+in for two machines, as in tests/test_actions_bus.py; a third state folder with no daemon stands in for a
+host that never saw the hand-off."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.agents import messages
+from tests.support.bus import settle, write_routes
+from tests.support.cli import baton
+from tests.support.polling import wait_for
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+
+def test_a_gated_hand_off_to_another_hosts_tile_is_passed_or_dropped_from_any_host_once(
+        tmp_path: Path, hosts) -> None:
+    tiles = {"a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
+             "b": {"pane": "title:b", "agent": "demo", "host": "beta"}}
+    config = write_routes(tmp_path / "routes.yaml", tiles, [
+        {"name": "release", "from": "a", "to": "b", "gate": "person",
+         "transform": {"type": "template", "template": "from a: {response}"}}])
+    alpha, beta = hosts("alpha", config), hosts("beta", config)
+    alpha.agent("a")
+    blog = beta.agent("b")
+    alpha.start()
+    beta.start()
+    alpha.wait_running("a")
+    beta.wait_running("b")
+    alpha.type("a", "ship it")
+    wait_for(lambda: [h.state for h in beta.history()] == ["awaiting"], timeout=30, what="awaiting on beta")
+    key = beta.history()[0].key
+    assert [(h.key, h.state) for h in alpha.history()] == [(key, "published")]
+    # passed from a host whose journal never saw it: the key says where its route goes
+    gamma = {"XDG_STATE_HOME": str(tmp_path / "gamma"), "BATON_BUS_URL": alpha.bus_url}
+    passed = baton("pass", key, "-c", str(config), env=gamma)
+    assert passed.status == 0 and passed.out.startswith(f"on host beta: passed {key}: queued for b"), passed
+    wait_for(lambda: messages(blog) == ["from a: ship it"], timeout=30, what="typed on beta")
+    # again from alpha, where it is published: refused on beta, nothing typed
+    on_alpha = {"XDG_STATE_HOME": str(alpha.state), "BATON_BUS_URL": alpha.bus_url}
+    again = baton("pass", key, "-c", str(config), env=on_alpha)
+    again.one_line_error(1, f"on host beta: hand-off {key} is", "not awaiting")
+    # the next one dropped from alpha
+    alpha.type("a", "and this")
+    wait_for(lambda: [h.state for h in beta.history()].count("awaiting") == 1, timeout=30,
+             what="the second awaiting on beta")
+    second = next(h.key for h in beta.history() if h.state == "awaiting")
+    dropped = baton("drop", second, "-c", str(config), env=on_alpha)
+    assert dropped.status == 0 and dropped.out.startswith(f"on host beta: dropped {second}"), dropped
+    wait_for(lambda: "dropped     " + second in beta.stderr(), timeout=30, what="out of beta's queue")
+    settle()
+    assert alpha.stop() == 0 and beta.stop() == 0
+    assert messages(blog) == ["from a: ship it"]
+    assert {h.key: h.state for h in beta.history()} == {key: "delivered", second: "dropped"}
+    here = os.uname().nodename
+    assert [(r.kind, r.outcome, r.origin) for r in beta.journal().actions()] == [
+        ("pass", "done", f"bus {here} (cli)"), ("pass", "refused", f"bus {here} (cli)"),
+        ("drop", "done", f"bus {here} (cli)")]
