@@ -99,7 +99,8 @@ def test_pass_with_an_edited_prompt_drop_and_racing_passes_while_other_hand_offs
     panes = _agents(tmux_server, tmp_path, "a", "b", "c")
     blog = tmp_path / "b.jsonl"
     config = _config(tmux_server, tmp_path, panes, [
-        {"name": "release", "from": "a", "to": "b", "gate": "person"}, {"name": "cb", "from": "c", "to": "b"}])
+        {"name": "release", "from": "a", "to": "b", "gate": "person"},
+        {"name": "cb", "from": "c", "to": "b"}])
     daemon = daemon_factory(config)
     daemon.start()
     wait_followed(daemon, "a")
