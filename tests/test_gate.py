@@ -5,6 +5,7 @@ agents on a real tmux server, a webhook the test owns on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,16 @@ def test_pass_with_an_edited_prompt_drop_and_racing_passes_while_other_hand_offs
     row = next(r for r in _rows() if r["key"] == third)
     assert row["state"] == "dropped" and row["gate"]["decision"] == "dropped", row
     assert row["gate"]["decided_by"] == "cli"
+
+
+def test_the_workflows_pages_gate_example_is_a_valid_routes_yaml(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[1] / "docs" / "workflows.md").read_text()
+    section = page.split("## A gate before a risky agent", 1)[1].split("\n## ", 1)[0]
+    routes = tmp_path / "routes.yaml"
+    routes.write_text(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    checked = json.loads(baton("check", "-c", str(routes), "--json").out)
+    assert checked["ok"] and checked["problems"] == [], checked
+    assert "gate: person" in section and "within: 2h" in section
 
 
 def test_within_expires_an_awaiting_hand_off_and_a_pass_after_it_is_refused(
