@@ -211,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = cmd("resume", _command("resume"), "let a held route's queued hand-offs go, each once")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
     gated_help = "the hand-off's key (baton history --outcome awaiting --json shows it)"
-    sp = cmd("pass", _command("pass_:pass_command"), "let a hand-off awaiting a person (gate: person) go: "
+    sp = cmd("pass", _command("pass"), "let a hand-off awaiting a person (gate: person) go: "
              "the running daemon types it once its tile is ready (exit 1, nothing changed, when it is not "
              "awaiting)")
     sp.add_argument("handoff", type=non_blank("the hand-off"), help=gated_help)
