@@ -169,6 +169,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = cmd("check", _command("check"), "validate routes.yaml; exit 0 if valid, 1 if not")
     json_flag(sp, "the verdict and every problem")
+    sp.add_argument("--graph", action="store_true",
+                    help="print the tiles and routes as a Mermaid flowchart (GitHub and editors draw it)")
 
     sp = cmd("demo", _command("demo"),
              "a self-contained demo on real tmux panes (no API key, no agents needed)")
@@ -178,6 +180,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--work-s", type=bounded_float(0.1, 10.0), default=1.0,
                     help="how long each demo turn works, 0.1 to 10 seconds (default 1.0)")
     sp.add_argument("--keep", action="store_true", help="leave the demo's tmux server running")
+    sp.add_argument("--ask", action="store_true",
+                    help="the first turn asks permission first (its prompt holds NEEDS_APPROVAL), as a "
+                         "real agent's permission prompt does: answer it with the baton approve (or deny) "
+                         "line the demo prints, or with Approve/Deny in baton web")
 
     target_help = "a tile's name (routes.yaml), or a pane: %%N, session:window.pane or title:NAME"
     sp = cmd("send", _command("send"), "hand text to a tile's agent exactly as the dispatcher "

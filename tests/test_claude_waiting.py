@@ -38,7 +38,7 @@ async def test_a_tile_waiting_on_a_person_shows_why_and_gets_its_hand_off_only_o
     scene.status("waiting", waitingFor=reason)
     config = make_config({"coder": {"pane": scene.pane, "agent": "claude"}}, [])
     [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)  # what `baton status` prints
-    assert row["state"] == f"waiting ({reason})"
+    assert row["state"] == f"waiting: {reason}"
     assert await scene.adapter.target_state() == "busy"
     deliveries: list[Delivery] = []
     text = "HANDOFF: the reviewer asks for a test of parse()"

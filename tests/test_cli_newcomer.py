@@ -151,7 +151,7 @@ def test_a_tile_whose_agent_is_not_running_has_no_last_answer(tmux_server: TmuxS
                                                           "tests": {"pane": other, "agent": "shell"}},
                           [{"from": "coder", "to": "tests"}])
     rows = json.loads(baton("-c", str(config), "status", "--json").out)
-    assert (rows[0]["state"], rows[0]["last_response"]) == ("absent", None), rows[0]
+    assert (rows[0]["state"], rows[0]["last_response"]) == ("absent: bare shell", None), rows[0]
     baton("-c", str(config), "preview", "coder->tests").one_line_error(
         1, "no claude runs in its pane (it shows a bare bash)", "--input FILE")
 
@@ -169,7 +169,7 @@ def test_up_with_an_agent_not_installed_leaves_the_other_tiles_their_panes(tmux_
     created = first.out.split("created", 1)[1].split()[0]
     # removing coder's dead pane would have made tests' pane work:0.0, and work:0.1 nobody's
     rows = {r["tile"]: r for r in json.loads(baton("-c", str(config), "status", "--json").out)}
-    assert (rows["tests"]["pane_id"], rows["tests"]["state"]) == (created, "ready"), (line, rows)
+    assert (rows["tests"]["pane_id"], rows["tests"]["state"]) == (created, "idle"), (line, rows)
     assert rows["coder"]["state"] == "gone" and "exited" in rows["coder"]["error"] \
         and "baton up starts it again" in rows["coder"]["error"], rows["coder"]
     tiles["coder"]["command"] = "sleep 300"

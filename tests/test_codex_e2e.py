@@ -332,7 +332,8 @@ async def test_codex_at_an_approval_prompt_is_waiting_told_once_and_gets_its_han
                                          text="Create the marker file."))
             await until(lambda: webhook.events("waiting"), 60, "the notice of Codex's approval prompt")
             [row] = await tile_status(config, registries, tmux_server.tmux)
-            assert row["state"] == "waiting (permission prompt)"
+            assert row["state"] == "waiting: permission prompt"
+            assert row["waiting_for"].startswith("Would you like to run the following command?\n$ "), row
             adapter = pipeline.tiles["codex"].adapter
             assert isinstance(adapter, CodexAdapter) and adapter.rollout is not None
             last = rollout_events(adapter.rollout)[-2:]  # the function_call, then its token usage record

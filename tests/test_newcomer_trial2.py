@@ -135,8 +135,8 @@ def test_status_has_a_session_column(tmux_server: TmuxServer, tmp_path: Path) ->
     lines = result.out.splitlines()
     assert lines[0].split() == ["TILE", "PANE", "AGENT", "PID", "SESSION", "STATE", "LAST", "ANSWER"], lines
     assert lines[1].split()[:6] == ["coder", claude.pane, "claude", str(rows[0]["agent_pid"]), session[:8],
-                                    "ready"], lines
-    assert lines[2].split()[:6] == ["notes", demo.pane, "demo", str(rows[1]["agent_pid"]), "-", "ready"], \
+                                    "idle"], lines
+    assert lines[2].split()[:6] == ["notes", demo.pane, "demo", str(rows[1]["agent_pid"]), "-", "idle"], \
         lines
     assert f"coder session: {session} ({session_file})" in lines, lines
 

@@ -218,7 +218,8 @@ async def test_real_opencode_at_a_permission_prompt_is_waiting_told_once_and_get
             await until(lambda: webhook.events("waiting"), 60, "the notice of OpenCode's permission prompt")
             assert "Permission required" in tmux_server.capture(oc)
             [row] = await tile_status(config, registries, tmux_server.tmux)
-            assert row["state"] == "waiting (permission prompt)"
+            assert row["state"] == "waiting: permission prompt"
+            assert row["waiting_for"].startswith("Permission required\n"), row
             await pipeline.submit(Prompt(route="handoff", source="reviewer", target="oc", turn_id="h-1",
                                          hop=1, text=handoff))
             await aquiet_for(2.0, "the hand-off typed into the permission dialog")

@@ -5,8 +5,9 @@ rollout), Claude Code followed from its screen (no session file) and Copilot CLI
 Each stand-in is a real pane: a process named like the agent (a copy of ``sleep``) under a shell that draws
 the agent's recorded screens in turn, moving on when the test touches a file — the permission prompt, then
 the idle screen after it, then the prompt again, then idle. The real pipeline runs on it with a webhook on
-127.0.0.1: ``baton status`` says ``waiting (permission prompt)``, a hand-off queued meanwhile is not typed
-into the dialog and is typed once the dialog is gone, and the person is told once per episode.
+127.0.0.1: ``baton status`` says ``waiting: permission prompt`` and what the dialog asks, a hand-off queued
+meanwhile is not typed into the dialog and is typed once the dialog is gone, and the person is told once per
+episode.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Agent:
     kind: str
     dialog: Path
     idle: Path
+    #: what ``baton status --json`` says it asks (``waiting_for``)
+    asks: str = ""
     reason: str = "permission prompt"
     #: Claude Code only: a transcript and no session file (versions before it), so the files are followed
     transcript: bool = False
@@ -63,19 +66,26 @@ class Agent:
         return {"HOME": str(tmp), **homes[self.kind]}
 
 
+CLAUDE_197_ASKS = "Do you want to proceed?\nBash command: touch perm_marker.txt && ls"
 AGENTS = {
-    "opencode": Agent("opencode", OPENCODE / "screen_permission_prompt.txt", OPENCODE / "screen_done.txt"),
-    "codex": Agent("codex", CODEX / "screen_approval.txt", CODEX / "screen_after_approval.txt"),
+    "opencode": Agent("opencode", OPENCODE / "screen_permission_prompt.txt", OPENCODE / "screen_done.txt",
+                      "Permission required\n← Access external directory /etc"),
+    "codex": Agent("codex", CODEX / "screen_approval.txt", CODEX / "screen_after_approval.txt",
+                   "Would you like to run the following command?\n"
+                   "$ touch APPROVAL_PROBE.txt && echo PROBE_TOOL_OK"),
     "claude-2.1.197": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
-                            CLAUDE_197 / "screen_done.txt"),
+                            CLAUDE_197 / "screen_done.txt", CLAUDE_197_ASKS),
     "claude-2.1.332": Agent("claude", CLAUDE_332 / "screen_permission_prompt.txt",
-                            CLAUDE_332 / "screen_done.txt"),
+                            CLAUDE_332 / "screen_done.txt",
+                            "Do you want to proceed?\nTool use: Agent(Survey the project)"),
     "claude-auto-mode": Agent("claude", CLAUDE_332 / "screen_auto_mode_dialog.txt",
-                              CLAUDE_332 / "screen_done.txt", reason="dialog open"),
+                              CLAUDE_332 / "screen_done.txt", "Auto mode can't check actions in this session",
+                              reason="dialog open"),
     "copilot": Agent("copilot", COPILOT / "screen_09_approval_prompt.txt",
-                     COPILOT / "screen_10_tool_approved_done.txt"),
+                     COPILOT / "screen_10_tool_approved_done.txt",
+                     "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
     "claude-transcript-only": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
-                                    CLAUDE_197 / "screen_done.txt", transcript=True),
+                                    CLAUDE_197 / "screen_done.txt", CLAUDE_197_ASKS, transcript=True),
 }
 
 
@@ -163,7 +173,7 @@ async def test_a_tile_at_a_permission_prompt_says_so_waits_for_its_hand_off_and_
         config = make_config({"agent": {"pane": scene.pane, "agent": agent.kind}}, [],
                              notify=[{"kind": "webhook", "url": f"{webhook.url}/hook"}])
         [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)  # what `baton status` prints
-        assert row["state"] == f"waiting ({agent.reason})", row
+        assert (row["state"], row["waiting_for"]) == (f"waiting: {agent.reason}", agent.asks), row
         if agent.kind == "claude":  # followed from its files (a transcript) or from its screen
             assert (row["transcript"] is not None) == agent.transcript
         deliveries: list[Delivery] = []
@@ -189,7 +199,7 @@ async def test_a_tile_at_a_permission_prompt_says_so_waits_for_its_hand_off_and_
             assert [(d.state, d.attempts) for d in deliveries] == [("delivered", 1)]
             assert tmux_server.capture(scene.pane).count(f"● got: {text}") == 1
             [row] = await tile_status(config, REGISTRIES, tmux_server.tmux)
-            assert not row["state"].startswith("waiting")
+            assert not row["state"].startswith("waiting") and row["waiting_for"] is None, row
             await until(lambda: looks[-1] is None, 15, "the follower to see the dialog gone")
             assert set(looks) == {agent.reason, None}
             scene.next()  # a second episode: a second notice

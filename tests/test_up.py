@@ -74,7 +74,7 @@ def test_status_shows_agent_transcript_state_and_last_answer(tmux_server: TmuxSe
     assert (a["agent"], a["pane_id"], a["state"]) == (
         "demo",
         pane,
-        "ready",
+        "idle",
     )  # agent: auto found the demo agent
     assert a["agent_pid"] and a["transcript"].endswith(f"{a['agent_pid']}.jsonl")
     assert a["last_response"].startswith('Draft 1 by a, answering "plan the release"')

@@ -9,7 +9,6 @@ page must follow — within a generous timeout, never a wall-clock assertion (be
 from __future__ import annotations
 
 import json
-import os
 import stat
 import threading
 from pathlib import Path
@@ -25,35 +24,13 @@ from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.events import Completion, Prompt
 from tests.support.agents import read_log
 from tests.support.bus import NatsServer
-from tests.support.claude import Scene, text
+from tests.support.claude import Scene
 from tests.support.cli import baton, write_routes
 from tests.support.polling import wait_for
 from tests.support.standin_targets import StandinTarget
 from tests.support.tmux import TmuxServer
 from tests.support.web import WebServer, request, start_web
-
-#: an answer that would run script if the page ever treated agent text as HTML
-HOSTILE = ('Done. <script>window.pwned = "script"</script> <img src=x onerror="window.pwned = \'img\'"> '
-           '<a href="javascript:window.pwned = \'link\'">details</a>')
-
-
-def _board(tmux_server: TmuxServer, tmp_path: Path) -> tuple[Scene, Path]:
-    """A Claude tile (idle, its last answer HOSTILE), a shell tile, a tile whose pane is gone."""
-    scene = Scene(tmux_server, tmp_path)
-    scene.status("idle")
-    tx = scene.transcript()
-    tx.prompt("summarise the page")
-    tx.write(tx.line({"type": "assistant", "message": {
-        "id": "msg_1", "model": "claude-sonnet-4-5-20250929", "role": "assistant", "stop_reason": "end_turn",
-        "content": [text(HOSTILE)], "usage": {"input_tokens": 1200, "output_tokens": 300}}}))
-    tx.end()
-    shell = tmux_server.new_pane()
-    config = write_routes(tmp_path, tmux_server.socket, {
-        "coder": {"pane": scene.pane, "agent": "claude"},
-        "reviewer": {"pane": shell, "agent": "shell"},
-        "ghost": {"pane": "%999", "agent": "claude"},
-    }, [{"from": "coder", "to": "reviewer"}, {"name": "back", "from": "reviewer", "to": "coder"}])
-    return scene, config
+from tests.support.web_board import HOSTILE, board, colour, tile
 
 
 def _web(tmux_server: TmuxServer, tmp_path: Path, config: Path, scene: Scene | None = None) -> WebServer:
@@ -111,15 +88,11 @@ def test_the_token_guards_page_stream_and_actions_and_other_sites_are_refused(
     refused.one_line_error(2, "--public", "TLS")
 
 
-def _tile(page: Any, name: str) -> Any:
-    return page.locator(f'article[data-tile="{name}"]')
-
-
 @pytest.mark.tmux
 def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
     tmux_server: TmuxServer, tmp_path: Path, browser: Any
 ) -> None:
-    scene, config = _board(tmux_server, tmp_path)
+    scene, config = board(tmux_server, tmp_path)
     web = _web(tmux_server, tmp_path, config, scene)
     try:
         page = browser.new_page(viewport={"width": 390, "height": 844})
@@ -127,28 +100,26 @@ def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(web.url)
         for name, kind in (("coder", "idle"), ("reviewer", "idle"), ("ghost", "gone")):
-            _tile(page, name).and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=20_000)
-        answer = _tile(page, "coder").locator(".answer")
+            tile(page, name).and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=20_000)
+        answer = tile(page, "coder").locator(".answer")
         answer.filter(has_text="<script>").wait_for(timeout=20_000)
         assert answer.text_content() == HOSTILE
         assert page.evaluate("window.pwned") is None  # nothing ran
         assert page.locator("main script, main img, main a, main iframe").count() == 0
         # a page's CSP forbids eval: Playwright waits with locators, not wait_for_function
-        _tile(page, "coder").locator(".usage").filter(has_text="1.5k tokens · $0.01").wait_for(timeout=20_000)
-        assert _tile(page, "coder").locator(".ask").is_hidden()
+        tile(page, "coder").locator(".usage").filter(has_text="1.5k tokens · $0.01").wait_for(timeout=20_000)
+        assert tile(page, "coder").locator(".ask").is_hidden()
         assert page.locator("#routes li").all_text_contents()[1].startswith("back (reviewer → coder)")
 
         for status, kind in (("busy", "working"), ("waiting", "waiting"), ("idle", "idle")):
             scene.status(status, **({"waitingFor": "permission prompt"} if status == "waiting" else {}))
-            _tile(page, "coder").and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=10_000)
+            tile(page, "coder").and_(page.locator(f'[data-kind="{kind}"]')).wait_for(timeout=10_000)
             if kind == "waiting":
-                assert _tile(page, "coder").locator(".state").text_content() == "waiting: permission prompt"
-                assert _tile(page, "coder").locator(".ask button").all_text_contents() == ["Approve", "Deny"]
+                assert tile(page, "coder").locator(".state").text_content() == "waiting: permission prompt"
+                assert tile(page, "coder").locator(".ask button").all_text_contents() == ["Approve", "Deny"]
                 shot = tmp_path / "web-board-390x844.png"
                 page.screenshot(path=str(shot), full_page=True)
                 print(f"screenshot at phone width: {shot}")
-                if os.environ.get("BATON_WEB_SCREENSHOT"):
-                    page.screenshot(path=os.environ["BATON_WEB_SCREENSHOT"], full_page=True)
         assert page.evaluate("window.pwned") is None and errors == []
 
         # a hand-off that failed: listed with a Retry button, whose outcome the page shows
@@ -163,9 +134,9 @@ def test_the_page_follows_the_tiles_and_shows_agent_text_as_text(
         failed = page.locator('#recent li[data-state="failed"]')
         failed.filter(has_text="the pane was gone").wait_for(timeout=20_000)
         assert failed.get_attribute("data-key") == "coder->reviewer@claude:s:k1"
-        _tile(page, "coder").locator(".handoff").filter(has_text="→reviewer failed").wait_for(timeout=20_000)
+        tile(page, "coder").locator(".handoff").filter(has_text="→reviewer failed").wait_for(timeout=20_000)
         failed.locator("button", has_text="Retry").click()
-        said = page.locator("#outcome").filter(has_text="retry coder->reviewer@claude:s:k1:")
+        said = page.locator("#outcome").filter(has_text="Retry coder->reviewer@claude:s:k1:")
         said.wait_for(timeout=20_000)
         print(f"the page said: {said.text_content()}")
         page.close()
@@ -187,22 +158,34 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
     try:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(web.url)
-        _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
+        tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
         tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
-        _tile(page, "b").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
-        _tile(page, "b").locator("button.approve").click()
-        page.locator("#outcome.ok").filter(has_text="approve b:").wait_for(timeout=20_000)
+        tile(page, "b").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
+        # what it asks, next to Approve and Deny: the frame's waiting_for, as text
+        asked = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"][0]["waiting_for"]
+        assert asked and tile(page, "b").locator(".ask .asks").text_content() == asked
+        assert "Do you want to proceed?" in asked and "touch" in asked, asked  # the dialog's words
+        tile(page, "b").locator("button.approve").click()
+        page.locator("#outcome.ok").filter(has_text="Approve b:").wait_for(timeout=20_000)
         wait_for(lambda: [r["approval"] for r in read_log(standin.log) if "approval" in r] == ["approved"],
                  what="the stand-in approved")
         wait_for(lambda: "answer to: NEEDS_APPROVAL" in tmux_server.capture(standin.pane), what="it went on")
-        went_on = _tile(page, "b").locator(".answer").filter(has_text="answer to: NEEDS_APPROVAL")
+        went_on = tile(page, "b").locator(".answer").filter(has_text="answer to: NEEDS_APPROVAL")
         went_on.wait_for(timeout=20_000)
-        _tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
+        tile(page, "b").and_(page.locator('[data-kind="idle"]')).wait_for(timeout=20_000)
 
-        _tile(page, "b").locator("input[name=text]").fill("hello from the page")
-        _tile(page, "b").locator(".send button").click()
-        page.locator("#outcome.ok").filter(has_text="send b:").wait_for(timeout=20_000)
+        tile(page, "b").locator("button.open-send").click()
+        tile(page, "b").locator("input[name=text]").fill("hello from the page")
+        tile(page, "b").locator(".send button").click()
+        page.locator("#outcome.ok").filter(has_text="Send b:").wait_for(timeout=20_000)
         wait_for(lambda: "hello from the page" in standin.messages(), what="the prompt typed")
+        assert tile(page, "b").locator(".send").is_hidden()  # folded again once sent
+        # the list says who to whom, the prompt's first line, and the outcome in its colour
+        sent = page.locator('#recent li[data-word="delivered"]').filter(has_text="send → b")
+        sent.wait_for(timeout=20_000)
+        assert sent.locator(".prompt").text_content() == "hello from the page"
+        idle = tile(page, "b").and_(page.locator('[data-kind="idle"]')).locator(".state")
+        assert colour(sent.locator(".st")) == colour(idle)  # delivered: the idle tile's green
 
         route = page.locator('#routes li[data-route="b->sh"]')
         route.locator("button", has_text="Hold").click()

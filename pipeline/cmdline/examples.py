@@ -34,6 +34,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("baton demo", "two demo agents hand work to each other, 4 times"),
         ("baton demo --handoffs 10 --work-s 0.2", "more hand-offs, quicker turns"),
         ("baton demo --keep", "leave its tmux server to look at (tmux -L <name> attach)"),
+        ("baton demo --ask", "alice asks first: answer with the baton approve line it prints"),
         ("baton demo -L mydemo", "its tmux server named mydemo (a new one: a running server is refused)"),
     ],
     "send": [

@@ -10,6 +10,7 @@ from pipeline.cmdline.config import config_path, load, no_config_here
 from pipeline.cmdline.output import json_text
 from pipeline.plugin.manager import load_registries
 from pipeline.system.text import count
+from pipeline.views.route_graph import mermaid
 
 __all__ = ["check_command"]
 
@@ -22,6 +23,9 @@ def check_command(args: argparse.Namespace) -> int:
         config, warnings = load(args, load_registries())
         if config is None:
             return 1
+        if args.graph:
+            print(mermaid(config), end="")
+            return 0
         print(f"{config.path}: ok — {count(len(config.tiles), 'tile')}, {count(len(config.routes), 'route')}"
               + (f", {count(len(warnings), 'warning')}" if warnings else ""))
         print(f"limits: max_hops {config.settings.hop_limit}"
@@ -33,6 +37,8 @@ def check_command(args: argparse.Namespace) -> int:
         config, problems = load_config(path, load_registries())
         out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes),
                "limits": {"max_hops": config.settings.hop_limit, "max_per_hour": config.rate_limits()}}
+        if args.graph:
+            out["graph"] = mermaid(config)
     except ConfigError as exc:
         problems, out = exc.problems, {"file": str(path), "ok": False}
         if args.config is None and not path.exists():

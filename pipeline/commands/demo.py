@@ -2,7 +2,10 @@
 
 Needs no API key and no agent installed: the agents are ``plugins.demo.agent``, run by this Python. The
 demo stops by itself after ``handoffs`` hand-offs (that is its ``max_hops``) and kills only the tmux server
-it started. Ctrl-C (or SIGTERM, SIGHUP: a closed terminal) stops it early: it cleans up as ever (a second
+it started. With ``ask`` its first prompt holds ``NEEDS_APPROVAL``: alice asks before she works, as a real
+agent's permission prompt does, and the demo says what she asks and how to answer — ``baton approve`` (or
+``deny``) with the routes.yaml it writes for its tiles, or the page of ``baton web`` on it.
+Ctrl-C (or SIGTERM, SIGHUP: a closed terminal) stops it early: it cleans up as ever (a second
 Ctrl-C does not cut that short), and :class:`DemoProgress` says how far it got and what it leaves; ``baton
 demo`` exits with status 128 + the signal's number (130 for Ctrl-C).
 """
@@ -30,6 +33,7 @@ from pipeline.engine.journal import Journal, JournalUnusable, check_folder
 from pipeline.engine.runtime import Pipeline
 from pipeline.plugin.events import Completion, Delivery, Prompt
 from pipeline.plugin.manager import load_registries
+from pipeline.plugin.screen import ScreenDialogs
 from pipeline.spool import spool_dir
 from pipeline.system import proc
 from pipeline.system.tmux import Tmux, TmuxError
@@ -37,6 +41,12 @@ from pipeline.system.tmux import Tmux, TmuxError
 __all__ = ["DemoProgress", "demo_command", "run_demo"]
 
 FIRST_PROMPT = "Plan a small feature: a --version flag for our CLI.\nKeep it to two steps."
+#: what makes the demo agent ask before it works (``APPROVAL`` in plugins/demo/agent.py)
+ASKS = "\nNEEDS_APPROVAL: ask before you touch a file."
+#: the reviewer's route: its answer, framed for the writer
+REVISE = "The reviewer ({source}) says:\n{response}\nRevise the plan."
+#: how long a demo that asks may wait for its answer (a person reads, decides, types)
+ASK_TIMEOUT_S = 900.0
 
 
 @dataclass
@@ -65,10 +75,11 @@ class DemoProgress:
 
 async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False, timeout_s: float = 90.0,
                    out: Callable[[str], None] = print, progress: DemoProgress | None = None,
-                   tmux: Tmux | None = None) -> int:
+                   tmux: Tmux | None = None, ask: bool = False) -> int:
     """The demo; 0 when it made its hand-offs, 1 when not, 128 + the signal's number when one stopped it
     (``progress`` says how far it got). Runs in the main thread: it listens for the signals itself.
-    ``tmux``: the server to start (default: a private name); no server may run there yet."""
+    ``tmux``: the server to start (default: a private name); no server may run there yet. ``ask``: the
+    first turn asks a person first (and the demo waits up to :data:`ASK_TIMEOUT_S` for the answer)."""
     progress = progress or DemoProgress()
     status = 0
     with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:  # each one from here on: not raised
@@ -82,7 +93,8 @@ async def run_demo(*, handoffs: int = 4, work_s: float = 1.0, keep: bool = False
                     tg.cancel_scope.cancel()
 
             tg.start_soon(_stop_on_signal, signals, tg.cancel_scope, progress)
-            status = await _demo(handoffs, work_s, keep, timeout_s, say, progress, tmux)
+            status = await _demo(handoffs, work_s, keep, max(timeout_s, ASK_TIMEOUT_S) if ask else timeout_s,
+                                 say, progress, tmux, ask)
             tg.cancel_scope.cancel()
     return status if progress.stopped_by is None else 128 + progress.stopped_by
 
@@ -102,7 +114,7 @@ async def _stop_on_signal(signals: AsyncIterator[signal.Signals], scope: anyio.C
 
 
 async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out: Callable[[str], None],
-                progress: DemoProgress, tmux: Tmux | None) -> int:
+                progress: DemoProgress, tmux: Tmux | None, ask: bool) -> int:
     try:  # the hooks' spool is in the state folder; the demo's own files in a temporary one
         check_folder(spool_dir())
         home = tempfile.mkdtemp(prefix="baton-demo-")
@@ -142,7 +154,7 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
                         "to": "alice",
                         "transform": {
                             "type": "template",
-                            "template": "The reviewer ({source}) says:\n{response}\nRevise the plan.",
+                            "template": REVISE,
                         },
                     }
                 ),
@@ -167,14 +179,18 @@ async def _demo(handoffs: int, work_s: float, keep: bool, timeout_s: float, out:
             latency = (time.monotonic() - handed_at.get(event.prompt.turn_id, time.monotonic())) * 1000
             out(f"hand-off {len(seen)}: {event.prompt.source} -> {event.prompt.target} "
                 f"({event.state}, hop {event.prompt.hop}, {latency:.0f} ms after the turn was seen): "
-                f"{_first_line(event.prompt.text)}")
+                f"{_first_line(_answer_in(event.prompt))}")
 
         pipeline = Pipeline(config, load_registries(), tmux, report=report,
                             journal=Journal(os.path.join(home, "journal.sqlite3")))
         with anyio.move_on_after(timeout_s):
             async with anyio.create_task_group() as tg:
                 await tg.start(pipeline.run)
-                await pipeline.submit(Prompt(route="seed", source="you", target="alice", text=FIRST_PROMPT,
+                if ask:
+                    answer = _how_to_answer(_write_routes(home, config), tmux)
+                    tg.start_soon(_tell_what_they_ask, pipeline, out, answer)
+                first = FIRST_PROMPT + (ASKS if ask else "")
+                await pipeline.submit(Prompt(route="seed", source="you", target="alice", text=first,
                                              turn_id="seed", hop=0))
                 await done.wait()
                 tg.cancel_scope.cancel()
@@ -206,6 +222,47 @@ async def _wait_for_agents(tmux: Tmux, panes: list[str], timeout_s: float = 15.0
                 await anyio.sleep(0.05)
 
 
+def _write_routes(home: str, config: Config) -> str:
+    """A routes.yaml naming the demo's tiles by their panes, for ``baton approve``, ``deny`` and ``web``
+    from another terminal; its path."""
+    path = os.path.join(home, "routes.yaml")
+    tiles = "".join(f"  {name}: {{pane: \"{tile.pane}\", agent: demo}}\n"
+                    for name, tile in config.tiles.items())
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"version: 1\ntiles:\n{tiles}")
+    return path
+
+
+def _how_to_answer(routes: str, tmux: Tmux) -> Callable[[str], str]:
+    """What to type to answer a tile's prompt, from another terminal or a browser."""
+    where = f"-c {shlex.quote(routes)} {tmux.describe().removeprefix('tmux ')}"
+    return lambda tile: (f"  answer it: baton approve {tile} {where}  (baton deny {tile} … refuses it), "
+                         f"or with Approve/Deny on the page of: baton web {where}")
+
+
+async def _tell_what_they_ask(pipeline: Pipeline, out: Callable[[str], None],
+                              answer: Callable[[str], str]) -> None:
+    """Say what each agent asks a person, once per prompt, with how to answer it; and when it was answered."""
+    said: dict[str, str | None] = {}
+    while True:
+        for name, runtime in pipeline.tiles.items():
+            adapter = runtime.adapter
+            asks = await adapter.asked_now() if isinstance(adapter, ScreenDialogs) else None
+            if asks != said.get(name):
+                if asks:
+                    out(f"{name} waits for you: {asks}")
+                    out(answer(name))
+                elif said.get(name):
+                    out(f"{name} was answered")
+                said[name] = asks
+        await anyio.sleep(0.2)
+
+
+def _answer_in(prompt: Prompt) -> str:
+    """The source's answer a hand-off carries, without the words the reviewer's route frames it in."""
+    return prompt.text.removeprefix(REVISE.split("{response}")[0].format(source=prompt.source))
+
+
 def _first_line(text: str, width: int = 70) -> str:
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= width else line[: width - 1] + "…"
@@ -228,7 +285,7 @@ def demo_command(args: argparse.Namespace) -> int:
     progress = DemoProgress()
     try:
         status = anyio.run(lambda: run_demo(handoffs=args.handoffs, work_s=args.work_s, keep=args.keep,
-                                            progress=progress, tmux=tmux))
+                                            progress=progress, tmux=tmux, ask=args.ask))
     except KeyboardInterrupt:  # a Ctrl-C before the demo listened for it (or after)
         progress.stopped_by, status = signal.SIGINT, 130
     # the demo is over and baton only exits from here: a Ctrl-C now would end that in a traceback of

@@ -11,16 +11,18 @@ import os
 import shutil
 import sqlite3
 import sys
-from dataclasses import asdict
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
 from pipeline.engine.gate_journal import gate_fields
+from pipeline.engine.join_journal import Group, JoinBook
 from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
 from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
 
-__all__ = ["action_row", "history_command", "history_rows", "record_row"]
+__all__ = ["action_row", "group_row", "history_command", "history_rows", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
@@ -38,9 +40,35 @@ def action_row(action: ActionRecord) -> dict[str, Any]:
             "host": action.host, "created": action.created, "updated": action.updated}
 
 
+def group_row(group: Group) -> dict[str, Any]:
+    """A join's group still joining, as a row of the same table: keyed as its hand-off will be
+    (``route@<group>``), state ``joining``, ``joining`` its progress (``1 of 2: security``: the table shows
+    ``joining (1 of 2: security)``), ``group`` its answers so far (docs/json.md)."""
+    until = time.strftime("%H:%M:%S", time.localtime(group.deadline)) if group.deadline else ""
+    deadline = f" (until {until})" if until else ""
+    return {"kind": "join", "key": f"{group.route}@{group.id}", "route": group.route,
+            "source": ",".join(group.sources), "target": group.target, "turn_id": group.id,
+            "hop": group.hop + 1, "state": "joining", "joining": group.progress, "response": None,
+            "prompt": None, "attempts": 0, "last_error": "", "pane": None, "usage": None,
+            "note": f"waiting for {', '.join(group.missing)}{deadline}",
+            "group": {"id": group.id, "answered": group.answered, "missing": group.missing,
+                      "needs": group.needs, "deadline": group.deadline},
+            "created": group.started, "updated": group.started}
+
+
+def _group_rows(journal: Journal, match: HistoryFilter) -> list[dict[str, Any]]:
+    """The joining groups that ``match`` (``--tile``: a source of the group, or its target)."""
+    rows = [group_row(g) for g in JoinBook(journal).in_state("joining")]
+    anywhere = replace(match, tile=None)
+    return [row for row in rows if anywhere.matches(row) and (
+        match.tile is None or match.tile in (*row["group"]["answered"], *row["group"]["missing"],
+                                             *row["target"].split(",")))]
+
+
 def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
-    """The latest ``limit`` hand-offs and actions that ``match``, oldest first."""
+    """The latest ``limit`` hand-offs, joining groups and actions that ``match``, oldest first."""
     rows = gate_fields(journal, [record_row(r) for r in journal.history(limit, match)])
+    rows += _group_rows(journal, match)
     actions = map(action_row, journal.actions(limit, match.since))
     rows += [row for row in actions if _action_matches(match, row)]
     rows.sort(key=lambda row: (row["created"], row["key"]))

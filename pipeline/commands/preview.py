@@ -26,7 +26,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 
@@ -60,6 +60,8 @@ class PreviewResult:
     skipped: str | None = None
     #: ``text`` is the request an AI transform would send (``--dry-run``), not a prompt
     request: bool = False
+    #: the tile it would go to (a choosing route's pick, else the route's first target)
+    target: str | None = None
 
 
 def find_route(config: Config, name: str) -> Route:
@@ -109,7 +111,17 @@ async def preview_route(config: Config, registries: Registries, tmux: Tmux, rout
         return PreviewResult("", notes, skipped=str(exc))
     except Exception as exc:  # a plugin's bug: run records the hand-off failed, with these words
         return PreviewResult("", notes, skipped=_failed(route, exc))
-    return _as_typed(result, notes)
+    if route.fans_out:
+        notes.append(f"route {route.label} fans out to {', '.join(route.targets)}: this is {data.target}'s")
+    if route.chooses is None:
+        return replace(_as_typed(result, notes), target=data.target)
+    chosen = router.chosen(route, result)
+    if chosen is None:
+        return PreviewResult("", notes, skipped=f"{result.note}; no tile was chosen and the route has no "
+                                                "default:")
+    target, why = chosen
+    notes.append(f"to {target}: {why}")
+    return replace(_as_typed(replace(result, note=""), notes), target=target)
 
 
 async def _answer_for(config: Config, tiles: dict[str, TileRuntime], route: Route, answer: str | None,
@@ -211,7 +223,8 @@ def preview_command(args: argparse.Namespace) -> int:
         print(f"baton preview: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json_text({"route": route.label, "from": route.from_, "to": route.to,
+        print(json_text({"route": route.label, "from": route.from_,
+                         "to": result.target if route.chooses else route.to,
                          "transform": route.transform_type, "fires": result.skipped is None,
                          "text": result.text if result.skipped is None else None,
                          "skipped": result.skipped, "request": result.request, "notes": result.notes}))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from pipeline.engine.config_checks import DEFAULT_MAX_HOPS, KNOWN_SHOWN, semantic_problems
 from pipeline.engine.config_positions import ConfigError, Positions, Problem, pydantic_problems
@@ -97,7 +97,7 @@ def duration_s(text: str) -> float:
 class Choose(Strict):
     """``to: {choose: [a, b], default: a}``: a model picks one of the tiles (an ``ai-routing`` transform)."""
 
-    choose: list[str] = Field(min_length=1)
+    choose: list[str]  # an empty one is config_workflows' to say
     #: where the hand-off goes when the model cannot choose (no key, a timeout, a failure, a name not listed)
     default: str | None = None
 
@@ -105,12 +105,25 @@ class Choose(Strict):
 JoinMode = Literal["all", "any"]
 
 
+def _end_kind(value: object) -> str:
+    """Which shape a ``from:``/``to:`` value has: pydantic then checks that one alone (an error names
+    the mistake, not every shape the value is not)."""
+    if isinstance(value, dict | Choose):
+        return "choice"
+    return "list" if isinstance(value, list) else "one"
+
+
 class Route(Strict):
     name: str | None = None
     #: one tile, or a list of tiles: a join (one hand-off once the group of answers is complete)
-    from_: str | list[str] = Field(alias="from")
+    from_: Annotated[
+        Annotated[str, Tag("one")] | Annotated[list[str], Tag("list")], Discriminator(_end_kind)
+    ] = Field(alias="from")
     #: one tile, a list of tiles (a fan-out: one hand-off per target), or ``{choose: [...]}``
-    to: str | list[str] | Choose
+    to: Annotated[
+        Annotated[str, Tag("one")] | Annotated[list[str], Tag("list")] | Annotated[Choose, Tag("choice")],
+        Discriminator(_end_kind),
+    ]
     on: Literal["completed", "failed", "any"] = "completed"
     match: str | None = None
     transform: str | dict[str, Any] = "raw"
@@ -118,13 +131,30 @@ class Route(Strict):
     #: None: ``settings.max_per_hour``
     max_per_hour: int | None = Field(default=None, gt=0, strict=True)
     #: a join's rule: ``all`` (the default for a list in ``from:``), ``any``, or N (the first N answers)
-    join: JoinMode | int | None = Field(default=None, union_mode="left_to_right")
+    join: JoinMode | int | None = None
     #: how long a join's started group (or a gated hand-off) waits; then ``on_timeout`` (a gate: expired)
     within: str | None = None
     #: a join whose ``within:`` passed: ``hand-on`` what came (saying who did not answer), or ``drop`` it
     on_timeout: Literal["hand-on", "drop"] = "hand-on"
     #: ``person``: the hand-off waits, transformed and journaled ``awaiting``, until a person passes it
     gate: Literal["person"] | None = None
+
+    @field_validator("join", mode="plain")
+    @classmethod
+    def _a_join(cls, join: object) -> object:
+        if join is None or join in ("all", "any") or (type(join) is int and join > 0):
+            return join
+        if type(join) is int:
+            raise ValueError(f"join: {join} answers is none: give all, any or a number from 1")
+        raise ValueError(f"join: {join!r} is not all, any or a number of answers")
+
+    @field_validator("gate", mode="before")
+    @classmethod
+    def _a_gate(cls, gate: object) -> object:
+        if gate is not None and gate != "person":
+            raise ValueError(f"gate: {gate!r} is not a gate; `gate: person` makes each hand-off wait for a "
+                             "person (baton pass / baton drop)")
+        return gate
 
     @field_validator("within")
     @classmethod
@@ -152,7 +182,8 @@ class Route(Strict):
         hand-off: its target is decided when it fires."""
         if self.fans_out:
             return [(target, target) for target in self.targets]
-        return [(self.targets[0], "")]
+        choice = self.chooses
+        return [(choice.default if choice is not None and choice.default else self.targets[0], "")]
 
     @property
     def chooses(self) -> Choose | None:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.engine.config_positions import Positions, Problem, dotted, message
+from pipeline.engine.config_workflows import end_paths, workflow_problems
 from pipeline.engine.hosts import crossing_problems
 from pipeline.system.jsonl import json_list, json_object
 
@@ -87,24 +88,27 @@ def _route_problems(
 def _endpoint_problems(
     i: int, route: dict[str, Any], tiles: dict[str, Any], positions: Positions, edges: list[tuple[str, str]]
 ) -> list[Problem]:
-    """``from`` and ``to`` name defined tiles and differ; a sound route becomes an edge of the graph."""
+    """``from`` and ``to`` (a tile, a list of tiles, or a choice's) name defined tiles and differ; each
+    sound pair of ends becomes an edge of the graph."""
     problems: list[Problem] = []
+    ends = {key: end_paths(("routes", i), route, key) for key in ("from", "to")}
+    for key, named in ends.items():
+        for path, tile in named:
+            if tile not in tiles:
+                problems.append(positions.problem(path, _unknown_tile(tile, i, key, tiles)))
     src, dst = route.get("from"), route.get("to")
-    for key, tile in (("from", src), ("to", dst)):
-        if isinstance(tile, str) and tile not in tiles:
-            problems.append(positions.problem(("routes", i, key), _unknown_tile(tile, i, key, tiles)))
     if isinstance(src, str) and src == dst:
         problems.append(positions.problem(("routes", i, "to"), f"route goes from tile {src!r} to itself"))
-    elif isinstance(src, str) and isinstance(dst, str) and src in tiles and dst in tiles:
-        edges.append((src, dst))
-    return problems
+    elif not problems:
+        edges.extend((a, b) for _, a in ends["from"] for _, b in ends["to"] if a != b)
+    return problems + workflow_problems(i, route, tiles, positions)
 
 
 def _name_problems(
     i: int, route: dict[str, Any], positions: Positions, names_seen: dict[str, int]
 ) -> list[Problem]:
     """A route's name (given, or ``from->to``) is unique: the journal and the board tell routes apart."""
-    label = route.get("name") or f"{route.get('from')}->{route.get('to')}"
+    label = route.get("name") or _arrow(route)
     if not isinstance(label, str):
         return []
     problems: list[Problem] = []
@@ -118,6 +122,15 @@ def _name_problems(
         )
     names_seen.setdefault(label, i)
     return problems
+
+
+def _arrow(route: dict[str, Any]) -> str:
+    """A route's default label as :attr:`pipeline.engine.config.Route.arrow` writes it."""
+    def side(value: Any) -> str:
+        if isinstance(value, dict):
+            return "|".join(str(v) for v in value.get("choose") or [])
+        return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    return f"{side(route.get('from'))}->{side(route.get('to'))}"
 
 
 def _cycle_warnings(edges: list[tuple[str, str]], positions: Positions) -> list[Problem]:
@@ -234,7 +247,7 @@ def _cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
     :data:`CYCLES_SHOWN` of them within :data:`CYCLE_STEPS` steps. Iterative: a chain of thousands of
     tiles does not exhaust the stack."""
     graph: dict[str, list[str]] = {}
-    for a, b in edges:
+    for a, b in dict.fromkeys(edges):  # two routes between the same tiles are one edge of the cycle
         graph.setdefault(a, []).append(b)
     found: list[list[str]] = []
     steps = 0

@@ -148,6 +148,9 @@ def pydantic_problems(exc: ValidationError, positions: Positions) -> list[Proble
         loc = [_ALIASES.get(p, p) if isinstance(p, str) else p for p in err["loc"]]
         # a union (str | dict) reports one error per member; the first member's branch name is noise
         loc = [p for p in loc if p not in ("str", "dict[str,any]", "function-after[...]")]
+        # a route end's shape (pipeline.engine.config: one tile, a list, a choice) is a tag, not a key
+        if len(loc) > 2 and loc[0] == "routes" and loc[2] in ("from", "to") and len(loc) > 3:
+            loc = [*loc[:3], *loc[4:]] if loc[3] in ("one", "list", "choice") else loc
         kind = err["type"]
         if kind == "extra_forbidden":
             problems.append(positions.problem(loc, f"unknown key {loc[-1]!r}", key=True))

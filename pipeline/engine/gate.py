@@ -26,7 +26,7 @@ from functools import partial
 import anyio
 
 from pipeline.engine.config import Route
-from pipeline.engine.gate_journal import awaiting, decide, mark_notified
+from pipeline.engine.gate_journal import awaiting, decide, expires_after, mark_notified
 from pipeline.engine.journal import FINAL_STATES, Journal
 from pipeline.engine.notify import Notifier
 from pipeline.plugin.events import Prompt
@@ -96,7 +96,7 @@ class Gate:
             if target not in self.tiles:
                 continue  # another host's tile: that host's daemon tells and expires
             route = self.routes.get(label)
-            within = route.within_s if route is not None else None
+            within = expires_after(route) if route is not None else None
             if route is not None and within is not None:
                 if created + within <= now:
                     await self._expire(key, target, f"within {route.within}")

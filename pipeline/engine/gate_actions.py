@@ -14,7 +14,7 @@ import time
 
 from pipeline.engine.action_kinds import Action, ActionResult
 from pipeline.engine.config import Config
-from pipeline.engine.gate_journal import decide
+from pipeline.engine.gate_journal import decide, expires_after
 from pipeline.engine.hosts import tile_host
 from pipeline.engine.journal import Journal
 from pipeline.system.text import sanitize
@@ -36,7 +36,7 @@ def gate_action(action: Action, config: Config, journal: Journal, here: str) -> 
         return ActionResult(False, f"hand-off {key} is on its way to host {tile_host(tile, here)} (the bus "
                             f"has not taken it yet): {verb} it once it is there; nothing changed")
     route = next((r for r in config.routes if r.label == record.route), None)
-    within = route.within_s if route is not None else None
+    within = expires_after(route) if route is not None else None
     if route is not None and within is not None and record.created + within <= time.time():
         decide(journal, key, "expired", f"within {route.within}")
         return ActionResult(False, f"hand-off {key} expired (route {route.label}'s within: {route.within} "

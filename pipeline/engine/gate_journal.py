@@ -18,11 +18,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from pipeline.engine.config import Route
 from pipeline.engine.journal import HandoffState, Journal, digest
 from pipeline.system.logs import redact
 
-__all__ = ["DECISIONS", "Decision", "GateRecord", "awaiting", "decide", "gate_fields", "gates_of",
-           "mark_notified"]
+__all__ = ["DECISIONS", "Decision", "GateRecord", "awaiting", "decide", "expires_after", "gate_fields",
+           "gates_of", "mark_notified"]
 
 Decision = Literal["passed", "dropped", "expired"]
 #: the hand-off's state after each decision
@@ -43,6 +44,12 @@ class GateRecord:
     decided_at: float | None
     #: the prompt before a person's edit (``baton pass KEY --text``); None when passed as it was
     original: str | None
+
+
+def expires_after(route: Route) -> float | None:
+    """How long a gated hand-off of ``route`` awaits before it expires: its ``within:`` — except on a join,
+    whose ``within:`` is how long its group waits for answers (its hand-off then awaits until decided)."""
+    return None if route.gate != "person" or route.is_join else route.within_s
 
 
 def decide(journal: Journal, key: str, decision: Decision, by: str, text: str | None = None) -> bool:

@@ -422,7 +422,8 @@ class Journal:
                 self.db.execute(
                     "INSERT INTO handoffs (key, route, source, target, turn_id, hop, state, prompt,"
                     " prompt_digest, note, last_error, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, prompt=excluded.prompt,"
+                    " ON CONFLICT (key) DO UPDATE SET state=excluded.state, target=excluded.target,"
+                    " prompt=excluded.prompt,"
                     " prompt_digest=excluded.prompt_digest, note=excluded.note, "
                     "last_error=excluded.last_error,"
                     " hop=excluded.hop, updated=excluded.updated WHERE handoffs.state = 'pending'",
@@ -532,13 +533,14 @@ class Journal:
                                args).fetchall()
         return [_record(r) for r in rows]
 
-    def typed_since(self, route: str, at: float, but: str = "") -> list[float]:
-        """When each hand-off of ``route`` (other than ``but``) typed into its target at or after ``at`` was
-        last recorded, oldest first (the route's ``max_per_hour`` counts these)."""
+    def typed_since(self, route: str, target: str, at: float, but: str = "") -> list[float]:
+        """When each hand-off of ``route`` to ``target`` (other than ``but``) typed at or after ``at`` was
+        last recorded, oldest first (the route's ``max_per_hour`` counts these, per target: a fan-out's
+        targets each have the route's limit)."""
         rows = self.db.execute(
-            "SELECT updated FROM handoffs WHERE route=? AND updated>=? AND key!=? AND state IN "
+            "SELECT updated FROM handoffs WHERE route=? AND target=? AND updated>=? AND key!=? AND state IN "
             "('delivering', 'delivered', 'unconfirmed') ORDER BY updated",
-            (route, at, but),
+            (route, target, at, but),
         ).fetchall()
         return [float(r[0]) for r in rows]
 

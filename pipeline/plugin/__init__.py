@@ -15,6 +15,7 @@ from pipeline.plugin.hookspecs import RegisterAgent, RegisterSettings, RegisterT
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.settings import PluginSettings, SettingsSection
 from pipeline.plugin.transforms import (
+    Candidate,
     NoOptions,
     Transform,
     TransformInput,
@@ -28,6 +29,7 @@ from pipeline.system.tmux import PaneGone, PaneInfo, ServerGone, TmuxError
 
 __all__ = [
     "AgentAdapter",
+    "Candidate",
     "Completion",
     "Delivery",
     "Emit",

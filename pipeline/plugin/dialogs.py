@@ -1,16 +1,42 @@
-"""Answering an agent's permission prompt: the keys that move a menu's selection to a choice and take it
-(:meth:`pipeline.plugin.agents.AgentAdapter.answer_keys`). Every agent draws its own menu; what they share is
-a list of choices with one selected, moved by arrow keys and taken by Enter."""
+"""An agent's permission prompt: what it asks, in the words it draws (:func:`asked`, for
+:meth:`pipeline.plugin.screen.ScreenDialogs.asks`), and the keys that move a menu's selection to a choice and
+take it (:meth:`pipeline.plugin.agents.AgentAdapter.answer_keys`). Every agent draws its own menu; what they
+share is a list of choices with one selected, moved by arrow keys and taken by Enter."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["menu_keys", "numbered_choices", "pick"]
+from pipeline.system.text import sanitize
+
+__all__ = ["ASKED_CHARS", "asked", "menu_keys", "numbered_choices", "pick", "unboxed"]
+
+#: the most characters of one line of :func:`asked` (a long command is cut, with ``…``)
+ASKED_CHARS = 200
+_BORDERS = "│┃ "
 
 #: a numbered choice in a box (``│ ● 1. Allow once │``, ``❯ 1. Yes``), its selection mark, number and label
 _NUMBERED = re.compile(r"^[│┃\s]*(?:([●❯›>])\s*)?\d+\.\s+(.+?)[\s│┃]*$")
+
+
+def unboxed(line: str) -> str:
+    """A screen line without the box borders around it (``│ … │``, ``┃ …``) and its margins."""
+    return line.strip().strip(_BORDERS).strip()
+
+
+def asked(question: str | None, what: str | None = None) -> str | None:
+    """What a dialog asks, as the person reads it: ``question`` (``Do you want to proceed?``) and, on a
+    second line, ``what`` it asks about (``Bash command: touch marker.txt``) — each made one line of
+    printable text (escapes and control characters removed, tabs and line ends made spaces), cut to
+    :data:`ASKED_CHARS`; None when both are empty."""
+    lines = [_one_line(part) for part in (question, what) if part]
+    return "\n".join(line for line in lines if line) or None
+
+
+def _one_line(text: str) -> str:
+    line = sanitize(text).replace("\n", " ").replace("\t", " ").strip()
+    return line if len(line) <= ASKED_CHARS else line[: ASKED_CHARS - 1] + "…"
 
 
 def numbered_choices(lines: Sequence[str]) -> tuple[list[str], int]:

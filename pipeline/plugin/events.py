@@ -7,13 +7,14 @@ and the turn it belongs to, so that a log line about any of them can say which h
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["Completion", "Delivery", "Outcome", "Prompt", "Response", "ResponseSource", "handoff_key"]
 
 Outcome = Literal["completed", "failed"]
-ResponseSource = Literal["transcript", "hook", "terminal", "store", "input"]
+ResponseSource = Literal["transcript", "hook", "terminal", "store", "input", "join"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class Response:
     source: ResponseSource
     cwd: str | None = None
     note: str = ""
+    #: a join's group (source ``join``): each source's answer by tile, in the order of ``from:``; ``text``
+    #: is all of them under ``## <tile>`` headings
+    answers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tile(self) -> str:

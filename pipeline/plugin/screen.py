@@ -10,7 +10,8 @@ and a screen-followed agent has no files at all. An adapter says how to recognis
 (:meth:`ScreenDialogs.waiting_for`), its follower tells the engine on every look
 (:meth:`ScreenDialogs.look_for_person`, so the person is notified once per episode), ``baton status`` shows it
 (:meth:`ScreenDialogs.waiting_step`), and ``target_state`` says ``busy`` while one shows: a hand-off typed
-there would answer the dialog.
+there would answer the dialog. What the dialog asks — its question and the command, as the agent draws them
+(:meth:`ScreenDialogs.asks`) — is shown next to Approve and Deny, so that a person never approves blind.
 """
 
 from __future__ import annotations
@@ -84,6 +85,22 @@ class ScreenDialogs:
         """What ``screen`` shows the agent waits for a person for (``"permission prompt"``), or None.
         Agents that draw such dialogs override this; while one shows, the turn has not ended."""
         return None
+
+    def asks(self, screen: str) -> str | None:
+        """What the dialog on ``screen`` asks the person, as the agent draws it: its question and, on a
+        second line, the command or tool it asks about (``Do you want to proceed?`` /
+        ``Bash command: touch marker.txt``; :func:`pipeline.plugin.dialogs.asked` makes the text safe).
+        None when no dialog shows, or this adapter cannot read its words (agents that draw dialogs
+        override it, with :meth:`waiting_for`)."""
+        return None
+
+    async def asked_now(self) -> str | None:
+        """What the dialog on the screen now asks (:meth:`asks`), or None (also when the pane cannot be
+        read): ``baton status``'s ``waiting_for``, the board's and the page's line under a waiting tile."""
+        try:
+            return self.asks(await self.ctx.capture())
+        except TmuxError:
+            return None
 
     async def look_for_person(self) -> str | None:
         """Read the screen and tell the engine (``ctx.waiting``) whether a dialog waits for a person there;

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -12,6 +12,7 @@ from pipeline.plugin.events import Response
 from pipeline.plugin.settings import PluginSettings
 
 __all__ = [
+    "Candidate",
     "NoOptions",
     "OptionsT",
     "Transform",
@@ -57,10 +58,22 @@ class TransformResult:
     text: str
     note: str = ""
     usage: Usage | None = None
+    #: the tile the transform picked, on a route that lets it choose (``to: {choose: [...]}``); None: it
+    #: did not choose (the route's ``default:`` takes the hand-off)
+    target: str | None = None
 
     @classmethod
     def of(cls, value: str | TransformResult) -> TransformResult:
         return value if isinstance(value, TransformResult) else cls(value)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A tile a choosing route may hand the prompt to, as routes.yaml describes it."""
+
+    tile: str
+    agent: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,12 @@ class TransformInput:
     target_description: str
     cwd: str | None
     terminal_text: Callable[[], Awaitable[str]]
+    #: a route that lets the transform choose its target (``to: {choose: [...]}``): the tiles, in the
+    #: order routes.yaml lists them (``target`` is then the ``default:``, else the first); () otherwise
+    choices: tuple[Candidate, ...] = ()
+    #: each source's answer by tile: a join's group (``response.text`` is all of them, each under a
+    #: ``## <tile>`` heading), else the one answer under its tile
+    answers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Transform(Generic[OptionsT]):

@@ -12,6 +12,7 @@ from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.engine.journal import HistoryFilter
 from pipeline.views.handoff_table import handoff_table, no_match
+from pipeline.views.states import state_text
 
 __all__ = ["print_all_hosts", "unreachable"]
 
@@ -54,8 +55,9 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
             for row in rows:
                 print(json_line(row))
             return 0
-    else:
-        rows = sorted(rows, key=lambda r: (str(r.get("host", "")), str(r.get("tile", ""))))
+    else:  # each host's daemon says its tiles' states in the engine's words: here in a person's
+        rows = sorted(({**r, "state": state_text(str(r.get("state") or "gone"))} for r in rows),
+                      key=lambda r: (str(r.get("host", "")), str(r.get("tile", ""))))
     if as_json:
         print(json_text(rows))
         return 0

@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import sqlite3
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,8 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from pipeline.plugin.usage import SessionUsage
-from pipeline.system.proc import SHELLS
-from pipeline.system.text import fit, strip_ansi, text_width
+from pipeline.system.text import fit, text_width
+from pipeline.views.states import clean, state_words
 
 __all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs",
            "read_recent", "render", "state_words"]
@@ -42,13 +41,6 @@ QUEUED_STATES = ("pending", "transformed", "awaiting", "held", "delivering")
 
 
 # ---- text that fits ----------------------------------------------------------------------------------
-
-
-def clean(text: str) -> str:
-    """One line of printable text: escape sequences go, other control characters (tabs, newlines) become
-    spaces."""
-    return "".join(" " if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" else ch
-                   for ch in strip_ansi(text))
 
 
 def ago(seconds: float) -> str:
@@ -75,31 +67,6 @@ def dollars(cost: float | None) -> str:
     if cost is None:
         return ""
     return f"${cost:.2f}" if cost < 100 else f"${cost:.0f}"
-
-
-# ---- states in words -----------------------------------------------------------------------------------
-
-
-def state_words(state: str | None, pane_command: str = "") -> tuple[str, str]:
-    """(kind, words) for a status row's state. ``kind`` is ``working``, ``waiting``, ``idle``, ``absent``
-    or ``gone`` (what the clock and the colour follow); ``words`` is the rest of what the board says."""
-    if state is None or state == "gone":
-        return "gone", ""
-    if state in ("busy", "working"):
-        return "working", ""
-    if state.startswith("working"):
-        return "working", state.removeprefix("working").lstrip(": ")
-    if state.startswith("waiting"):
-        reason = state.removeprefix("waiting").strip(" :()")
-        return "waiting", reason or "for a person"
-    if state == "ready":
-        return "idle", ""
-    if state == "draft":
-        return "idle", "draft typed"
-    if state == "absent":
-        command = clean(pane_command).strip()
-        return "absent", "bare shell" if command in SHELLS or not command else f"runs {command}"
-    return "idle", clean(state)
 
 
 # ---- the journal -------------------------------------------------------------------------------------
@@ -207,7 +174,12 @@ class TileView:
     #: when the board first saw the state
     since: float = field(default_factory=time.time)
     answer: str = ""
+    #: what a waiting tile's agent asks, as it draws it: its question and the command, one or two lines
+    #: (each cleaned of control characters); "" when it waits for nothing or its dialog cannot be read
+    waiting_for: str = ""
     queued: int = 0
+    #: the join groups that will hand on to this tile, still joining: ``["verdicts: 1 of 2 (security)"]``
+    joining: list[str] = field(default_factory=list)
     last: HandoffView | None = None
     usage: SessionUsage | None = None
 
@@ -237,15 +209,19 @@ class Board:
         if kind == "gone" and row.get("error"):
             answer = f"({row['error']})"  # no pane, or no tmux server: what the person can do something about
         view.answer = clean(answer.split(" ⏎ ", 1)[0]).strip()
+        asked = row.get("waiting_for") if kind == "waiting" else None
+        view.waiting_for = "\n".join(clean(ln).strip() for ln in str(asked or "").split("\n") if ln.strip())
 
     def keep(self, tiles: list[tuple[str, str]]) -> None:
         """Show exactly ``tiles`` (name, agent), in that order; a tile shown before keeps its view (its
         clock) — the all-hosts board, whose tiles come and go with their hosts."""
         self.views = {name: self.views.get(name) or TileView(name, agent) for name, agent in tiles}
 
-    def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView]) -> None:
+    def update_handoffs(self, queued: dict[str, int], last: dict[str, HandoffView],
+                        joining: dict[str, list[str]] | None = None) -> None:
         for name, view in self.views.items():
             view.queued, view.last = queued.get(name, 0), last.get(name)
+            view.joining = (joining or {}).get(name, [])
 
 
 def _state_text(view: TileView, now: float) -> str:
@@ -309,7 +285,8 @@ def render(board: Board, width: int, height: int, now: float | None = None,
     """The board as lines of at most ``width`` columns (escape sequences, when ``colour``, take none) and
     at most ``height`` lines. Per tile: name, agent, state, queued hand-offs, tokens, cost (in a terminal too
     narrow for all of them, COST, then TOKENS, then QUEUED give way to the state); under it the last
-    answer's first line (for a tile that is gone: why) and the last hand-off from or to the tile."""
+    answer's first line (for a tile that waits: what its agent asks; for a tile that is gone: why) and the
+    last hand-off from or to the tile."""
     now = time.time() if now is None else now
     width = max(width, 20)
     views = list(board.views.values())
@@ -337,7 +314,9 @@ def render(board: Board, width: int, height: int, now: float | None = None,
                            *(_cell(values[name], w, right=True) for name, w in extra)))
         handoff = _handoff_text(view, now)
         handoff_w = min(columns(handoff), 36, max(width // 2 - 4, 12))
-        answer = _cell(f"  └ {view.answer or '(no answer yet)'}", width - handoff_w - 2)
+        asks = view.waiting_for.replace("\n", " · ")
+        under = f"asks: {asks}" if asks else view.answer or "(no answer yet)"
+        answer = _cell(f"  └ {under}", width - handoff_w - 2)
         lines.append(_line(answer, _cell(handoff, handoff_w)) if handoff else _line(answer))
     if len(shown) < len(views):
         lines.append(_line(_cell(f"… {len(views) - len(shown)} more tiles: make the terminal taller", width)))

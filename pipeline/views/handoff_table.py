@@ -98,8 +98,9 @@ def handoff_cells(row: Mapping[str, Any], *, host: bool = False, ai_width: int |
                   ) -> tuple[object, ...]:
     """The cells of one hand-off, in :data:`HEADER`'s order (HOST second when ``host``); AI USE's words
     within ``ai_width`` columns when given."""
+    state = _text(row.get("state")) + (f" ({_text(row['joining'])})" if row.get("joining") else "")
     cells = (_when(row), _text(row.get("route")), _text(row.get("turn_id"))[:TURN_WIDTH],
-             _text(row.get("hop")), _text(row.get("state")), _text(row.get("attempts")),
+             _text(row.get("hop")), state, _text(row.get("attempts")),
              ai_use(_usage(row), ai_width),
              _text(row.get("last_error") or row.get("note")))
     return (cells[0], _text(row.get("host")), *cells[1:]) if host else cells

@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 from pipeline.cmdline.config import tmux_for
 from pipeline.engine.config import Config
 from pipeline.engine.context import pane_lookups_shared
+from pipeline.engine.join_journal import read_joining
 from pipeline.engine.journal import default_journal_path
 from pipeline.engine.tiles import TileRuntime, build_tiles
 from pipeline.engine.watch import FileWatcher, Subscription
@@ -40,7 +41,8 @@ from pipeline.plugin.manager import Registries
 from pipeline.system import proc
 from pipeline.system.terminal import FullScreen
 from pipeline.system.tmux import PaneInfo, Tmux, TmuxError
-from pipeline.views.board import Board, read_handoffs, render, state_words
+from pipeline.views.board import Board, read_handoffs, render
+from pipeline.views.states import state_words
 from pipeline.views.tile_status import tile_row
 
 __all__ = ["BoardScreen", "TileFeed", "Wake", "quiet_log", "refusal", "run_live_board", "show_live_board"]
@@ -224,29 +226,25 @@ class TileFeed:
         with pane_lookups_shared():
             if seen is not None:
                 runtime.ctx.seen(seen)
-            command, started, row = await self._row(name, runtime)
-        self.board.update(row, command, started=started)
+            started, row = await self._row(name, runtime)
+        self.board.update(row, started=started)
         self.files[name] = _files(row)
 
-    async def _row(self, name: str, runtime: TileRuntime) -> tuple[str, float | None, dict[str, object]]:
-        """The tile's status row, the command of a pane without its agent, and a working turn's start."""
+    async def _row(self, name: str, runtime: TileRuntime) -> tuple[float | None, dict[str, object]]:
+        """A working turn's start, and the tile's status row (its state in the board's words: an absent
+        agent's pane says what runs there instead, a waiting one what it asks)."""
         try:
             row = await tile_row(name, runtime, self.preview_chars)
         except Exception as exc:  # one tile's surprise must not take the board down
             log.debug("board: %s: %s", name, exc, exc_info=True)
             row = {"tile": name, "state": f"error: {type(exc).__name__}"}
-        command, started = "", None
-        if row.get("state") == "absent":
-            try:
-                command = (await runtime.ctx.pane()).current_command
-            except TmuxError:
-                pass
-        elif state_words(row.get("state"))[0] == "working":
+        started = None
+        if state_words(row.get("state"))[0] == "working":
             try:
                 started = await runtime.adapter.working_since()
             except Exception as exc:  # the board's own first sight is the clock then
                 log.debug("board: %s: working_since: %s", name, exc, exc_info=True)
-        return command, started, row
+        return started, row
 
     async def refresh(self, names: set[str], seen: dict[str, PaneInfo] | None = None) -> dict[Path, set[str]]:
         """Look at ``names`` again (all at once: a slow tile does not hold up the others) and the journal;
@@ -256,7 +254,8 @@ class TileFeed:
             for name in names:
                 tg.start_soon(self._tile, name, seen.get(name))
         queued, last = await anyio.to_thread.run_sync(read_handoffs, self.journal, list(self.tiles))
-        self.board.update_handoffs(queued, last)
+        joining = await anyio.to_thread.run_sync(read_joining, self.journal)
+        self.board.update_handoffs(queued, last, joining)
         owners: dict[Path, set[str]] = {}
         # the journal's folder, or the one above it ($XDG_STATE_HOME) until `baton run` makes it; never a
         # folder further up (the watcher would watch the nearest that exists: all of ~, say)

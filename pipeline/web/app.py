@@ -29,7 +29,8 @@ from starlette.staticfiles import StaticFiles
 from pipeline.engine.action_kinds import KINDS as ACTION_KINDS
 from pipeline.web.feed import WebFeed
 
-__all__ = ["ACTION_KINDS", "HEADERS", "MAX_TEXT", "Guard", "Handlers", "make_app"]
+__all__ = ["ACTION_KINDS", "HEADERS", "MAX_TEXT", "PAGE_TERMS", "Guard", "Handlers", "in_page_terms",
+           "make_app"]
 
 STATIC = Path(__file__).parent / "static"
 HEADERS = {
@@ -46,6 +47,15 @@ MAX_TEXT = 8 * 1024 * 1024
 #: a comment line on a quiet stream, so that proxies and the browser keep it open
 KEEPALIVE_S = 15.0
 TOKEN_HEADER = "x-baton-token"
+#: what an action's answer says in the terminal's terms (an option, a command), and what to do on the page
+PAGE_TERMS = (
+    ("; --agent NAME names the agent expected, --force types into whatever runs there",
+     "; start the agent in its pane, or name the tile's agent in routes.yaml"),
+    ("; --force types into whatever runs there", "; start the agent in its pane, then Send again"),
+    ("; --wait SECONDS waits for it", "; Send again once it is idle"),
+    ("until baton resume ", "until Resume on the route "),
+    ("(baton history --outcome failed lists the failed ones)", "(Recent hand-offs lists the failed ones)"),
+)
 Scope = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 Perform = Callable[[str, str, str | None, str], Awaitable[tuple[bool, str]]]
@@ -156,7 +166,11 @@ class Handlers:
         client = request.client.host if request.client else "?"
         ok, message = await self.perform(kind, target, text, f"web {client}")
         self.feed.look_again()
-        return JSONResponse({"ok": ok, "message": message})
+        return JSONResponse({"ok": ok, "message": in_page_terms(message)})
+
+    async def favicon(self, request: Request) -> Response:
+        """The icon at the address browsers ask for when a page names none."""
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
 
 def make_app(feed: WebFeed, guard: Guard, perform: Perform) -> ASGI:
@@ -167,9 +181,17 @@ def make_app(feed: WebFeed, guard: Guard, perform: Perform) -> ASGI:
         Route("/api/board", h.board),
         Route("/api/events", h.events),
         Route("/api/action", h.action, methods=["POST"]),
+        Route("/favicon.ico", h.favicon),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ])
     return Secured(app, guard)
+
+
+def in_page_terms(message: str) -> str:
+    """An action's answer as the page says it: what to do here, not a command's option (``--wait``)."""
+    for terminal, page in PAGE_TERMS:
+        message = message.replace(terminal, page)
+    return message
 
 
 def _action_of(asked: Any) -> tuple[str, str, str | None]:

@@ -11,6 +11,7 @@ a timer — the clocks (``working 2m10s``) tick in the page from ``since``.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,9 +23,10 @@ import anyio
 import orjson
 
 from pipeline.engine.config import Config
+from pipeline.engine.gate_journal import expires_after
 from pipeline.engine.tiles import TileRuntime
 from pipeline.views.awaiting import read_awaiting
-from pipeline.views.board import TileView, dollars, read_recent, tokens
+from pipeline.views.board import TileView, clean, dollars, read_recent, tokens
 from pipeline.views.live_board import TileFeed, Wake
 
 __all__ = ["Listener", "WebFeed"]
@@ -34,6 +36,10 @@ log = logging.getLogger("batonpass")
 PREVIEW = 1000
 #: the hand-offs the page lists (newest first), failed ones with a Retry button
 RECENT = 20
+#: how much of a hand-off's prompt the page shows (its first line)
+PROMPT_LINE = 200
+#: the route a ``baton send`` (and the page's Send) is journaled under (:mod:`pipeline.commands.send`)
+SEND_ROUTE = "send"
 
 
 class Listener:
@@ -66,8 +72,37 @@ def _tile(view: TileView, host: str, local: bool) -> dict[str, Any]:
     u, last = view.usage, view.last
     return {"tile": view.tile, "host": host, "local": local, "agent": view.agent, "kind": view.kind,
             "words": view.words, "since": view.since, "answer": view.answer, "queued": view.queued,
+            "waiting_for": waiting_for(view),
+            "joining": view.joining,
             "last": asdict(last) if last else None,
             "tokens": tokens(u.total) if u else "", "cost": dollars(u.cost_usd) if u else ""}
+
+
+def waiting_for(view: TileView) -> str | None:
+    """What a waiting tile asks a person (the dialog's question and command, where the board has them;
+    else the board's words for it), shown next to Approve and Deny; None when it does not wait."""
+    if view.kind != "waiting":
+        return None
+    return view.waiting_for or view.words
+
+
+def prompt_lines(path: Path, keys: list[str]) -> dict[str, tuple[str, bool]]:
+    """Per hand-off key: its prompt's first line, and whether it is a send refused before anything was
+    typed (route ``send``, failed, never attempted: an action's outcome, nothing to retry). Read-only,
+    as the board reads the journal."""
+    if not keys or not path.exists():
+        return {}
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2)
+    try:
+        rows = db.execute(f"SELECT key, substr(prompt, 1, {PROMPT_LINE * 4}), route, state, attempts "
+                          f"FROM handoffs WHERE key IN ({','.join('?' * len(keys))})", keys).fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+    return {str(key): (clean((prompt or "").strip().split("\n", 1)[0])[:PROMPT_LINE],
+                       route == SEND_ROUTE and state == "failed" and not attempts)
+            for key, prompt, route, state, attempts in rows}
 
 
 class WebFeed:
@@ -89,7 +124,7 @@ class WebFeed:
         self.held: set[str] = set()
         #: the hand-offs awaiting a person, with their full prompts (the page's Pass and Drop)
         self.awaiting: list[dict[str, Any]] = []
-        self.within = {r.label: r.within_s for r in config.routes if r.gate == "person" and r.within_s}
+        self.within = {r.label: s for r in config.routes if (s := expires_after(r)) is not None}
 
     def changed(self) -> None:
         self.wake.set()
@@ -131,6 +166,16 @@ class WebFeed:
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
                 "recent": self.recent, "awaiting": self.awaiting, "note": " · ".join(n for n in notes if n)}
 
+    async def _told(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with each hand-off's prompt line and whether it is a refused send (this host's journal:
+        a hand-off of another host's shows neither)."""
+        handoffs = [*body["recent"], *(t["last"] for t in body["tiles"] if t["last"])]
+        told = await anyio.to_thread.run_sync(prompt_lines, self.local.journal,
+                                              sorted({h["key"] for h in handoffs if h["key"]}))
+        for h in handoffs:
+            h["prompt"], h["refused"] = told.get(h["key"], ("", False))
+        return body
+
     def _stamped(self) -> bytes:
         """The last frame with the server's clock (the page's clocks count from it, whatever its own)."""
         return self.last[:-1] + b',"sent":' + orjson.dumps(time.time()) + b"}"
@@ -141,7 +186,7 @@ class WebFeed:
             views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
             self.recent = [asdict(v) for v in views]
             self.awaiting = await anyio.to_thread.run_sync(read_awaiting, self.local.journal, self.within)
-            frame = orjson.dumps(self.body())
+            frame = orjson.dumps(await self._told(self.body()))
             if frame != self.last:
                 self.last = frame
                 stamped = self._stamped()

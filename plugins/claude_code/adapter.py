@@ -53,6 +53,7 @@ from plugins.claude_code.resolve import PROCESS_NAMES, Resolution, resolve_pid
 from plugins.claude_code.screen import (
     BUSY_MARKERS,
     dialog,
+    dialog_question,
     input_box,
     paste_placeholder,
     permission_answer,
@@ -372,6 +373,9 @@ class ClaudeCodeAdapter(FileFollowing):
         """A permission prompt or dialog on the screen: what tells it when no session file does (the
         screen fallback, versions before the session file)."""
         return dialog(screen)
+
+    def asks(self, screen: str) -> str | None:
+        return dialog_question(screen)
 
     async def received(self, text: str) -> bool | None:
         """Whether one of the last prompts in the session's transcript is ``text`` (its paste wrapper

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.dialogs import menu_keys, pick
+from pipeline.plugin.dialogs import asked, menu_keys, pick, unboxed
 from pipeline.plugin.tools import strip_ansi, utf16_length
 
-__all__ = ["BUSY_MARKERS", "dialog", "input_box", "paste_placeholder", "permission_answer", "screen_answer"]
+__all__ = ["BUSY_MARKERS", "dialog", "dialog_question", "input_box", "paste_placeholder", "permission_answer",
+           "screen_answer"]
 
 BUSY_MARKERS = ("esc to interrupt",)
 _RULE = re.compile(r"^\s*─{3,}")
@@ -62,6 +63,25 @@ def dialog(screen: str) -> str | None:
         if any(ln.startswith(marker) for ln in below):
             return reason
     return None
+
+
+def dialog_question(screen: str) -> str | None:
+    """What the dialog on ``screen`` asks (:func:`dialog` says one shows): for a permission prompt its
+    question and the tool with its command — the dialog's title and its first line, or the line a dashed
+    frame holds (2.1.197: ``Do you want to proceed?`` / ``Bash command: touch perm_marker.txt && ls``;
+    2.1.332: ``… / Tool use: Agent(Survey the project)``); for another dialog its title."""
+    if (reason := dialog(screen)) is None:
+        return None
+    lines = strip_ansi(screen).rstrip("\n").split("\n")
+    rule = max(i for i, ln in enumerate(lines) if _is_rule(ln))
+    below = [unboxed(ln) for ln in lines[rule + 1:] if unboxed(ln)]
+    ask = next((i for i, ln in enumerate(below) if ln.startswith(DIALOGS[0][0])), 0)
+    if reason != "permission prompt" or ask == 0:
+        return asked(below[0])
+    header, body = below[0], below[1:ask]
+    dashed = next((i for i, ln in enumerate(body) if ln.startswith("╌")), None)
+    command = body[dashed + 1] if dashed is not None and dashed + 1 < len(body) else body[0] if body else ""
+    return asked(below[ask], f"{header}: {command}" if command else header)
 
 
 _NUMBERED = re.compile(r"^\d+\.\s*")

@@ -38,6 +38,7 @@ from plugins.codex.resolve import (
 from plugins.codex.screen import (
     approval_answer,
     approval_prompt,
+    approval_question,
     composer_draft,
     paste_placeholder,
     strip_furniture,
@@ -212,6 +213,9 @@ class CodexAdapter(RolloutFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return approval_prompt(screen)
+
+    def asks(self, screen: str) -> str | None:
+        return approval_question(screen)
 
     def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
         return approval_answer(screen, approve)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.dialogs import menu_keys, pick
+from pipeline.plugin.dialogs import asked, menu_keys, pick
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["approval_answer", "approval_prompt", "composer_draft", "paste_placeholder", "strip_furniture"]
+__all__ = ["approval_answer", "approval_prompt", "approval_question", "composer_draft", "paste_placeholder",
+           "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
 #: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
@@ -33,6 +34,18 @@ def approval_prompt(screen: str) -> str | None:
     if title is None or not any(ln.startswith(_CONFIRM) for ln in lines[title + 1:]):
         return None
     return "permission prompt"
+
+
+def approval_question(screen: str) -> str | None:
+    """What the approval dialog on ``screen`` asks: its title and the command it shows (0.171.0: ``Would you
+    like to run the following command?`` / ``$ touch APPROVAL_PROBE.txt && echo PROBE_TOOL_OK``), or None
+    when none shows."""
+    if approval_prompt(screen) is None:
+        return None
+    lines = [strip_ansi(ln).strip() for ln in screen.rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = max(i for i, ln in enumerate(lines) if _ASKS.match(ln))
+    command = next((ln for ln in lines[title + 1:] if ln.startswith("$ ")), None)
+    return asked(lines[title], command)
 
 
 _CHOICE = re.compile(r"^(›\s*)?\d+\.\s+(.*)$")

@@ -33,6 +33,7 @@ from plugins.copilot.resolve import default_copilot_home, find_copilot_process
 from plugins.copilot.screen import (
     approval_answer,
     approval_prompt,
+    approval_question,
     input_draft,
     is_working,
     paste_placeholder,
@@ -71,6 +72,9 @@ class CopilotAdapter(EventsFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return approval_prompt(screen)
+
+    def asks(self, screen: str) -> str | None:
+        return approval_question(screen)
 
     def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
         return approval_answer(screen, approve)

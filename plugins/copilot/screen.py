@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.dialogs import menu_keys, numbered_choices, pick
+from pipeline.plugin.dialogs import asked, menu_keys, numbered_choices, pick, unboxed
 from pipeline.plugin.tools import line_count, strip_ansi
 
-__all__ = ["approval_answer", "approval_prompt", "input_draft", "is_working", "paste_placeholder",
-           "strip_furniture"]
+__all__ = ["approval_answer", "approval_prompt", "approval_question", "input_draft", "is_working",
+           "paste_placeholder", "strip_furniture"]
 
 #: how many lines from the bottom the dialog and the input are looked for
 DIALOG_LINES = 40
@@ -48,6 +48,25 @@ def approval_prompt(screen: str) -> str | None:
     if title is None or not any(_SELECT in ln for ln in lines[title + 1:]):
         return None
     return "permission prompt"
+
+
+#: the lines of a box's frame, and of a rule inside it
+_FRAME = set("─╭╮╰╯│ ")
+
+
+def approval_question(screen: str) -> str | None:
+    """What the approval box on ``screen`` asks: its question, and its title with the command framed under
+    it (1.0.102: ``Do you want to run this command?`` / ``Print hello: touch approved.txt && echo hello``);
+    None when none shows."""
+    if approval_prompt(screen) is None:
+        return None
+    raw = _lines(screen)
+    lines = [unboxed(ln) for ln in raw]
+    title = max(i for i, ln in enumerate(lines) if _ASKS.match(ln))
+    top = next((i for i in range(title - 1, -1, -1) if raw[i].startswith("╭")), -1)
+    inside = [ln for ln in lines[top + 1:title] if ln and not set(ln) <= _FRAME]
+    what = f"{inside[0]}: {inside[1]}" if len(inside) > 1 else inside[0] if inside else None
+    return asked(lines[title], what)
 
 
 def approval_answer(screen: str, approve: bool) -> list[str] | None:

@@ -18,6 +18,7 @@ import anyio
 
 from pipeline.plugin import RegisterAgent, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
+from pipeline.plugin.dialogs import asked
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.screen import ScreenAdapter
@@ -39,6 +40,8 @@ class DemoAdapter(ScreenAdapter):
     tick_s = 0.1
     #: how often the process tree is looked at again, in case the agent was restarted
     recheck_s = 2.0
+    #: how often the screen is looked at for the agent's permission prompt while a turn runs
+    ask_look_s = 0.5
 
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
@@ -50,8 +53,13 @@ class DemoAdapter(ScreenAdapter):
 
     def waiting_for(self, screen: str) -> str | None:
         """The demo agent's permission prompt (:data:`plugins.demo.agent.ASK`) on its screen's last line."""
+        return "permission prompt" if self.asks(screen) else None
+
+    def asks(self, screen: str) -> str | None:
+        """The prompt's line as the demo agent draws it, question and command in one (``alice asks to run
+        `touch demo.txt`: allow? [y/n]``)."""
         lines = [ln for ln in strip_ansi(screen).rstrip().split("\n") if ln.strip()]
-        return "permission prompt" if lines and lines[-1].rstrip().endswith(ASK) else None
+        return asked(lines[-1]) if lines and lines[-1].rstrip().endswith(ASK) else None
 
     def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
         return (["y"] if approve else ["n"]) if self.waiting_for(screen) else None
@@ -126,7 +134,17 @@ class DemoAdapter(ScreenAdapter):
                     for r in self._read():
                         if r.get("type") == "answer":
                             await emit(self._end(r).completion(self.ctx.name, "transcript"))
-                    await sub.wait(left)
+                    await self._look_for_prompt()
+                    await sub.wait(min(left, self.ask_look_s) if self._open_turn else left)
+
+    async def _look_for_prompt(self) -> None:
+        """While a turn runs, tell the engine whether the agent asks a person (its transcript does not
+        say it: the screen does); once the turn ended, that it does not."""
+        if self._open_turn is not None:
+            await self.look_for_person()
+        elif self.waiting_now is not None:
+            self.waiting_now = None
+            self.ctx.waiting(None)
 
     async def finished_turns(self, since: float) -> list[TurnEnd] | None:
         """The answers in the agent's transcript written at or after ``since``."""
@@ -219,6 +237,8 @@ class DemoAdapter(ScreenAdapter):
 
     async def resolve(self) -> list[ResolveStep]:
         steps = await self.find_process_steps()
+        if (waiting := await self.waiting_step()) is not None:  # the permission prompt: the screen says it
+            steps.append(waiting)
         if self._agent is None:
             await self._find_agent()
         if self._agent is not None:

@@ -30,6 +30,7 @@ from plugins.gemini.screen import (
     BUSY,
     PLACEHOLDER,
     approval_answer,
+    approval_question,
     input_draft,
     paste_placeholder,
     waiting_for,
@@ -209,6 +210,9 @@ class GeminiAdapter(GeminiFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return waiting_for(screen)
+
+    def asks(self, screen: str) -> str | None:
+        return approval_question(screen)
 
     def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
         return approval_answer(screen, approve)

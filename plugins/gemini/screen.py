@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.dialogs import menu_keys, numbered_choices, pick
+from pipeline.plugin.dialogs import asked, menu_keys, numbered_choices, pick, unboxed
 from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
-__all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "input_draft", "paste_placeholder", "waiting_for"]
+__all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "approval_question", "input_draft", "paste_placeholder",
+           "waiting_for"]
 
 BUSY = ("(esc to cancel",)
 PLACEHOLDER = "Type your message or @path/to/file"
@@ -46,6 +47,19 @@ def waiting_for(screen: str) -> str | None:
     if found:
         return f"permission prompt: {(found.group(1) or found.group(2)).strip()}"
     return next((reason for marker, reason in _DIALOGS if marker in tail), None)
+
+
+def approval_question(screen: str) -> str | None:
+    """What the approval dialog on ``screen`` asks: its question and the tool line at the dialog's top
+    (0.61.0: ``Allow execution of [Shell]?`` / ``Shell: touch approved.txt && echo hello``, drawn as
+    ``? Shell  touch approved.txt && echo hello``); None when none shows."""
+    lines = [unboxed(ln) for ln in strip_ansi(screen).rstrip("\n").split("\n")[-40:]]
+    asks = [i for i, ln in enumerate(lines) if _ALLOW.search(ln) or "Apply this change?" in ln]
+    if not asks:
+        return None
+    tool = next((ln[2:] for ln in reversed(lines[: asks[-1]]) if ln.startswith("? ")), None)
+    name, _, command = (tool or "").partition("  ")
+    return asked(lines[asks[-1]], f"{name}: {command.strip()}" if command.strip() else tool)
 
 
 def approval_answer(screen: str, approve: bool) -> list[str] | None:

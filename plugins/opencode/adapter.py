@@ -34,7 +34,13 @@ from plugins.opencode.resolve import (
     read_process,
     same_prompt,
 )
-from plugins.opencode.screen import input_draft, paste_placeholder, permission_answer, permission_prompt
+from plugins.opencode.screen import (
+    input_draft,
+    paste_placeholder,
+    permission_answer,
+    permission_prompt,
+    permission_question,
+)
 
 __all__ = ["OpenCodeAdapter", "OpenCodeExtractOptions", "input_draft"]
 
@@ -246,6 +252,9 @@ class OpenCodeAdapter(StoreFollowing):
 
     def waiting_for(self, screen: str) -> str | None:
         return permission_prompt(screen)
+
+    def asks(self, screen: str) -> str | None:
+        return permission_question(screen)
 
     def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
         return permission_answer(screen, approve)

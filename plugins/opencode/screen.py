@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
-from pipeline.plugin.dialogs import menu_keys
+from pipeline.plugin.dialogs import asked, menu_keys, unboxed
 from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
-__all__ = ["input_draft", "paste_placeholder", "permission_answer", "permission_prompt"]
+__all__ = ["input_draft", "paste_placeholder", "permission_answer", "permission_prompt",
+           "permission_question"]
 
 #: how many lines from the bottom the dialog is looked for (it is drawn over the input box)
 DIALOG_LINES = 30
@@ -66,6 +67,22 @@ def permission_prompt(screen: str) -> str | None:
     if any("Allow once" in ln and "Reject" in ln for ln in lines[title + 1:]):
         return "permission prompt"
     return None
+
+
+#: what parts a line of the dialog from the session's sidebar beside it, in a wide terminal
+_GAP = re.compile(r"\s{4,}")
+
+
+def permission_question(screen: str) -> str | None:
+    """What the permission dialog on ``screen`` asks: its title and the line under it, which says what for
+    (1.18.33: ``Permission required`` / ``← Access external directory /etc``), without the sidebar a wide
+    terminal draws on the same rows; None when no dialog shows."""
+    if permission_prompt(screen) is None:
+        return None
+    lines = [_GAP.split(unboxed(ln))[0] for ln in strip_ansi(screen).rstrip("\n").split("\n")[-DIALOG_LINES:]]
+    title = max(i for i, ln in enumerate(lines) if ln.lstrip("△ ").startswith("Permission required"))
+    what = next((ln for ln in lines[title + 1:] if ln), None)
+    return asked(lines[title].lstrip("△ "), what)
 
 
 #: the dialog's buttons, left to right (1.18.33); the first is selected when the dialog opens

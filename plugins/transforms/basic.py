@@ -60,7 +60,21 @@ class FullOutput(Transform[FullOutputOptions]):
         return _not_empty(text, "the turn printed nothing")
 
 
-TEMPLATE_FIELDS = ("response", "source", "target", "route", "cwd")
+TEMPLATE_FIELDS = ("response", "responses", "answers[TILE]", "source", "target", "route", "cwd")
+
+
+def _known(field: str) -> bool:
+    """A placeholder the template fills: a plain field, or ``answers[TILE]`` (one source's answer)."""
+    if field.startswith("answers[") and field.endswith("]") and field.count("[") == 1 and len(field) > 9:
+        return True
+    return field in TEMPLATE_FIELDS and "[" not in field
+
+
+class _Answers(dict[str, str]):
+    """``{answers[x]}`` of a source that did not answer (a join's group that timed out) says so."""
+
+    def __missing__(self, tile: str) -> str:
+        return f"({tile} did not answer)"
 
 
 class TemplateOptions(_Options):
@@ -74,7 +88,7 @@ class TemplateOptions(_Options):
         except ValueError as exc:
             raise ValueError(f"bad template ({exc}); write a literal brace as {{{{ or }}}}") from None
         for _, field, _, _ in parsed:
-            if field is not None and field not in TEMPLATE_FIELDS:
+            if field is not None and not _known(field):
                 raise ValueError(
                     f"unknown placeholder {{{field}}}; use "
                     f"{', '.join('{%s}' % f for f in TEMPLATE_FIELDS)}"
@@ -84,15 +98,18 @@ class TemplateOptions(_Options):
 
 
 class Template(Transform[TemplateOptions]):
-    """A template with ``{response}``, ``{source}``, ``{target}``, ``{route}``, ``{cwd}``."""
+    """A template with ``{response}``, ``{source}``, ``{target}``, ``{route}``, ``{cwd}``; for a join,
+    ``{responses}`` (every answer of the group under a ``## <tile>`` heading, as ``{response}`` is then)
+    and ``{answers[TILE]}`` (one source's answer)."""
 
     name = "template"
-    summary = "a template with {response} {source} {target} {route} {cwd}"
+    summary = "a template: {response} {source} {target} {route} {cwd}, a join's {responses} {answers[TILE]}"
     Options = TemplateOptions
 
     async def apply(self, data: TransformInput) -> str:
-        return self.options.template.format(response=data.response.text, source=data.source,
-                                            target=data.target, route=data.route, cwd=data.cwd or "")
+        return self.options.template.format(
+            response=data.response.text, responses=data.response.text, answers=_Answers(data.answers),
+            source=data.source, target=data.target, route=data.route, cwd=data.cwd or "")
 
 
 @hookimpl

@@ -24,12 +24,14 @@ from importlib import resources
 from typing import Any, ClassVar, Literal, TypeVar
 
 import anyio
+import orjson
 from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.plugin import PluginSettings, RegisterSettings, RegisterTransform, SettingsSection
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
+from plugins.transforms.choose import TOOL, ChoiceRefused, choice_message, hand_off_tool, read_choice
 from plugins.transforms.prices import usage_of
 
 __all__ = [
@@ -178,6 +180,8 @@ class LLMTransform(Transform[LLMOptionsT]):
             f"model: {request['model']}\nmax_tokens: {request['max_tokens']}\ntimeout_s: {self.timeout_s}\n"
             f"--- system (cache_control: ephemeral) ---\n{request['system'][0]['text'].rstrip()}\n"
             f"--- user ---\n{request['messages'][0]['content']}\n"
+            + "".join(f"--- tool {t['name']} (the model must call it) ---\n"
+                      f"{orjson.dumps(t['input_schema']).decode()}\n" for t in request.get("tools", []))
         )
 
     async def apply(self, data: TransformInput) -> TransformResult:
@@ -193,9 +197,16 @@ class LLMTransform(Transform[LLMOptionsT]):
         if not os.environ.get(API_KEY_ENV):
             return self._fall_back(data, where, f"{API_KEY_ENV} is not set", notes)
         try:
-            text, stop_reason, usage = await self._ask(request)
+            message = await self._ask(request)
+            text, stop_reason, usage = read_message(message, request["model"])
         except Exception as exc:  # any failure of the call, whatever its shape: the answer is not lost
             return self._fall_back(data, where, self._why_failed(exc), notes)
+        return self.result_of(data, where, message, (text, stop_reason, usage), notes)
+
+    def result_of(self, data: TransformInput, where: str, message: Any,
+                  read: tuple[str, str | None, Usage], notes: list[str]) -> TransformResult:
+        """The hand-off's text from the model's answer (``read``: its text, stop reason and usage)."""
+        text, stop_reason, usage = read
         if not text:
             return self._fall_back(data, where, f"{self.model} returned no text (stop_reason: {stop_reason})",
                                    notes, usage)
@@ -220,11 +231,11 @@ class LLMTransform(Transform[LLMOptionsT]):
             return f"cannot reach the API at {base}: {exc}"
         if isinstance(exc, anthropic.AnthropicError):
             return f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, NotAMessage):
+        if isinstance(exc, NotAMessage | ChoiceRefused):
             return str(exc)
         return f"the API's answer could not be read ({type(exc).__name__}: {exc})"  # a body that is no JSON
 
-    async def _ask(self, request: dict[str, Any]) -> tuple[str, str | None, Usage]:
+    async def _ask(self, request: dict[str, Any]) -> Any:
         """One call, bounded by the shared limiter (waiting for a slot does not count against the
         timeout) and by ``timeout_s`` (retries included). A client per call: hand-offs are seconds apart,
         and a client outlives no event loop it was not made in."""
@@ -235,8 +246,7 @@ class LLMTransform(Transform[LLMOptionsT]):
                 async with anthropic.AsyncAnthropic(
                     timeout=self.timeout_s, max_retries=MAX_RETRIES
                 ) as client:
-                    message = await client.messages.create(**request)
-        return read_message(message, request["model"])
+                    return await client.messages.create(**request)
 
     def _fall_back(self, data: TransformInput, where: str, reason: str, notes: list[str],
                    usage: Usage | None = None) -> TransformResult:
@@ -286,13 +296,37 @@ def _tile_line(role: str, tile: str, agent: str, description: str) -> str:
 
 
 class AIRouting(LLMTransform[LLMOptions]):
-    """The model reads the source's answer and writes the target's next prompt, ready to paste."""
+    """The model reads the source's answer and writes the target's next prompt, ready to paste; on a
+    route with ``to: {choose: [...]}`` it also picks the target, in the same call (:mod:`.choose`)."""
 
     name = "ai-routing"
-    summary = "an LLM-written prompt for the target agent (options instructions, model, on_error)"
+    summary = ("an LLM-written prompt for the target agent, or for the one it picks from to: {choose} "
+               "(options instructions, model, on_error)")
     prompt_name = "ai-routing"
 
+    def request(self, data: TransformInput) -> tuple[dict[str, Any], int]:
+        request, cut = super().request(data)
+        if data.choices:  # one forced tool call: the tile and its prompt, structured
+            request["tools"] = [hand_off_tool(data.choices)]
+            request["tool_choice"] = {"type": "tool", "name": TOOL}
+        return request, cut
+
+    def result_of(self, data: TransformInput, where: str, message: Any,
+                  read: tuple[str, str | None, Usage], notes: list[str]) -> TransformResult:
+        if not data.choices:
+            return super().result_of(data, where, message, read, notes)
+        usage = read[2]
+        try:
+            target, prompt, why = read_choice(message, data.choices)
+        except ChoiceRefused as exc:
+            return self._fall_back(data, where, str(exc), notes, usage)
+        notes.insert(0, f"the model chose {target}" + (f": {why}" if why else ""))
+        log.info("%s: %s (%d chars from %s)", where, notes[0], len(prompt), usage.model)
+        return TransformResult(prompt, note="; ".join(notes), usage=usage, target=target)
+
     def user_message(self, data: TransformInput, answer: str) -> str:
+        if data.choices:
+            return choice_message(data, answer, self._instructions())
         handoff = [
             _tile_line("source", data.source, data.source_agent, data.source_description),
             _tile_line("target", data.target, data.target_agent, data.target_description),
@@ -300,13 +334,13 @@ class AIRouting(LLMTransform[LLMOptions]):
         ]
         if data.cwd:
             handoff.append(f"the source's working directory: {data.cwd}")
-        instructions = (
-            self.options.instructions.strip() or "(none: write the natural next step for the target)"
-        )
         return (f"<handoff route=\"{data.route}\">\n" + "\n".join(handoff) + "\n</handoff>\n\n"
-                f"<instructions>\n{instructions}\n</instructions>\n\n"
+                f"<instructions>\n{self._instructions()}\n</instructions>\n\n"
                 f"<answer>\n{answer}\n</answer>\n\n"
                 f"Write the prompt for the target, {data.target!r}, now.")
+
+    def _instructions(self) -> str:
+        return self.options.instructions.strip() or "(none: write the natural next step for the target)"
 
 
 class SummaryOptions(LLMOptions):

@@ -46,6 +46,8 @@ class Reply:
     #: counts for the message's ``usage`` over the defaults (10 input tokens, a quarter of the text out)
     usage: dict[str, int] = field(default_factory=dict)
     body: Any = None
+    #: a ``tool_use`` block instead of the text: ``{"name": ..., "input": {...}}`` (a forced tool call)
+    tool: dict[str, Any] | None = None
 
     def error_body(self) -> dict[str, Any]:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
@@ -204,10 +206,13 @@ def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
 
 
 def _message(body: Any, reply: Reply) -> dict[str, Any]:
-    content = [] if reply.empty else [{"type": "text", "text": reply.text}]
+    content: list[dict[str, Any]] = [] if reply.empty else [{"type": "text", "text": reply.text}]
+    if reply.tool is not None:
+        content = [{"type": "tool_use", "id": "toolu_fake_" + uuid.uuid4().hex[:12], **reply.tool}]
     model = body.get("model", "claude-fake") if isinstance(body, dict) else "claude-fake"
     return {"id": "msg_fake_" + uuid.uuid4().hex[:16], "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": reply.stop_reason, "stop_sequence": None,
+            "content": content, "stop_sequence": None,
+            "stop_reason": "tool_use" if reply.tool is not None else reply.stop_reason,
             "usage": {"input_tokens": 10, "output_tokens": max(1, len(reply.text) // 4),
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **reply.usage}}
 

@@ -153,7 +153,7 @@ class CompletionDetector:
                 completion, f"finished {age:.0f}s before batonpass started (catch_up_s={self.catch_up_s:g})"
             )
             return
-        take = partial(self.hops.take, completion.tile)
+        take = partial(self.hops.take, completion.tile, completion.turn_id)
         hop = seen[0] if seen is not None else await self.journal.until_done(take)
         completion = replace(completion, hop=hop)
         await self.journal.until_done(partial(self.journal.record_completion, completion))

@@ -26,7 +26,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.gate import Gate
-from pipeline.engine.hops import HopLedger
+from pipeline.engine.hops import HopLedger, origin_of
 from pipeline.engine.journal import MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
@@ -314,7 +314,8 @@ class PromptDispatcher:
             return HELD_ROUTE_TICK_S
         limit = self.limits.get(prompt.route)
         now = time.time()
-        typed = [] if limit is None else self.journal.typed_since(prompt.route, now - HOUR_S, but=prompt.key)
+        typed = [] if limit is None else self.journal.typed_since(prompt.route, prompt.target, now - HOUR_S,
+                                                                    but=prompt.key)
         if limit is not None and len(typed) >= limit:
             free_at = typed[len(typed) - limit] + HOUR_S  # when one fewer than the limit is left in the hour
             if said != "rate":
@@ -422,10 +423,12 @@ class PromptDispatcher:
         return None
 
     def _hop_expecter(self, prompt: Prompt) -> Callable[[], None]:
-        """What to do right before the Enter: expect the target's next turn to be this hop. A hop count is no
-        reason to leave a paste without its Enter: a journal that cannot take it is logged, not raised."""
+        """What to do right before the Enter: expect the target's next turn to be this hop, answering this
+        prompt's upstream turn (a join groups by it). A hop count is no reason to leave a paste without its
+        Enter: a journal that cannot take it is logged, not raised."""
         def expect_hop() -> None:
-            self.journal.try_write(partial(self.hops.expect, prompt.target, prompt.hop))
+            origin = origin_of(prompt.source, prompt.turn_id, prompt.hop)
+            self.journal.try_write(partial(self.hops.expect, prompt.target, prompt.hop, origin))
 
         return expect_hop
 

@@ -12,15 +12,24 @@ import re
 from dataclasses import asdict, dataclass
 from functools import partial
 
+import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from pipeline.engine.config import Config, Route
 from pipeline.engine.journal import MEMORY, Journal
 from pipeline.engine.notify import Notifier
+from pipeline.engine.stages.join import JoinStage
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.events import Prompt, Response, handoff_key
 from pipeline.plugin.registry import TransformRegistry
-from pipeline.plugin.transforms import Transform, TransformInput, TransformResult, TransformSkipped, Usage
+from pipeline.plugin.transforms import (
+    Candidate,
+    Transform,
+    TransformInput,
+    TransformResult,
+    TransformSkipped,
+    Usage,
+)
 
 __all__ = ["PromptRouter", "RouteDecision"]
 
@@ -56,28 +65,38 @@ class PromptRouter:
         for transform in self._transforms.values():
             transform.configure(config.settings)
         self._match = {route.label: re.compile(route.match) for route in config.routes if route.match}
+        #: the join routes' groups (None: no route joins)
+        self.joins = JoinStage(config, self.journal, self) if any(r.is_join for r in config.routes) else None
 
     def fired_by(self, tile: str) -> list[Route]:
         """The routes a turn of ``tile`` fires on its own (a join waits for its group)."""
         return [r for r in self.config.routes_from(tile) if not r.is_join]
 
     async def run(self, receive: ObjectReceiveStream[Response], send: ObjectSendStream[Prompt]) -> None:
-        async with receive, send:
+        async with receive, send, anyio.create_task_group() as tg:
+            if self.joins is not None:  # its deadlines, and the groups a restart found complete
+                tg.start_soon(self.joins.run, send)
             async for response in receive:  # a journal that cannot be written holds the router until it can
-                completion = response.completion
-                await self.journal.until_done(partial(self.journal.record_pending, completion, [
-                    (r.label, target, branch) for r in self.fired_by(completion.tile)
-                    for target, branch in r.branches()]))
-                decisions = await self.decide(response)
-                await self.journal.until_done(partial(self.journal.record_routing, completion, [
-                    (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
-                for d in decisions:
-                    if d.usage is not None:
-                        await self.journal.until_done(partial(
-                            self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
-                for d in decisions:
-                    if d.prompt is not None:
-                        await send.send(d.prompt)
+                for prompt in await self.route(response):
+                    await send.send(prompt)
+            tg.cancel_scope.cancel()
+
+    async def route(self, response: Response) -> list[Prompt]:
+        """Every decision for ``response`` journaled (its join groups' answers before the turn counts as
+        routed); the prompts to type."""
+        completion = response.completion
+        await self.journal.until_done(partial(self.journal.record_pending, completion, [
+            (r.label, target, branch) for r in self.fired_by(completion.tile)
+            for target, branch in r.branches()]))
+        decisions = await self.decide(response)
+        joined = await self.joins.take(response) if self.joins is not None else []
+        await self.journal.until_done(partial(self.journal.record_routing, completion, [
+            (d.prompt, d.route, d.target, d.state, d.reason, d.branch) for d in decisions]))
+        for d in decisions:
+            if d.usage is not None:
+                await self.journal.until_done(partial(
+                    self.journal.record_usage, d.key(completion.turn_id), asdict(d.usage)))
+        return [d.prompt for d in decisions if d.prompt is not None] + joined
 
     async def decide(self, response: Response) -> list[RouteDecision]:
         """What each route from the response's tile does with it, for each of its targets, and why (for
@@ -116,10 +135,31 @@ class PromptRouter:
             log.error("route %s: %s (turn %s)", route.label, reason, completion.turn_id)
             self.notifier.failed(key, route.label, target, reason)
             return RouteDecision(route.label, target, None, "failed", reason, branch=branch)
+        if route.chooses is not None:
+            chosen = self.chosen(route, result)
+            if chosen is None:
+                return RouteDecision(route.label, target, None, "skipped", f"{result.note}; no tile was "
+                                     "chosen and the route has no default:", result.usage, branch)
+            target, note = chosen
+            result = TransformResult(result.text, note, result.usage, target)
         prompt = Prompt(route=route.label, source=completion.tile, target=target, text=result.text,
                         turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note, branch=branch)
         state = "awaiting" if route.gate == "person" else "transformed"  # a person's gate: until they decide
         return RouteDecision(route.label, target, prompt, state, result.note, result.usage, branch)
+
+    @staticmethod
+    def chosen(route: Route, result: TransformResult) -> tuple[str, str] | None:
+        """The tile a choosing route's hand-off goes to, and the note that says why: the transform's pick
+        when it is one of the route's tiles, else the route's ``default:`` (None: neither)."""
+        choice = route.chooses
+        assert choice is not None
+        if result.target in route.targets:
+            return result.target, result.note
+        if choice.default is None:
+            return None
+        why = (f"it chose {result.target!r}, not one of the route's tiles" if result.target
+               else result.note or "the transform chose no tile")
+        return choice.default, f"to the default {choice.default}: {why}"
 
     def why_not(self, route: Route, response: Response) -> str:
         """Why ``route`` does not fire for ``response`` ("" if it does); ``baton preview`` asks too."""
@@ -140,12 +180,23 @@ class PromptRouter:
     ) -> str | TransformResult:
         return await self._transforms[route.label].apply(self.input_for(route, response, target))
 
+    def candidates(self, route: Route) -> tuple[Candidate, ...]:
+        """The tiles a choosing route's transform picks from (none for any other route)."""
+        if route.chooses is None:
+            return ()
+        return tuple(Candidate(name, self._agent_of(name), self.config.tiles[name].description)
+                     for name in route.targets)
+
+    def _agent_of(self, tile: str) -> str:
+        runtime = self.tiles.get(tile)  # a tile on another host has no runtime here
+        return runtime.adapter.name if runtime else self.config.tiles[tile].agent
+
     def input_for(self, route: Route, response: Response, target: str | None = None) -> TransformInput:
         """What the route's transform is given for ``response`` and ``target`` (default: the route's first)
         (also used by ``baton preview``)."""
         tile = response.completion.tile
         source_name = tile if tile in route.sources else route.sources[0]
-        target_name = target or route.targets[0]
+        target_name = target or route.branches()[0][0]
         source, target_rt = self.tiles[source_name], self.tiles.get(target_name)
         target_tile = self.config.tiles[target_name]  # a tile on another host has no runtime here
 
@@ -157,6 +208,7 @@ class PromptRouter:
 
         data = TransformInput(
             response=response,
+            answers=response.answers or {source_name: response.text},
             route=route.label,
             source=source_name,
             target=target_name,
@@ -166,5 +218,6 @@ class PromptRouter:
             target_description=target_tile.description,
             cwd=response.cwd or source.ctx.tile.cwd,
             terminal_text=terminal_text,
+            choices=self.candidates(route),
         )
         return data

@@ -24,22 +24,61 @@ function stateText(t) {
   return t.kind + (t.words ? ": " + t.words : "");
 }
 
+// a hand-off's state in the words the tile and the list share (a refused send: nothing was typed)
+function handoffWord(h) {
+  if (h.refused) return "refused";
+  return {pending: "queued", transformed: "queued", delivering: "typing"}[h.state] || h.state;
+}
+
 function handoffText(t) {
   const h = t.last;
   if (!h) return "";
   const where = h.source === t.tile ? "→" + h.target : "←" + h.source;
-  const state = (h.state === "pending" || h.state === "transformed") ? "queued" : h.state;
-  return where + " " + state + " " + ago(now() - h.updated) + " ago";
+  return where + " " + handoffWord(h) + " " + ago(now() - h.updated) + " ago";
 }
 
-function say(ok, message) {
+const LABELS = {approve: "Approve", deny: "Deny", send: "Send", retry: "Retry", hold: "Hold", resume: "Resume"};
+const NOTICE_MS = {ok: 6000, fail: 15000};
+const notices = new Map();  // where a button was pressed (data-place) -> {ok, text}
+let toastTimer = 0;
+
+// an element's notice, if its place has one: where the button was pressed (and the list redrawn since)
+function showNotice(el) {
+  const notice = notices.get(el.dataset.place);
+  let said = el.querySelector(":scope > .said");
+  if (!notice) { if (said) said.hidden = true; return; }
+  if (!said) {
+    said = document.createElement("p");
+    said.className = "said";
+    el.appendChild(said);
+  }
+  said.textContent = notice.text;
+  said.className = "said " + (notice.ok ? "ok" : "fail");
+  said.hidden = false;
+}
+
+// an action's outcome: next to its button, and as a notice at the foot of the screen, both for a while
+function say(ok, message, place) {
   const out = $("outcome");
   out.textContent = message;
   out.className = ok ? "ok" : "fail";
   out.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { out.hidden = true; }, ok ? NOTICE_MS.ok : NOTICE_MS.fail);
+  if (!place) return;
+  const notice = {ok: ok, text: message};
+  notices.set(place, notice);
+  setTimeout(() => {
+    if (notices.get(place) !== notice) return;
+    notices.delete(place);
+    document.querySelectorAll("[data-place]").forEach((el) => { if (el.dataset.place === place) showNotice(el); });
+  }, ok ? NOTICE_MS.ok : NOTICE_MS.fail);
+  document.querySelectorAll("[data-place]").forEach((el) => { if (el.dataset.place === place) showNotice(el); });
 }
 
 async function act(kind, target, text, button) {
+  const place = button ? (button.closest("[data-place]") || {dataset: {}}).dataset.place : "";
+  const label = LABELS[kind] + " " + target + ": ";
   if (button) button.disabled = true;
   try {
     const response = await fetch("/api/action", {
@@ -49,10 +88,10 @@ async function act(kind, target, text, button) {
     });
     let answer = {ok: false, message: response.status + " " + response.statusText};
     try { answer = await response.json(); } catch (e) { /* not JSON: the status says it */ }
-    say(answer.ok, kind + " " + target + ": " + answer.message);
+    say(answer.ok, label + answer.message, place);
     return answer.ok;
   } catch (e) {
-    say(false, kind + " " + target + ": " + e);
+    say(false, label + e, place);
     return false;
   } finally {
     if (button) button.disabled = false;
@@ -64,13 +103,25 @@ function card(name) {
   if (el) return el;
   el = $("tile-card").content.firstElementChild.cloneNode(true);
   el.dataset.tile = name;
+  el.dataset.place = "tile:" + name;
+  const form = el.querySelector(".send");
+  const opener = el.querySelector(".open-send");
+  const fold = (open) => {
+    form.hidden = !open;
+    opener.setAttribute("aria-expanded", String(open));
+    if (open) form.elements.text.focus();
+  };
+  opener.addEventListener("click", () => fold(form.hidden));
   el.querySelector(".approve").addEventListener("click", (e) => act("approve", name, null, e.target));
   el.querySelector(".deny").addEventListener("click", (e) => act("deny", name, null, e.target));
   el.querySelector(".send").addEventListener("submit", async (e) => {
     e.preventDefault();
     const input = e.target.elements.text;
     if (!input.value.trim()) return;
-    if (await act("send", name, input.value, e.target.querySelector("button"))) input.value = "";
+    if (await act("send", name, input.value, e.target.querySelector("button"))) {
+      input.value = "";
+      fold(false);
+    }
   });
   cards.set(name, el);
   return el;
@@ -89,6 +140,8 @@ function fillTile(el, t) {
   el.querySelector(".queued").textContent = t.queued ? t.queued + " queued" : "";
   el.querySelector(".usage").textContent = t.tokens ? t.tokens + " tokens" + (t.cost ? " · " + t.cost : "") : "";
   el.querySelector(".ask").hidden = t.kind !== "waiting";
+  el.querySelector(".asks").textContent = t.waiting_for || "";
+  showNotice(el);
 }
 
 function renderTiles(tiles) {
@@ -134,21 +187,45 @@ function renderRoutes(routes) {
       [r.held ? ["Resume", (b) => act("resume", r.name, null, b)] : ["Hold", (b) => act("hold", r.name, null, b)]]);
     li.dataset.route = r.name;
     li.dataset.held = String(r.held);
+    li.dataset.place = "route:" + r.name;
+    showNotice(li);
     return li;
   }));
 }
 
+// a failed hand-off can be retried; a refused send (nothing typed) is an outcome already said, not one
+function retryable(h) { return h.state === "failed" && !h.refused; }
+
 function renderRecent(recent) {
   $("recent").replaceChildren(...recent.map((h) => {
-    const li = item([["when", ago(now() - h.updated) + " ago"], ["what", h.route], ["st", h.state],
-                     ["why", h.why]],
-      h.state === "failed" ? [["Retry", (b) => act("retry", h.key, null, b)]] : []);
+    const li = item([["when", ago(now() - h.updated) + " ago"], ["what", h.source + " → " + h.target],
+                     ["st", handoffWord(h)], ["prompt", h.prompt || ""], ["why", h.why]],
+      retryable(h) ? [["Retry", (b) => act("retry", h.key, null, b)]] : []);
     li.dataset.state = h.state;
+    li.dataset.word = handoffWord(h);
     li.dataset.key = h.key;
     li.dataset.updated = String(h.updated);
+    li.dataset.place = "handoff:" + h.key;
+    showNotice(li);
     return li;
   }));
   if (!recent.length) $("recent").replaceChildren(item([["when", "no hand-offs yet"]], []));
+}
+
+// "1 waiting · 1 failed · 2 working", and the count of waiting tiles in the tab's title
+function renderSummary(f) {
+  const count = (kind) => f.tiles.filter((t) => t.kind === kind).length;
+  const parts = [["waiting", count("waiting")], ["failed", f.recent.filter(retryable).length],
+                 ["working", count("working")], ["idle", count("idle")], ["absent", count("absent")],
+                 ["gone", count("gone")]].filter(([, n]) => n);
+  $("summary").replaceChildren(...parts.map(([word, n], i) => {
+    const span = document.createElement("span");
+    span.className = word;
+    span.textContent = (i ? " · " : "") + n + " " + word;
+    return span;
+  }));
+  const waiting = count("waiting");
+  document.title = (waiting ? "(" + waiting + ") " : "") + "batonpass";
 }
 
 function render() {
@@ -160,25 +237,39 @@ function render() {
   $("note").hidden = !frame.note;
 }
 
+let frameAt = null;  // when the last frame came (this page's clock): what the page shows "as of"
+
+function hhmmss(d) { return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":"); }
+
 function connect() {
   const events = new EventSource("/api/events?token=" + encodeURIComponent(token));
   events.addEventListener("board", (e) => {
     frame = JSON.parse(e.data);
+    frameAt = new Date();
     offset = frame.sent - Date.now() / 1000;
     render();
     renderRoutes(frame.routes);
     renderRecent(frame.recent);
+    renderSummary(frame);
     document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
   });
-  events.addEventListener("open", () => { $("link").textContent = "live"; $("link").className = "link up"; });
+  events.addEventListener("open", () => {
+    $("link").textContent = "live";
+    $("link").className = "link up";
+    document.body.classList.remove("stale");
+  });
   events.addEventListener("error", () => {
-    $("link").textContent = "reconnecting…";
+    // the server stopped (or the network): what the page shows is as it was then, greyed
+    $("link").textContent = "reconnecting" + (frameAt ? " · as of " + hhmmss(frameAt) : "…");
     $("link").className = "link down";
+    document.body.classList.add("stale");
   });
 }
 
-// the clocks tick here (working 2m10s, 5s ago): the server sends a frame only when something changed
+// the clocks tick here (working 2m10s, 5s ago): the server sends a frame only when something changed;
+// with the server gone they stop, as of the last frame
 setInterval(() => {
+  if (document.body.classList.contains("stale")) return;
   render();
   for (const li of $("recent").querySelectorAll("li[data-updated]")) {
     li.querySelector(".when").textContent = ago(now() - Number(li.dataset.updated)) + " ago";
