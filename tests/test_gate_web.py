@@ -75,3 +75,55 @@ def test_the_page_gets_each_awaiting_prompt_whole_and_passes_an_edit_or_drops_it
     assert rows[item["key"]]["gate"]["decided_by"] == "web 127.0.0.1"
     assert rows[item["key"]]["gate"]["original"] == long
     assert rows[second["key"]]["state"] == "dropped"
+
+
+def test_the_page_shows_each_awaiting_prompt_to_edit_and_its_pass_and_drop_buttons(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory, browser: Any) -> None:
+    """In a real Chromium: the whole prompt in a box (agent text as text), edited and passed; the next one
+    dropped; each card leaves the page once decided, and a new frame never overwrites a box being edited."""
+    panes = {n: start_agent(tmux_server, tmp_path / f"{n}.jsonl", n, work_s=0.1) for n in ("a", "b")}
+    blog = tmp_path / "b.jsonl"
+    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
+                          {n: {"pane": p, "agent": "demo"} for n, p in panes.items()},
+                          [{"name": "release", "from": "a", "to": "b", "gate": "person", "within": "1d"}])
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "a")
+    web = start_web("-c", str(config), tmp=tmp_path)
+    try:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.extend([m.text] if m.type == "error" else []))
+        page.goto(web.url)
+        hostile = "deploy <script>window.pwned = 1</script> now"
+        tmux_server.type(panes["a"], hostile)
+        page.locator("#awaiting li.gated").wait_for(timeout=20_000)
+        key = page.locator("#awaiting li.gated").get_attribute("data-key")
+        card = page.locator(f'#awaiting li[data-key="{key}"]')
+        box = card.locator("textarea")
+        assert box.input_value() == hostile
+        assert "release: a → b" in (card.locator(".what").text_content() or "")
+        assert "expires in 23h" in (card.locator(".when").text_content() or "")
+        assert page.locator("#summary .awaiting").text_content() == "1 awaiting"
+        box.fill("deploy it, edited on the page")
+        tmux_server.type(panes["a"], "and this")  # a new frame while the box is being edited
+        page.locator("#awaiting li.gated").nth(1).wait_for(timeout=20_000)
+        assert box.input_value() == "deploy it, edited on the page"
+        card.locator("button.pass").click()
+        page.locator("#outcome.ok").filter(has_text="Pass release@").wait_for(timeout=20_000)
+        wait_for(lambda: messages(blog) == ["deploy it, edited on the page"], what="the edit typed")
+        card.wait_for(state="detached", timeout=20_000)
+        assert page.locator("#awaiting li.gated").count() == 1
+        page.locator("#awaiting li.gated button.drop").click()
+        page.locator("#outcome.ok").filter(has_text="Drop release@").wait_for(timeout=20_000)
+        page.locator("#awaiting-box").wait_for(state="hidden", timeout=20_000)
+        assert page.evaluate("window.pwned") is None and errors == []
+        page.close()
+    finally:
+        assert web.stop() == 0
+    assert daemon.stop() == 0
+    assert messages(blog) == ["deploy it, edited on the page"]
+    rows = [r for r in json_lines(baton("history", "--json").out) if "kind" not in r]
+    assert [(r["state"], r["gate"]["decision"], r["gate"]["decided_by"]) for r in rows] == [
+        ("delivered", "passed", "web 127.0.0.1"), ("dropped", "dropped", "web 127.0.0.1")]
+    assert rows[0]["gate"]["original"] == hostile

@@ -55,6 +55,7 @@ PAGE_TERMS = (
     ("; --wait SECONDS waits for it", "; Send again once it is idle"),
     ("until baton resume ", "until Resume on the route "),
     ("(baton history --outcome failed lists the failed ones)", "(Recent hand-offs lists the failed ones)"),
+    ("(baton history --outcome awaiting lists the ones awaiting a person)", "(Awaiting you lists them)"),
 )
 Scope = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
