@@ -5,8 +5,11 @@ host that never saw the hand-off."""
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +17,14 @@ from tests.support.agents import messages
 from tests.support.bus import settle, write_routes
 from tests.support.cli import baton
 from tests.support.polling import wait_for
+from tests.support.web import WebServer, request, start_web
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+
+def _awaiting(web: WebServer) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"{web.base}/api/board?token={web.token}", timeout=10) as resp:
+        return list(json.loads(resp.read() or b"{}").get("awaiting") or [])
 
 
 def test_a_gated_hand_off_to_another_hosts_tile_is_passed_or_dropped_from_any_host_once(
@@ -53,11 +62,28 @@ def test_a_gated_hand_off_to_another_hosts_tile_is_passed_or_dropped_from_any_ho
     dropped = baton("drop", second, "-c", str(config), env=on_alpha)
     assert dropped.status == 0 and dropped.out.startswith(f"on host beta: dropped {second}"), dropped
     wait_for(lambda: "dropped     " + second in beta.stderr(), timeout=30, what="out of beta's queue")
+    # the next one passed from a page on a third host: listed from the bus (its prompt stays on beta)
+    web = start_web("-c", str(config), tmp=tmp_path, env=gamma)
+    try:
+        alpha.type("a", "from the page")
+        listed = wait_for(lambda: _awaiting(web), timeout=30, what="beta's awaiting hand-off on the page")
+        [item] = listed
+        assert item["host"] == "beta" and item["prompt"] is None and item["target"] == "b", item
+        status, _, body = request(f"{web.base}/api/action", method="POST",
+                                  headers={"X-Baton-Token": web.token}, body={"kind": "pass", "target": item["key"]})
+        answer = json.loads(body)
+        assert status == 200 and answer["ok"], answer
+        assert answer["message"].startswith(f"on host beta: passed {item['key']}"), answer
+        wait_for(lambda: messages(blog) == ["from a: ship it", "from a: from the page"], timeout=30,
+                 what="the page's pass typed on beta")
+    finally:
+        assert web.stop() == 0
     settle()
     assert alpha.stop() == 0 and beta.stop() == 0
-    assert messages(blog) == ["from a: ship it"]
-    assert {h.key: h.state for h in beta.history()} == {key: "delivered", second: "dropped"}
+    assert messages(blog) == ["from a: ship it", "from a: from the page"]
+    assert {h.key: h.state for h in beta.history()} == {key: "delivered", second: "dropped",
+                                                         item["key"]: "delivered"}
     here = os.uname().nodename
     assert [(r.kind, r.outcome, r.origin) for r in beta.journal().actions()] == [
         ("pass", "done", f"bus {here} (cli)"), ("pass", "refused", f"bus {here} (cli)"),
-        ("drop", "done", f"bus {here} (cli)")]
+        ("drop", "done", f"bus {here} (cli)"), ("pass", "done", f"bus {here} (web 127.0.0.1)")]

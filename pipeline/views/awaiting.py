@@ -12,8 +12,9 @@ __all__ = ["read_awaiting"]
 
 
 def read_awaiting(path: Path, within: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
-    """``{key, route, source, target, prompt, created, expires}`` of each awaiting hand-off, oldest first;
-    ``expires`` (epoch seconds) when its route has ``within:`` (``within``: seconds, by route), else None.
+    """``{key, route, source, target, prompt, created, expires, host}`` of each awaiting hand-off, oldest
+    first; ``expires`` (epoch seconds) when its route has ``within:`` (``within``: seconds, by route), else
+    None; ``host`` None (this host's: another host's come from the bus, :mod:`pipeline.views.hosts_board`).
     Read-only: the page never writes the journal (nor makes one where there is none)."""
     if not path.exists():
         return []
@@ -27,5 +28,6 @@ def read_awaiting(path: Path, within: Mapping[str, float] | None = None) -> list
         db.close()
     limits = within or {}
     return [{"key": key, "route": route, "source": source, "target": target, "prompt": prompt or "",
-             "created": created, "expires": created + limits[route] if route in limits else None}
+             "created": created, "expires": created + limits[route] if route in limits else None,
+             "host": None}
             for key, route, source, target, prompt, created in rows]

@@ -122,7 +122,8 @@ class WebFeed:
         self.last: bytes = b""
         self.recent: list[dict[str, Any]] = []
         self.held: set[str] = set()
-        #: the hand-offs awaiting a person, with their full prompts (the page's Pass and Drop)
+        #: this host's hand-offs awaiting a person, with their full prompts (the page's Pass and Drop); the
+        #: other hosts' come from the bus without theirs (a prompt stays on its host), passed there over it
         self.awaiting: list[dict[str, Any]] = []
         self.within = {r.label: s for r in config.routes if (s := expires_after(r)) is not None}
 
@@ -156,15 +157,16 @@ class WebFeed:
         """The frame's content: tiles (this host's first), routes, recent hand-offs, the hand-offs awaiting
         a person (with their prompts), notes."""
         tiles = [_tile(v, self.host, True) for v in self.local.board.views.values()]
-        notes = [self.local.board.note]
+        notes, awaiting = [self.local.board.note], list(self.awaiting)
         if self.hosts is not None:
             tiles += [_tile(v, self.hosts.host_of.get(name, "?"), False)
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
+            awaiting += self.hosts.awaiting
         routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
                    "held": r.label in self.held} for r in self.config.routes]
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
-                "recent": self.recent, "awaiting": self.awaiting, "note": " · ".join(n for n in notes if n)}
+                "recent": self.recent, "awaiting": awaiting, "note": " · ".join(n for n in notes if n)}
 
     async def _told(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` with each hand-off's prompt line and whether it is a refused send (this host's journal:

@@ -206,7 +206,11 @@ function gatedCard(a) {
   li.dataset.key = a.key;
   li.dataset.place = "awaiting:" + a.key;
   const box = li.querySelector("textarea");
-  box.value = a.prompt;
+  if (a.prompt === null) {  // another host's: its prompt stays there; Pass and Drop go to it over the bus
+    li.querySelector(".edit").replaceChildren(Object.assign(document.createElement("span"),
+      {className: "hint", textContent: "the prompt is on host " + a.host + ": Pass types it as it is"}));
+  }
+  box.value = a.prompt || "";
   box.addEventListener("input", () => { li.dataset.edited = "true"; });
   li.querySelector(".pass").addEventListener("click", (e) =>
     act("pass", a.key, li.dataset.edited === "true" ? box.value : null, e.target));
