@@ -69,8 +69,9 @@ def test_a_gated_hand_off_to_another_hosts_tile_is_passed_or_dropped_from_any_ho
         listed = wait_for(lambda: _awaiting(web), timeout=30, what="beta's awaiting hand-off on the page")
         [item] = listed
         assert item["host"] == "beta" and item["prompt"] is None and item["target"] == "b", item
-        status, _, body = request(f"{web.base}/api/action", method="POST",
-                                  headers={"X-Baton-Token": web.token}, body={"kind": "pass", "target": item["key"]})
+        mine = {"X-Baton-Token": web.token}
+        status, _, body = request(f"{web.base}/api/action", method="POST", headers=mine,
+                                  body={"kind": "pass", "target": item["key"]})
         answer = json.loads(body)
         assert status == 200 and answer["ok"], answer
         assert answer["message"].startswith(f"on host beta: passed {item['key']}"), answer
