@@ -13,7 +13,7 @@ from pipeline.engine.journal import Journal, default_journal_path
 from tests.fakes.webhook import WebhookReceiver
 from tests.support.agents import messages, start_agent
 from tests.support.cli import baton, json_lines, start_baton
-from tests.support.daemons import wait_followed, write_config
+from tests.support.daemons import Daemon, wait_followed, write_config
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -38,6 +38,15 @@ def _config(tmux_server: TmuxServer, tmp_path: Path, panes: dict[str, str], rout
     return write_config(tmp_path / "routes.yaml", tmux_server.socket, tiles, routes, **settings)
 
 
+def _running(daemon_factory: Any, config: Path, *tiles: str) -> Daemon:
+    """``baton run`` on ``config``, once it has followed ``tiles`` (before that, their turns are history)."""
+    daemon = daemon_factory(config)
+    daemon.start()
+    for tile in tiles:
+        wait_followed(daemon, tile)
+    return daemon
+
+
 def test_an_awaiting_hand_off_waits_across_a_restart_and_pass_types_it_once_when_its_tile_is_ready(
         tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
     panes = _agents(tmux_server, tmp_path, "a", "b")
@@ -47,9 +56,7 @@ def test_an_awaiting_hand_off_waits_across_a_restart_and_pass_types_it_once_when
         config = _config(tmux_server, tmp_path, panes, [{"name": "release", "from": "a", "to": "b",
                                                          "gate": "person"}],
                          notify=[{"kind": "webhook", "url": f"{webhook.url}/hook"}])
-        daemon = daemon_factory(config)
-        daemon.start()
-        wait_followed(daemon, "a")
+        daemon = _running(daemon_factory, config, "a")
         tmux_server.type(panes["a"], "deploy it")
         wait_for(lambda: _states() == ["awaiting"], what="the hand-off awaiting a person")
         row = _rows()[0]
@@ -102,10 +109,7 @@ def test_pass_with_an_edited_prompt_drop_and_racing_passes_while_other_hand_offs
     config = _config(tmux_server, tmp_path, panes, [
         {"name": "release", "from": "a", "to": "b", "gate": "person"},
         {"name": "cb", "from": "c", "to": "b"}])
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "a")
-    wait_followed(daemon, "c")
+    daemon = _running(daemon_factory, config, "a", "c")
     tmux_server.type(panes["a"], "one")
     wait_for(lambda: _states() == ["awaiting"], what="a's hand-off awaiting")
     first = _rows()[0]["key"]
@@ -163,9 +167,7 @@ def test_within_expires_an_awaiting_hand_off_and_a_pass_after_it_is_refused(
     blog = tmp_path / "b.jsonl"
     config = _config(tmux_server, tmp_path, panes, [
         {"name": "release", "from": "a", "to": "b", "gate": "person", "within": "1s"}])
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "a")
+    daemon = _running(daemon_factory, config, "a")
     tmux_server.type(panes["a"], "too late")
     wait_for(lambda: _states() == ["expired"], what="the hand-off expired")
     row = _rows()[0]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support.agents import messages
-from tests.support.bus import settle, write_routes
+from tests.support.bus import settle, two_hosts
 from tests.support.cli import baton
 from tests.support.polling import wait_for
 from tests.support.web import WebServer, request, start_web
@@ -29,14 +29,8 @@ def _awaiting(web: WebServer) -> list[dict[str, Any]]:
 
 def test_a_gated_hand_off_to_another_hosts_tile_is_passed_or_dropped_from_any_host_once(
         tmp_path: Path, hosts) -> None:
-    tiles = {"a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
-             "b": {"pane": "title:b", "agent": "demo", "host": "beta"}}
-    config = write_routes(tmp_path / "routes.yaml", tiles, [
-        {"name": "release", "from": "a", "to": "b", "gate": "person",
-         "transform": {"type": "template", "template": "from a: {response}"}}])
-    alpha, beta = hosts("alpha", config), hosts("beta", config)
-    alpha.agent("a")
-    blog = beta.agent("b")
+    alpha, beta, _, blog = two_hosts(tmp_path, hosts, route={"name": "release", "gate": "person"})
+    config = alpha.config
     alpha.start()
     beta.start()
     alpha.wait_running("a")

@@ -18,7 +18,7 @@ from tests.support.cli import baton, json_lines
 from tests.support.daemons import wait_followed, write_config
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
-from tests.support.web import request, start_web
+from tests.support.web import WebServer, request, start_web
 
 pytestmark = [pytest.mark.tmux]
 
@@ -28,17 +28,22 @@ def _frame(base: str, token: str) -> dict[str, Any]:
         return json.loads(resp.read() or b"{}")
 
 
-def test_the_page_gets_each_awaiting_prompt_whole_and_passes_an_edit_or_drops_it(
-        tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+def _scene(tmux_server: TmuxServer, tmp_path: Path,
+           daemon_factory: Any) -> tuple[dict[str, str], Path, Any, WebServer]:
+    """Demo agents a and b, a gated route a->b (within 1d), ``baton run`` following a, and ``baton web``."""
     panes = {n: start_agent(tmux_server, tmp_path / f"{n}.jsonl", n, work_s=0.1) for n in ("a", "b")}
-    blog = tmp_path / "b.jsonl"
     config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
                           {n: {"pane": p, "agent": "demo"} for n, p in panes.items()},
                           [{"name": "release", "from": "a", "to": "b", "gate": "person", "within": "1d"}])
     daemon = daemon_factory(config)
     daemon.start()
     wait_followed(daemon, "a")
-    web = start_web("-c", str(config), tmp=tmp_path)
+    return panes, tmp_path / "b.jsonl", daemon, start_web("-c", str(config), tmp=tmp_path)
+
+
+def test_the_page_gets_each_awaiting_prompt_whole_and_passes_an_edit_or_drops_it(
+        tmux_server: TmuxServer, tmp_path: Path, daemon_factory) -> None:
+    panes, blog, daemon, web = _scene(tmux_server, tmp_path, daemon_factory)
     try:
         long = "deploy " + "x" * 3000  # the whole prompt, not a preview
         tmux_server.type(panes["a"], long)
@@ -81,15 +86,7 @@ def test_the_page_shows_each_awaiting_prompt_to_edit_and_its_pass_and_drop_butto
         tmux_server: TmuxServer, tmp_path: Path, daemon_factory, browser: Any) -> None:
     """In a real Chromium: the whole prompt in a box (agent text as text), edited and passed; the next one
     dropped; each card leaves the page once decided, and a new frame never overwrites a box being edited."""
-    panes = {n: start_agent(tmux_server, tmp_path / f"{n}.jsonl", n, work_s=0.1) for n in ("a", "b")}
-    blog = tmp_path / "b.jsonl"
-    config = write_config(tmp_path / "routes.yaml", tmux_server.socket,
-                          {n: {"pane": p, "agent": "demo"} for n, p in panes.items()},
-                          [{"name": "release", "from": "a", "to": "b", "gate": "person", "within": "1d"}])
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "a")
-    web = start_web("-c", str(config), tmp=tmp_path)
+    panes, blog, daemon, web = _scene(tmux_server, tmp_path, daemon_factory)
     try:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         errors: list[str] = []
