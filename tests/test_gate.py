@@ -67,6 +67,9 @@ def test_an_awaiting_hand_off_waits_across_a_restart_and_pass_types_it_once_when
         notice = webhook.events("awaiting")[0]
         assert notice["handoff"] == key and notice["tile"] == "b" and f"baton pass {key}" in notice["message"]
         assert "awaiting    " + key in daemon.stderr()
+        status = baton("status", "-c", str(config)).out
+        assert f"hand-off {key} -> b awaits a person since" in status, status
+        assert f"baton pass {key}" in status
         # across a restart it still waits, and is not told again
         assert daemon.stop() == 0
         daemon.start()
