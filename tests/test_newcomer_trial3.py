@@ -138,10 +138,14 @@ def test_history_follow_shows_a_send_in_progress_as_typing(tmux_server: TmuxServ
     with following_history("-n", "1", into=tmp_path / "follow.jsonl") as printed:
         wait_for(lambda: len(printed()) == 1, what="the follower's first row")
         assert baton("-c", str(config), "send", "sh", "true").status == 0
-        wait_for(lambda: len({r["key"] for r in printed()}) == 2
-                 and printed()[-1]["note"] == "the agent did not show a new turn yet",
+
+        def handoffs() -> list[dict]:  # the send's action has lines of its own (kind: action)
+            return [r for r in printed() if "kind" not in r]
+
+        # a shell's turn is its command: `true` started, so the send ends delivered (#39 item 13)
+        wait_for(lambda: len({r["key"] for r in handoffs()}) == 2 and handoffs()[-1]["state"] == "delivered",
                  what="the second send followed to its end")
-    rows = printed()[1:]
+    rows = handoffs()[1:]
     assert rows[0]["note"] == ("baton send is typing this; left so, it stopped before it knew whether the "
                                "agent took it"), rows
     assert not any(r["note"].startswith("baton send was typing") for r in rows), rows

@@ -14,8 +14,10 @@ import signal
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
+from pipeline.engine.actions import Action, perform
 from tests.support.agents import messages, start_agent, transcript_answers
 from tests.support.cli import BATON, baton, baton_env, json_lines
 from tests.support.polling import quiet_for, wait_for
@@ -41,6 +43,11 @@ def history(*args: str) -> list[dict]:
     result = baton("history", "--json", *args)
     assert result.status == 0, result
     return json_lines(result.out)
+
+
+def handoffs(*args: str) -> list[dict]:
+    """The hand-offs ``baton history`` lists (an action's line has ``kind: action``)."""
+    return [r for r in history(*args) if "kind" not in r]
 
 
 # ---- a pane without the agent expected is refused: nothing typed ----------------------------------------
@@ -89,6 +96,18 @@ def test_a_shell_tile_is_typed_into_as_the_dispatcher_does(tmux_server: TmuxServ
     wait_for(marker.exists, what="the shell tile running the text")
 
 
+def test_a_shell_tiles_turn_is_its_command_confirmed_when_it_starts(tmux_server: TmuxServer,
+                                                                   tmp_path: Path) -> None:
+    """#39 item 13: a shell's turn is the command; a command over before anyone looks (``echo``) started
+    all the same: the send is ``delivered``, not ``typed; the agent did not show a new turn yet``."""
+    shell = shell_ready(tmux_server)
+    write_routes(tmp_path, tmux_server.socket, {"tests": {"pane": shell, "agent": "shell"}})
+    result = baton("send", "tests", "echo hi-from-send", cwd=tmp_path)
+    assert result.status == 0 and result.out.rstrip().endswith("the agent started a turn"), result
+    wait_for(lambda: "\nhi-from-send" in tmux_server.capture(shell), what="the shell running the command")
+    assert [r["state"] for r in handoffs("--route", "send")] == ["delivered"]
+
+
 def test_agent_flag_that_contradicts_the_tile_is_one_line_exit_2(tmux_server: TmuxServer,
                                                                  tmp_path: Path) -> None:
     shell = shell_ready(tmux_server)
@@ -111,11 +130,41 @@ def test_send_by_tile_name_reaches_the_agent_and_is_journaled(tmux_server: TmuxS
     assert result.status == 0, result
     assert f"to {pane} (demo, tile rev)" in result.out, result.out
     wait_for(lambda: messages(log) == ["please review tokens.py"], what="the demo agent getting the text")
-    rows = history("--route", "send")
+    rows = handoffs("--route", "send")
     assert [(r["source"], r["target"], r["state"], r["prompt"], r["pane"]) for r in rows] == [
         ("send", "rev", "delivered", "please review tokens.py", pane)], rows
     table = baton("history", "--tile", "rev")
     assert table.status == 0 and " send " in table.out and "delivered" in table.out, table
+
+
+def test_a_cli_send_is_journaled_as_the_pages_send_is(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """#39 item 11: ``baton send`` journals its action, then its hand-off, as the web page's Send
+    (:func:`perform`) does; a refused send of either is its action ``refused``, no hand-off (item 7)."""
+    log = tmp_path / "rev.jsonl"
+    pane = start_agent(tmux_server, log, "rev", work_s=0.1)
+    config = write_routes(tmp_path, tmux_server.socket, {"rev": {"pane": pane, "agent": "demo"}})
+
+    def page_send(text: str) -> bool:
+        action = Action("send", "rev", text, origin="web 127.0.0.1")
+        return anyio.run(lambda: perform(action, config_path=config)).ok
+
+    assert baton("send", "rev", "from the cli", cwd=tmp_path).status == 0
+    wait_for(lambda: tmux_server.capture(pane).count("from the cli") == 2, what="the echo answered")
+    assert page_send("from the page")
+    wait_for(lambda: tmux_server.capture(pane).count("from the page") == 2, what="the echo answered")
+    tmux_server.type(pane, "half a thought", enter=False)
+    wait_for(lambda: "demo❯ half a thought" in tmux_server.capture(pane), what="the person's draft")
+    baton("send", "rev", "not now", cwd=tmp_path).one_line_error(1, "draft", "nothing was typed")
+    assert not page_send("not now either")
+    assert messages(log) == ["from the cli", "from the page"]
+    rows = history("--route", "send")
+    assert [(r.get("kind"), r["state"], r.get("origin"), r["target"]) for r in rows] == [
+        ("action", "done", "cli", "rev"), (None, "delivered", None, "rev"),
+        ("action", "done", "web 127.0.0.1", "rev"), (None, "delivered", None, "rev"),
+        ("action", "refused", "cli", "rev"), ("action", "refused", "web 127.0.0.1", "rev"),
+    ], rows
+    assert rows[0]["note"].startswith(f"rev from cli: sent 12 chars to {pane}"), rows[0]
+    assert all("holds a draft" in r["note"] for r in rows[4:]), rows[4:]
 
 
 def test_send_by_pane_finds_the_tile_it_belongs_to(tmux_server: TmuxServer, tmp_path: Path) -> None:
@@ -150,7 +199,10 @@ def test_a_draft_is_not_typed_over(tmux_server: TmuxServer, tmp_path: Path) -> N
     baton("send", "rev", "hello", cwd=tmp_path).one_line_error(1, "tile rev", "draft", "nothing was typed",
                                                                "--wait")
     assert "demo❯ half a thought" in tmux_server.capture(pane) and messages(log) == []
-    assert [r["state"] for r in history("--tile", "rev")] == ["failed"]
+    # a refusal, not a failed hand-off (#39 item 7): the action says refused and why; nothing was handed off
+    rows = history("--tile", "rev")
+    assert [(r.get("kind"), r["route"], r["state"]) for r in rows] == [("action", "send", "refused")], rows
+    assert "holds a draft" in rows[0]["note"] and "nothing was typed" in rows[0]["note"], rows
 
 
 def test_wait_types_once_the_draft_is_cleared(tmux_server: TmuxServer, tmp_path: Path) -> None:
@@ -248,4 +300,4 @@ def test_ctrl_c_after_the_enter_says_it_was_typed(tmux_server: TmuxServer, tmp_p
     assert done.returncode == 130 and len(lines) == 1, (done.returncode, done.stderr)
     assert "interrupted" in lines[0] and "typed" in lines[0] and "submitted" in lines[0], lines
     assert "nothing was typed" not in lines[0]
-    assert [r["state"] for r in history("--route", "send")] == ["unconfirmed"]
+    assert [r["state"] for r in handoffs("--route", "send")] == ["unconfirmed"]

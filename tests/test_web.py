@@ -162,9 +162,16 @@ def test_approve_send_and_hold_from_the_page(tmux_server: TmuxServer, tmp_path: 
         tmux_server.type(standin.pane, "NEEDS_APPROVAL: touch a file")
         tile(page, "b").and_(page.locator('[data-kind="waiting"]')).wait_for(timeout=20_000)
         # what it asks, next to Approve and Deny: the frame's waiting_for, as text
-        asked = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"][0]["waiting_for"]
-        assert asked and tile(page, "b").locator(".ask .asks").text_content() == asked
-        assert "Do you want to proceed?" in asked and "touch" in asked, asked  # the dialog's words
+        # the file may say "waiting" a moment before the dialog is drawn: the words come with the dialog
+        def asks() -> str | None:
+            tiles = json.loads(request(f"{web.base}/api/board?token={web.token}")[2])["tiles"]
+            words = [t["waiting_for"] or "" for t in tiles]
+            return next((w for w in words if "Do you want to proceed?" in w), None)
+
+        asked = wait_for(asks, what="the dialog's words")
+        assert "touch" in asked, asked
+        page.locator(".ask .asks").filter(has_text="Do you want to proceed?").wait_for(timeout=20_000)
+        assert tile(page, "b").locator(".ask .asks").text_content() == asked
         tile(page, "b").locator("button.approve").click()
         page.locator("#outcome.ok").filter(has_text="Approve b:").wait_for(timeout=20_000)
         wait_for(lambda: [r["approval"] for r in read_log(standin.log) if "approval" in r] == ["approved"],

@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, NoReturn
 
+from pipeline.system.text import MAX_TEXT_BYTES
+
 __all__ = [
     "MAX_INPUT_BYTES",
     "InputTooLarge",
@@ -34,9 +36,8 @@ __all__ = [
     "read_input",
 ]
 
-#: the most text ``baton send`` / ``baton preview --input`` take: far above any agent's answer, far below
-#: what would make tmux or a terminal stall
-MAX_INPUT_BYTES = 8 * 1024 * 1024
+#: the most text ``baton send`` / ``baton preview --input`` take: what batonpass types in one piece
+MAX_INPUT_BYTES = MAX_TEXT_BYTES
 
 
 class InputTooLarge(ValueError):

@@ -1,5 +1,5 @@
 """``baton resolve``: one pane, looked at exactly as the daemon does — every step of its adapter's resolution
-chain (which pane and which agent: :mod:`pipeline.cmdline.target`)."""
+chain (which pane and which agent: :mod:`pipeline.engine.pane_target`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import sys
 import anyio
 
 from pipeline.cmdline.output import json_text
-from pipeline.cmdline.target import PaneTarget, TargetError, adapter_for, find_target, target_setup
+from pipeline.cmdline.target import target_setup
 from pipeline.engine.context import EngineContext
+from pipeline.engine.pane_target import PaneTarget, TargetError, adapter_for, find_target
 from pipeline.engine.tiles import identify_agent
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.system.tmux import PaneGone

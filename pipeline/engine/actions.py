@@ -11,7 +11,7 @@ and nothing typed.
 - approve/deny: the keys are the adapter's (:meth:`~pipeline.plugin.agents.AgentAdapter.answer_keys`, per
   agent and version), sent one at a time through :mod:`pipeline.system.tmux`; then the screen is looked at
   again until the prompt has left it (said when it has not).
-- send: ``baton send``'s path (:func:`pipeline.commands.send.send_text`): the dispatcher's checks and typing.
+- send: ``baton send``'s path (:func:`pipeline.engine.send.send_text`): the dispatcher's checks and typing.
 - retry: a ``failed`` hand-off, taken back in the journal (one retry wins), typed as ``send`` types, its
   outcome written on its own row.
 - hold/resume: the ``holds`` table of the journal; the daemon's dispatcher keeps a held route's hand-offs
@@ -41,13 +41,15 @@ from pipeline.engine.action_kinds import KINDS, Action, ActionKind, ActionResult
 from pipeline.engine.config import Config, ConfigError, load_config
 from pipeline.engine.hosts import NO_BUS_CLIENT, local_host, no_bus_client, tile_host
 from pipeline.engine.journal import Journal
+from pipeline.engine.pane_target import Setup, adapter_for, running_in
+from pipeline.engine.send import send_text
+from pipeline.engine.send_record import RetryRecord
 from pipeline.plugin.registry import UnknownName
 from pipeline.system.tmux import PaneGone, ServerGone, Tmux, TmuxError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from pipeline.cmdline.target import Setup
     from pipeline.plugin.agents import AgentAdapter
 
 __all__ = ["KINDS", "Action", "ActionKind", "ActionResult", "perform", "perform_here"]
@@ -152,8 +154,6 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
     if action.kind in ("approve", "deny"):
         return await _answer(action, _setup(config, here, tmux), approve=action.kind == "approve")
     if action.kind == "send":
-        from pipeline.commands.send import send_text
-
         ok, line = await send_text(action.target, action.text or "", _setup(config, here, tmux))
         return ActionResult(ok, line)
     if action.kind == "retry":
@@ -215,7 +215,6 @@ def _route_target(name: str, config: Config) -> str:
 def _setup(config: Config, here: str, tmux: Tmux | None) -> Setup:
     """What ``baton send`` works with, on routes.yaml's tmux server unless ``tmux`` is given: the tiles of
     host ``here`` (the daemon's ``--host`` may not be the machine's name)."""
-    from pipeline.cmdline.target import Setup
     from pipeline.plugin.manager import load_registries
 
     tmux = tmux or Tmux(socket_name=config.tmux.socket_name)
@@ -225,7 +224,6 @@ def _setup(config: Config, here: str, tmux: Tmux | None) -> Setup:
 
 async def _answer(action: Action, setup: Setup, *, approve: bool) -> ActionResult:
     """approve/deny: the adapter's keys for the prompt on screen, one at a time; then until it left."""
-    from pipeline.cmdline.target import adapter_for, running_in
     from pipeline.engine.context import EngineContext
 
     name = action.target
@@ -298,8 +296,6 @@ async def _gone(screen_now: Callable[[], Awaitable[str]], adapter: AgentAdapter,
 
 async def _retry(action: Action, setup: Setup, journal: Journal) -> ActionResult:
     """A failed hand-off typed again as ``baton send`` types, on its own journal row: once."""
-    from pipeline.commands.send import RetryRecord, send_text
-
     key = action.target
     record = journal.handoff(key)
     if record is None:

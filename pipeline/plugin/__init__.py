@@ -9,7 +9,7 @@ engine and import nothing from :mod:`pipeline.engine` at run time. Plugins impor
 
 from __future__ import annotations
 
-from pipeline.plugin.agents import AgentAdapter, Emit, InputHolds, TargetState, TileContext
+from pipeline.plugin.agents import AgentAdapter, Emit, InputHolds, TargetState, TileContext, TileSettings
 from pipeline.plugin.events import Completion, Delivery, Outcome, Prompt, Response, ResponseSource
 from pipeline.plugin.hookspecs import RegisterAgent, RegisterSettings, RegisterTransform
 from pipeline.plugin.markers import hookimpl
@@ -52,6 +52,7 @@ __all__ = [
     "SettingsSection",
     "TargetState",
     "TileContext",
+    "TileSettings",
     "TmuxError",
     "Transform",
     "TransformInput",

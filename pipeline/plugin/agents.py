@@ -26,18 +26,46 @@ from pipeline.system.tmux import PaneGone, ServerGone
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pipeline.engine.config import Tile
-    from pipeline.engine.watch import FileWatcher
     from pipeline.plugin.usage import SessionUsage
+    from pipeline.plugin.watcher import FileWatcher
     from pipeline.spool import HookRecord
     from pipeline.system.tmux import PaneInfo
 
-__all__ = ["AgentAdapter", "Emit", "InputHolds", "ResolveStep", "TargetState", "TileContext"]
+__all__ = ["AgentAdapter", "Emit", "InputHolds", "ResolveStep", "TargetState", "TileContext", "TileSettings"]
 
 Emit = Callable[[Completion], Awaitable[None]]
 #: how a screen is captured: escapes, start, end (the arguments of :meth:`TileContext.capture`)
 CaptureKind = tuple[bool, int | str | None, int | str | None]
 TargetState = Literal["ready", "busy", "draft", "absent", "gone"]
+
+
+class TileSettings(Protocol):
+    """A tile's entry in routes.yaml, as its adapter sees it (read only; the engine's is a pydantic model)."""
+
+    @property
+    def pane(self) -> str:
+        """The pane target as written: ``%3``, ``work:0.1``, ``title:NAME``."""
+        ...
+
+    @property
+    def agent(self) -> str:
+        """The adapter's name (``claude``, ``shell``, ``auto``)."""
+        ...
+
+    @property
+    def command(self) -> str | None:
+        """What ``baton up`` starts in the pane, if anything."""
+        ...
+
+    @property
+    def cwd(self) -> str | None:
+        """The folder ``baton up`` starts it in, if given."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """The tile's ``description:`` ("" when none)."""
+        ...
 
 
 class TileContext(Protocol):
@@ -47,12 +75,18 @@ class TileContext(Protocol):
 
     #: the tile's name in routes.yaml
     name: str
-    #: the tile's routes.yaml entry: ``tile.pane`` is the pane target as written (``%3``, ``work:0.1``)
-    tile: Tile
-    #: the engine's one watcher of files (``watcher.subscribe(paths)``), or None outside ``baton run``
-    watcher: FileWatcher | None
     #: the logger to tell the person things with (``batonpass``)
     log: logging.Logger
+
+    @property
+    def tile(self) -> TileSettings:
+        """The tile's routes.yaml entry: ``tile.pane``, the pane target as written (``%3``, ``work:0.1``)."""
+        ...
+
+    @property
+    def watcher(self) -> FileWatcher | None:
+        """The engine's one watcher of files (``watcher.subscribe(paths)``), or None outside ``baton run``."""
+        ...
 
     async def pane(self) -> PaneInfo:
         """The tile's pane (its ``%N``, pid, cursor, size…). Raises ``PaneGone`` / ``ServerGone``."""

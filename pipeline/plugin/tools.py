@@ -11,21 +11,17 @@
 - ``shows_text``, ``line_count``, ``utf16_length``: whether an input line shows a pasted text inline, a
   paste's lines and its length as agents count them (an adapter's ``shows_paste`` adds its agent's
   placeholder rule);
-- ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints
-  only: import it under ``TYPE_CHECKING``, as the engine is not imported at run time).
+- ``Subscription``: what ``ctx.watcher.subscribe`` returns, the shared file watcher's hints (for type hints;
+  :mod:`pipeline.plugin.watcher` holds its shape).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pipeline.plugin.pastes import line_count, shows_text, utf16_length
+from pipeline.plugin.watcher import Subscription
 from pipeline.system import proc
 from pipeline.system.jsonl import AppendedLines, iso_time, json_head, json_object, write_json
 from pipeline.system.text import sanitize, strip_ansi
-
-if TYPE_CHECKING:
-    from pipeline.engine.watch import Subscription
 
 __all__ = ["AppendedLines", "Subscription", "iso_time", "json_head", "json_object", "line_count", "proc",
            "sanitize", "shows_text", "strip_ansi", "utf16_length", "write_json"]

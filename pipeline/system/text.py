@@ -12,7 +12,11 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-__all__ = ["count", "fit", "sanitize", "strip_ansi", "text_width"]
+__all__ = ["MAX_TEXT_BYTES", "count", "fit", "sanitize", "strip_ansi", "text_width"]
+
+#: the most text batonpass types into a pane in one piece (``baton send``, the web page's Send, ``baton
+#: preview --input``): far above any agent's answer, far below what would make tmux or a terminal stall
+MAX_TEXT_BYTES = 8 * 1024 * 1024
 
 # ESC-introduced sequences (ECMA-48): CSI, OSC/DCS/SOS/PM/APC strings, two-byte escapes; plus the 8-bit
 # C1 forms of CSI (0x9b) and of the string introducers (0x90, 0x98, 0x9d, 0x9e, 0x9f).

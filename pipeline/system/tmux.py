@@ -7,16 +7,16 @@ addresses panes by id (``%N``) once resolved — never "the active pane". Text r
 Commands go over one persistent control-mode connection per server (:mod:`pipeline.system.tmux_control`)
 when it can serve them, else one ``tmux`` process each (no server yet, no session to attach to,
 ``kill-server``, ``BATON_TMUX_CONTROL=0``); callers see the same output and the same errors either way.
+
+Its parts: what tmux says about a pane (:mod:`pipeline.system.tmux_pane`), tmux's errors
+(:mod:`pipeline.system.tmux_errors`), a server's socket file (:mod:`pipeline.system.tmux_socket`); this
+module names them all, as the one way in.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import re
-import socket
-import stat
 import subprocess
 import time
 import weakref
@@ -25,14 +25,20 @@ from pathlib import Path
 
 import anyio
 
-from pipeline.system.tmux_control import ControlClient, ControlUnavailable, Reply
+from pipeline.system.tmux_control import ControlClient, ControlUnavailable
+from pipeline.system.tmux_errors import (
+    PaneGone,
+    ServerGone,
+    TmuxError,
+    error_from,
+    refuse_blank_target,
+    refused_reply,
+)
+from pipeline.system.tmux_pane import PANE_FORMAT, PaneInfo, parse_pane
+from pipeline.system.tmux_socket import remove_socket_file, socket_file
 
 __all__ = ["PaneGone", "PaneInfo", "ServerGone", "Tmux", "TmuxError", "remove_socket_file"]
 
-_FIELDS = ("pane_id", "pane_pid", "pane_dead", "history_size", "cursor_x", "cursor_y", "pane_height",
-           "pane_width", "pane_current_command", "pane_title", "session_name", "window_index", "pane_index",
-           "pane_in_mode", "alternate_on", "pid", "window_name", "pane_dead_status")
-_FORMAT = "\x1f".join("#{%s}" % f for f in _FIELDS)
 _buffer_ids = itertools.count()
 #: commands that never go over control mode: ``kill-server`` ends the connection before its reply; what
 #: starts a program would take the control client's environment and directory (those of the moment it
@@ -54,80 +60,6 @@ class _ActivityList:
     seconds: dict[str, int]
     at: float = float("-inf")
     asking: anyio.Event | None = None
-
-
-class TmuxError(RuntimeError):
-    """tmux said no; the message is tmux's own."""
-
-
-class ServerGone(TmuxError):
-    """No tmux server answers on this socket."""
-
-
-class PaneGone(TmuxError):
-    """The pane (or the session/window named) does not exist."""
-
-
-@dataclass(frozen=True, slots=True)
-class PaneInfo:
-    pane_id: str
-    pid: int
-    dead: bool
-    history_size: int
-    cursor_x: int
-    cursor_y: int
-    height: int
-    width: int
-    current_command: str
-    title: str
-    address: str
-    in_mode: bool
-    alternate_on: bool
-    #: the tmux server's PID: pane ids start again at %0 on a new server, so an id means nothing without it
-    server_pid: int
-    window_name: str = ""
-    #: the exit status of a dead pane's command (only seen while ``remain-on-exit`` keeps the pane)
-    dead_status: int | None = None
-
-    def matches_address(self, target: str) -> bool:
-        """Whether this pane is what ``session:window.pane`` names (tmux itself falls back to the active
-        pane for a pane index that does not exist, which must never be mistaken for the tile's pane)."""
-        session, _, rest = target.partition(":")
-        window, _, pane = rest.rpartition(".") if "." in rest else (rest, "", "")
-        here_session, _, here = self.address.partition(":")
-        here_window, _, here_pane = here.rpartition(".")
-        return ((not session or session == here_session)
-                and (not window or window in (here_window, self.window_name))
-                and (not pane or pane == here_pane))
-
-    @property
-    def cursor_line(self) -> int:
-        """The cursor's line counted from the top of the scrollback: stable while output scrolls."""
-        return self.history_size + self.cursor_y
-
-
-def _parse(line: str) -> PaneInfo:
-    v = dict(zip(_FIELDS, line.split("\x1f"), strict=False))
-    return PaneInfo(
-        pane_id=v["pane_id"],
-        pid=int(v["pane_pid"] or 0),
-        dead=v["pane_dead"] == "1",
-        history_size=int(v["history_size"] or 0),
-        cursor_x=int(v["cursor_x"] or 0),
-        cursor_y=int(v["cursor_y"] or 0),
-        height=int(v["pane_height"] or 0),
-        width=int(v["pane_width"] or 0),
-        current_command=v["pane_current_command"],
-        title=v["pane_title"],
-        address=f"{v['session_name']}:{v['window_index']}.{v['pane_index']}",
-        in_mode=v["pane_in_mode"] == "1",
-        alternate_on=v.get("alternate_on") == "1",
-        server_pid=int(v.get("pid") or 0),
-        window_name=v.get("window_name", ""),
-        dead_status=int(v["pane_dead_status"])
-        if v.get("pane_dead_status", "").lstrip("-").isdigit()
-        else None,
-    )
 
 
 class Tmux:
@@ -171,7 +103,7 @@ class Tmux:
         return "the default tmux server"
 
     async def run(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
-        _refuse_blank_target(args)
+        refuse_blank_target(args)
         if input is None and args and args[0] not in _SUBPROCESS_ONLY:
             out = await self._over_control(args, check)
             if out is not None:
@@ -182,7 +114,7 @@ class Tmux:
         except FileNotFoundError:
             raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
         if check and result.returncode != 0:
-            raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
+            raise error_from(result.stderr.decode("utf-8", "replace").strip(), args)
         return result.stdout.decode("utf-8", "replace")
 
     async def _over_control(self, args: tuple[str, ...], check: bool) -> str | None:
@@ -195,19 +127,19 @@ class Tmux:
         except ControlUnavailable:
             return None
         if check and not reply.ok:
-            raise _refused(reply, args)
+            raise refused_reply(reply, args)
         return reply.text if reply.ok else ""
 
     def run_sync(self, *args: str, check: bool = True) -> str:
         """For the few places outside the event loop (test fixtures, the demo's teardown)."""
-        _refuse_blank_target(args)
+        refuse_blank_target(args)
         try:
             result = subprocess.run([*self.base, *args], capture_output=True, check=False,
                                     start_new_session=True)
         except FileNotFoundError:
             raise TmuxError("tmux is not installed (no `tmux` on PATH)") from None
         if check and result.returncode != 0:
-            raise _error(result.stderr.decode("utf-8", "replace").strip(), args)
+            raise error_from(result.stderr.decode("utf-8", "replace").strip(), args)
         return result.stdout.decode("utf-8", "replace")
 
     def server_answers(self) -> bool:
@@ -241,10 +173,10 @@ class Tmux:
         return info
 
     async def pane(self, target: str) -> PaneInfo:
-        return self._pane_of(target, await self.run("display-message", "-p", "-t", target, _FORMAT))
+        return self._pane_of(target, await self.run("display-message", "-p", "-t", target, PANE_FORMAT))
 
     def _pane_of(self, target: str, printed: str) -> PaneInfo:
-        info = _parse(printed.rstrip("\n"))
+        info = parse_pane(printed.rstrip("\n"))
         if not info.pane_id:
             # tmux 3.3 answers an unknown target with empty pane fields and exit status 0
             raise PaneGone(f"can't find pane {target} on {self.describe()}")
@@ -256,8 +188,8 @@ class Tmux:
         check needs both, and each round trip is time between an answer and its paste). The screen is
         None when it could not be had that way (no control mode, or the capture failed): ask
         :meth:`capture` then, which fails with tmux's own message."""
-        looked = ("display-message", "-p", "-t", target, _FORMAT)
-        _refuse_blank_target(looked)
+        looked = ("display-message", "-p", "-t", target, PANE_FORMAT)
+        refuse_blank_target(looked)
         if self.control:
             try:
                 info, screen = await self._control_client().run_all(
@@ -266,7 +198,7 @@ class Tmux:
                 pass
             else:
                 if not info.ok:
-                    raise _refused(info, looked)
+                    raise refused_reply(info, looked)
                 return self._pane_of(target, info.text), screen.text if screen.ok else None
         return await self.pane(target), None
 
@@ -298,19 +230,19 @@ class Tmux:
         return board.seconds
 
     async def list_panes(self) -> list[PaneInfo]:
-        out = await self.run("list-panes", "-a", "-F", _FORMAT)
-        return [_parse(line) for line in out.splitlines() if line]
+        out = await self.run("list-panes", "-a", "-F", PANE_FORMAT)
+        return [parse_pane(line) for line in out.splitlines() if line]
 
     async def panes_and_activity(self) -> dict[str, tuple[PaneInfo, int | None]]:
         """Pane id → the pane and the second (epoch) its window last printed anything (tmux's
         ``window_activity``), for every pane of the server in one ``list-panes``: the live board's slow
         look learns from one reply which tiles may have changed, instead of looking at each."""
-        out = await self.run("list-panes", "-a", "-F", _FORMAT + "\x1f#{window_activity}")
+        out = await self.run("list-panes", "-a", "-F", PANE_FORMAT + "\x1f#{window_activity}")
         listed: dict[str, tuple[PaneInfo, int | None]] = {}
         for line in out.splitlines():
             fields, _, second = line.rpartition("\x1f")
             if fields:
-                info = _parse(fields)
+                info = parse_pane(fields)
                 listed[info.pane_id] = (info, int(second) if second.isdigit() else None)
         return listed
 
@@ -327,7 +259,7 @@ class Tmux:
         as LF, and the uniquely named buffer deleted afterwards."""
         name = f"baton-{os.getpid()}-{next(_buffer_ids)}"
         paste = ("paste-buffer", "-p", "-r", "-d", "-b", name, "-t", pane_id)
-        _refuse_blank_target(paste)
+        refuse_blank_target(paste)
         if len(text) <= _MAX_CONTROL_TEXT and self.control:
             try:  # the buffer set and pasted in one round trip
                 loaded, pasted = await self._control_client().run_all(("set-buffer", "-b", name, "--", text),
@@ -342,10 +274,10 @@ class Tmux:
                     return
             else:
                 if not loaded.ok:
-                    raise _refused(loaded, ("set-buffer",))
+                    raise refused_reply(loaded, ("set-buffer",))
                 if not pasted.ok:
                     await self.run("delete-buffer", "-b", name, check=False)
-                    raise _refused(pasted, paste)
+                    raise refused_reply(pasted, paste)
                 return
         await self.run("load-buffer", "-b", name, "-", input=text.encode("utf-8"))
         try:
@@ -362,15 +294,15 @@ class Tmux:
 
     async def new_session(self, name: str, command: str, *, cwd: str | None = None, width: int = 160,
                           height: int = 48, env: dict[str, str] | None = None) -> PaneInfo:
-        args = ["new-session", "-d", "-P", "-F", _FORMAT, "-s", name, "-x", str(width), "-y", str(height)]
+        args = ["new-session", "-d", "-P", "-F", PANE_FORMAT, "-s", name, "-x", str(width), "-y", str(height)]
         args += _env_args(env) + (["-c", cwd] if cwd else [])
-        return _parse((await self.run(*args, command)).rstrip("\n"))
+        return parse_pane((await self.run(*args, command)).rstrip("\n"))
 
     async def split(self, target: str, command: str, *, cwd: str | None = None, horizontal: bool = True,
                     env: dict[str, str] | None = None) -> PaneInfo:
-        args = ["split-window", "-d", "-P", "-F", _FORMAT, "-t", target, "-h" if horizontal else "-v"]
+        args = ["split-window", "-d", "-P", "-F", PANE_FORMAT, "-t", target, "-h" if horizontal else "-v"]
         args += _env_args(env) + (["-c", cwd] if cwd else [])
-        return _parse((await self.run(*args, command)).rstrip("\n"))
+        return parse_pane((await self.run(*args, command)).rstrip("\n"))
 
     # ---- the person at the terminal ----------------------------------------------------------------
 
@@ -394,37 +326,14 @@ class Tmux:
 
     @property
     def socket_file(self) -> Path:
-        """Where this server's socket is: ``-S``, or ``-L``'s name (``default``) in tmux's folder
-        (``$TMUX_TMPDIR`` or /tmp, then ``tmux-UID``), as tmux itself places it."""
-        if self.socket_path:
-            return Path(self.socket_path)
-        folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-        return folder / (self.socket_name or "default")
+        """Where this server's socket is (:func:`pipeline.system.tmux_socket.socket_file`)."""
+        return socket_file(self.socket_name, self.socket_path)
 
     async def kill_server(self) -> None:
         """Stop this server, for one batonpass started (the demo's): its socket file too, which tmux 3.3
         leaves behind (each demo would leave one in /tmp/tmux-UID)."""
         await self.run("kill-server", check=False)
         await anyio.to_thread.run_sync(remove_socket_file, self.socket_file)
-
-
-def remove_socket_file(path: Path) -> None:
-    """Remove the socket of a server just killed, and nothing else: only a socket, and only once no server
-    answers on it (the killed one may take a moment to close it; given 0.5 s, a server still answering is
-    not ours to remove)."""
-    for _ in range(50):
-        try:
-            if not stat.S_ISSOCK(path.lstat().st_mode):
-                return
-            with socket.socket(socket.AF_UNIX) as probe:
-                probe.connect(str(path))
-        except FileNotFoundError:
-            return
-        except OSError:  # ECONNREFUSED: nobody listens
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            return
-        time.sleep(0.01)
 
 
 def _capture_args(pane_id: str, escapes: bool, start: int | str | None,
@@ -439,31 +348,7 @@ def _capture_args(pane_id: str, escapes: bool, start: int | str | None,
     return tuple(args)
 
 
-def _refuse_blank_target(args: tuple[str, ...]) -> None:
-    """tmux reads an empty ``-t`` as "the current pane": a pane nobody named. Refused before tmux runs,
-    whichever caller built the target (a config, the command line, a plugin)."""
-    for flag, value in zip(args, args[1:], strict=False):
-        if flag == "-t" and not value.strip():
-            raise PaneGone(f"refusing an empty pane target {value!r}: tmux would take it as the current pane")
-
-
 def _env_args(env: dict[str, str] | None) -> list[str]:
     return [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
 
 
-def _refused(reply: Reply, args: tuple[str, ...]) -> TmuxError:
-    """The error a failed control-mode reply stands for: what a ``tmux`` process would have printed."""
-    return _error("\n".join(reply.lines).strip(), args)
-
-
-def _error(stderr: str, args: tuple[str, ...]) -> TmuxError:
-    if "no server running" in stderr or "error connecting to" in stderr:
-        # tmux's words name the socket; a first-day user also needs to hear what to do about it
-        where = re.search(r"(?:running on|connecting to) (\S+)", stderr)
-        if where is None:
-            return ServerGone(stderr)
-        return ServerGone(f"no tmux server is running at {where.group(1)} (start tmux, or name the server "
-                          "with -L NAME or -S PATH)")
-    if "can't find" in stderr:
-        return PaneGone(stderr)
-    return TmuxError(f"tmux {' '.join(args[:1])}: {stderr}")

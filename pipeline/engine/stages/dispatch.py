@@ -105,7 +105,10 @@ async def submit_paste(adapter: AgentAdapter, clean: str, on_submit: Callable[[]
     with anyio.move_on_after(adapter.confirm_timeout_s):
         tick = 0.005  # agents show a turn within milliseconds of the Enter: look soon, then less often
         again_at = time.monotonic() + (again or 0.0)
-        while not await adapter.turn_started(before):
+        while True:
+            look_again()  # each look sees the pane as it is now, not as the block's first lookup saw it
+            if await adapter.turn_started(before):
+                break
             if again is not None and time.monotonic() >= again_at:
                 again_at = time.monotonic() + again
                 await _enter_again(adapter, pane_id, clean)
