@@ -312,6 +312,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--since", type=parse_since, metavar="WHEN",
                     help="only hand-offs made since: 30s, 10m, 2h, 1d ago (no sign: a duration counts "
                     "back), or an ISO time (2026-03-01T14:00)")
+    sp.add_argument("--refused", action="store_true",
+                    help="also the actions refused before they changed anything (a typo's baton hold NOSUCH)")
     sp.add_argument("-f", "--follow", action="store_true",
                     help="keep printing hand-offs as the journal records them (Ctrl-C ends it)")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -101,7 +101,8 @@ def test_hold_keeps_a_routes_hand_offs_queued_and_resume_delivers_them_once(
     wait_for(lambda: _states() == ["delivered", "delivered"], what="the next hand-off delivered")
     assert daemon.stop() == 0
     assert messages(b) == ["one", "two"]
-    actions = [r for r in json_lines(baton("history", "--json").out) if r.get("kind") == "action"]
+    shown = json_lines(baton("history", "--json", "--refused").out)  # the refused ones changed nothing
+    actions = [r for r in shown if r.get("kind") == "action"]
     assert [(r["route"], r["state"], r["origin"]) for r in actions] == [
         ("hold", "done", "cli"), ("hold", "refused", "cli"), ("resume", "done", "cli"),
         ("resume", "refused", "cli")]
@@ -191,11 +192,12 @@ async def test_send_through_perform_is_baton_sends_path_and_journal(tmux_server:
     wait_for(lambda: "allow? [y/n]" in tmux_server.capture(b), what="b asking")
     refused = await perform(Action("send", "b", "not now", origin="web 127.0.0.1"), config_path=config)
     assert busy.ok and not refused.ok and "is busy with a turn" in refused.message, refused
-    rows = json_lines(baton("history", "--json").out)
+    rows = json_lines(baton("history", "--json", "--refused").out)
     sends = [(r["route"], r["state"], r.get("origin")) for r in rows]
-    # each action, then its hand-off; a refused one typed nothing: its action only, no failed hand-off
-    assert sends == [("send", "done", "web 127.0.0.1"), ("send", "delivered", None),
-                     ("send", "done", "cli"), ("send", "delivered", None),
+    # in time order: each hand-off, then its action's outcome (recorded once the send had ended); a refused
+    # send typed nothing: its action only, no failed hand-off
+    assert sends == [("send", "delivered", None), ("send", "done", "web 127.0.0.1"),
+                     ("send", "delivered", None), ("send", "done", "cli"),
                      ("send", "refused", "web 127.0.0.1")], sends
     assert messages(blog) == ["hello from the page", "NEEDS_APPROVAL: now"]
 

@@ -245,7 +245,7 @@ def test_follow_in_a_narrow_terminal_puts_why_under_its_row_and_no_total_without
         columns = columns_of(header)
         row, why = follower.next(), follower.next()
         assert cell(row, columns, "ROUTE") == "review" and cell(row, columns, "OUTCOME") == "failed"
-        assert why == "  └ transform ai-routing failed: boom"
+        assert why == "  └ transform ai-routing failed: boom (baton retry review@t3)"
         add_handoff(journal, "a->b", "a", "b", "t4", "delivered")  # no reason: one line
         row = follower.next()
         assert cell(row, columns, "TURN") == "t4" and cell(row, columns, "OUTCOME") == "delivered"

@@ -157,14 +157,16 @@ def test_a_cli_send_is_journaled_as_the_pages_send_is(tmux_server: TmuxServer, t
     baton("send", "rev", "not now", cwd=tmp_path).one_line_error(1, "draft", "nothing was typed")
     assert not page_send("not now either")
     assert messages(log) == ["from the cli", "from the page"]
-    rows = history("--route", "send")
+    # in time order (each hand-off, then its action's outcome); refused actions only with --refused
+    rows = history("--route", "send", "--refused")
     assert [(r.get("kind"), r["state"], r.get("origin"), r["target"]) for r in rows] == [
-        ("action", "done", "cli", "rev"), (None, "delivered", None, "rev"),
-        ("action", "done", "web 127.0.0.1", "rev"), (None, "delivered", None, "rev"),
+        (None, "delivered", None, "rev"), ("action", "done", "cli", "rev"),
+        (None, "delivered", None, "rev"), ("action", "done", "web 127.0.0.1", "rev"),
         ("action", "refused", "cli", "rev"), ("action", "refused", "web 127.0.0.1", "rev"),
     ], rows
-    assert rows[0]["note"].startswith(f"rev from cli: sent 12 chars to {pane}"), rows[0]
+    assert rows[1]["note"].startswith(f"rev from cli: sent 12 chars to {pane}"), rows[1]
     assert all("holds a draft" in r["note"] for r in rows[4:]), rows[4:]
+    assert [r["state"] for r in history("--route", "send")] == ["delivered", "done", "delivered", "done"]
 
 
 def test_send_by_pane_finds_the_tile_it_belongs_to(tmux_server: TmuxServer, tmp_path: Path) -> None:
@@ -200,7 +202,7 @@ def test_a_draft_is_not_typed_over(tmux_server: TmuxServer, tmp_path: Path) -> N
                                                                "--wait")
     assert "demo❯ half a thought" in tmux_server.capture(pane) and messages(log) == []
     # a refusal, not a failed hand-off (#39 item 7): the action says refused and why; nothing was handed off
-    rows = history("--tile", "rev")
+    rows = history("--tile", "rev", "--refused")
     assert [(r.get("kind"), r["route"], r["state"]) for r in rows] == [("action", "send", "refused")], rows
     assert "holds a draft" in rows[0]["note"] and "nothing was typed" in rows[0]["note"], rows
 

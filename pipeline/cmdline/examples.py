@@ -107,7 +107,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "history": [
         ("baton history", "the latest 50 hand-offs, and what AI transforms cost"),
         ("baton history --tile reviewer --since 2h", "those from or to reviewer in the last two hours"),
-        ("baton history --outcome failed --since 1d", "what failed in the last day, and why"),
+        ("baton history --outcome failed --since 1d", "what failed in the last day, why, and its retry"),
         ("baton history --route 'coder->reviewer' -n 5", "the last 5 of one route (its name, or FROM->TO)"),
         ("baton history -f", "every hand-off as it goes (Ctrl-C ends it)"),
         ("baton history --json --since 10m | tail -n 3", "for scripts: one JSON object per line"),

@@ -2,8 +2,9 @@
 
 Whose file it is: ``--agent NAME``, else the adapter that recognizes the file's shape
 (:meth:`~pipeline.plugin.agents.AgentAdapter.recognizes_file`: a Claude Code transcript, a Codex rollout, an
-OpenCode store, a demo agent's transcript, or a plugin's kind), else Claude Code's. When the agent named
-cannot read the file and another adapter recognizes it, the error says which (``use --agent codex``)."""
+OpenCode store, a Gemini CLI session file, a Copilot CLI events.jsonl, a demo agent's transcript, or a
+plugin's kind; each adapter knows its own files and no other agent's), else Claude Code's. When the agent
+named cannot read the file and another adapter recognizes it, the error says which (``use --agent codex``)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,11 @@
 keeps printing hand-offs and actions as the journal records them (:mod:`pipeline.views.history_follow`).
 The table is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
 exit status 0.
+
+Rows come in time order, by when each last changed (the time WHEN shows): the table, ``--json`` and
+``--follow`` alike. An action refused before it changed anything (``baton hold`` of a route that does not
+exist, ``baton retry nosuch``) is left out unless ``--refused`` (or ``--outcome refused``) asks for it: it
+is no history, and it must not push real hand-offs out of the latest ``-n``.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
+from pipeline.engine.action_kinds import KINDS
 from pipeline.engine.gate_journal import gate_fields
 from pipeline.engine.join_journal import Group, JoinBook
 from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
-from pipeline.views.handoff_table import FollowTable, handoff_table, no_match
+from pipeline.views.handoff_table import FollowTable, handoff_table, in_time_order, no_match
 
 __all__ = ["action_row", "group_row", "history_command", "history_rows", "record_row"]
 
@@ -66,22 +72,12 @@ def _group_rows(journal: Journal, match: HistoryFilter) -> list[dict[str, Any]]:
 
 
 def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
-    """The latest ``limit`` hand-offs, joining groups and actions that ``match``, oldest first."""
+    """The ``limit`` hand-offs, joining groups and actions that ``match`` which changed last, in time
+    order."""
     rows = gate_fields(journal, [record_row(r) for r in journal.history(limit, match)])
     rows += _group_rows(journal, match)
-    actions = map(action_row, journal.actions(limit, match.since))
-    rows += [row for row in actions if _action_matches(match, row)]
-    rows.sort(key=lambda row: (row["created"], row["key"]))
-    return rows[-limit:]
-
-
-def _action_matches(match: HistoryFilter, row: dict[str, Any]) -> bool:
-    """``--route KIND`` (approve, hold…), ``--tile`` its tile, ``--outcome`` ``done``/``refused``,
-    ``--since``."""
-    return ((match.route is None or match.route == row["route"])
-            and (match.tile is None or match.tile == row["target"])
-            and (match.outcome is None or match.outcome == row["state"])
-            and (match.since is None or row["created"] >= match.since))
+    rows += map(action_row, journal.actions(limit, match))
+    return in_time_order(rows)[-limit:]
 
 
 class _FollowedRows:
@@ -95,14 +91,13 @@ class _FollowedRows:
 
     def changed_since(self, journal: Journal, at: float) -> list[dict[str, Any]]:
         rows = gate_fields(journal, [record_row(r) for r in journal.changed_since(at, self.match)])
-        actions = map(action_row, journal.actions_changed_since(at))
-        rows += [row for row in actions if _action_matches(self.match, row)]
-        rows.sort(key=lambda row: (row["updated"], row["key"]))
-        return rows
+        rows += map(action_row, journal.actions_changed_since(at, self.match))
+        return in_time_order(rows)
 
 
 def history_command(args: argparse.Namespace) -> int:
-    match = HistoryFilter(route=args.route, tile=args.tile, outcome=args.outcome, since=args.since)
+    match = HistoryFilter(route=args.route, tile=args.tile, outcome=args.outcome, since=args.since,
+                          refused=args.refused)
     if args.all_hosts:
         if args.follow:
             print("baton history: --follow reads this host's journal; it does not go with --all-hosts",
@@ -133,7 +128,9 @@ def history_command(args: argparse.Namespace) -> int:
 
 def _unknown_names(args: argparse.Namespace) -> str:
     """A ``--tile``/``--route`` that routes.yaml does not name (a typo, most likely: the journal may hold
-    one of an older routes.yaml), with the names it has; "" when both are known or there is no routes.yaml."""
+    one of an older routes.yaml), with the names it has; "" when both are known or there is no routes.yaml.
+    The names the journal gives what no route did are known too: an action's kind (``approve``…) and
+    ``send``, the route of ``baton send``'s hand-offs."""
     from pipeline.cmdline.config import config_path
     from pipeline.engine.config import load_config
 
@@ -143,7 +140,7 @@ def _unknown_names(args: argparse.Namespace) -> str:
         config, _ = load_config(config_path(args))
     except Exception:  # no routes.yaml, or a broken one: history reads the journal without it
         return ""
-    routes = {r.label for r in config.routes} | {r.arrow for r in config.routes}
+    routes = {r.label for r in config.routes} | {r.arrow for r in config.routes} | set(KINDS)
     if args.tile is not None and args.tile not in config.tiles:
         return f"routes.yaml has no tile {args.tile!r} (tiles: {', '.join(sorted(config.tiles))})"
     if args.route is not None and args.route not in routes:
@@ -164,7 +161,7 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
             print(json_line(row))
         return 0
     if not rows:
-        print(no_match(match, bool(journal.history(1) or journal.actions(1))))
+        print(no_match(match, bool(journal.history(1) or journal.actions(1, HistoryFilter()))))
         return 0
     print(handoff_table(rows))
     return 0

@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pipeline.engine.config import Route
-from pipeline.engine.journal import HandoffState, Journal, digest
+from pipeline.engine.journal import HandoffState, Journal
+from pipeline.engine.journal.handoffs import digest
 from pipeline.system.logs import redact
 
 __all__ = ["DECISIONS", "Decision", "GateRecord", "awaiting", "decide", "expires_after", "gate_fields",

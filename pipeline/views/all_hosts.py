@@ -11,7 +11,7 @@ from pipeline.cmdline.output import json_line, json_text, table
 from pipeline.engine.config import Config
 from pipeline.engine.hosts import bus_servers
 from pipeline.engine.journal import HistoryFilter
-from pipeline.views.handoff_table import handoff_table, no_match
+from pipeline.views.handoff_table import handoff_table, in_time_order, no_match
 from pipeline.views.states import state_text
 
 __all__ = ["print_all_hosts", "unreachable"]
@@ -50,7 +50,7 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
     everyone = len(rows)
     if kind == "history":
         rows = [r for r in rows if match is None or match.matches(r)]
-        rows = sorted(rows, key=_created)[-limit:]
+        rows = in_time_order(rows)[-limit:]
         if as_json:
             for row in rows:
                 print(json_line(row))
@@ -75,11 +75,6 @@ def print_all_hosts(kind: str, config: Config | None, as_json: bool, limit: int 
     print(handoff_table(rows, host=True))
     return 0
 
-
-def _created(row: dict[str, Any]) -> tuple[float, str]:
-    created = row.get("created")
-    number = created if isinstance(created, int | float) and not isinstance(created, bool) else 0.0
-    return float(number), str(row.get("key", ""))
 
 
 async def _read(settings: Any, kind: str) -> list[dict[str, Any]]:

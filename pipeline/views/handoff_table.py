@@ -9,21 +9,27 @@ perhaps by another version of batonpass: a field that is missing or of the wrong
 ``--follow`` prints the same columns one row at a time, for as long as it runs (:class:`FollowTable`): its
 widths are fixed when it starts, so a later row lines up with the earlier ones. When no hand-off matches,
 both views say so the same way (:func:`no_match`).
+
+Rows are in time order: by when each last changed (``updated``, the time WHEN shows), oldest first
+(:func:`in_time_order`). A failed hand-off's WHY ends with the command that types it again (``baton retry
+KEY``), so the table the README sends people to shows the key.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pipeline.cmdline.output import table
 from pipeline.engine.journal import STATES, HistoryFilter
 from pipeline.system.text import fit, sanitize, text_width
 
 __all__ = ["HEADER", "FollowTable", "ai_total", "ai_use", "describe_filter", "handoff_cells", "handoff_table",
-           "header", "no_match"]
+           "header", "in_time_order", "no_match"]
+
+R = TypeVar("R", bound=Mapping[str, Any])
 
 HEADER = ("WHEN", "ROUTE", "TURN", "HOP", "OUTCOME", "TRIES", "AI USE", "WHY")
 #: how much of a turn id the table shows
@@ -80,6 +86,11 @@ def ai_total(rows: Sequence[Mapping[str, Any]]) -> str:
     return line + (f" ({unpriced} of a model with no known price: tokens only)" if unpriced else "")
 
 
+def in_time_order(rows: Iterable[R]) -> list[R]:
+    """``rows`` by when each last changed (``updated``), oldest first; a row without a time first."""
+    return sorted(rows, key=lambda row: (_number(row.get("updated")) or 0.0, str(row.get("key", ""))))
+
+
 def _when(row: Mapping[str, Any]) -> str:
     at = _number(row.get("updated"))
     try:
@@ -94,6 +105,16 @@ def _text(value: object) -> str:
     return "" if value is None else " ".join(sanitize(str(value)).split())
 
 
+def _why(row: Mapping[str, Any]) -> str:
+    """Why it ended so; a failed hand-off's with the command that types it again (not when its key holds
+    what a terminal cannot show as it is: ``--json`` has that one)."""
+    why, key = _text(row.get("last_error") or row.get("note")), row.get("key")
+    if row.get("state") != "failed" or row.get("kind") == "action" or not key or _text(key) != key:
+        return why
+    retry = f"baton retry {key}"
+    return f"{why} ({retry})" if why else retry
+
+
 def handoff_cells(row: Mapping[str, Any], *, host: bool = False, ai_width: int | None = None
                   ) -> tuple[object, ...]:
     """The cells of one hand-off, in :data:`HEADER`'s order (HOST second when ``host``); AI USE's words
@@ -101,8 +122,7 @@ def handoff_cells(row: Mapping[str, Any], *, host: bool = False, ai_width: int |
     state = _text(row.get("state")) + (f" ({_text(row['joining'])})" if row.get("joining") else "")
     cells = (_when(row), _text(row.get("route")), _text(row.get("turn_id"))[:TURN_WIDTH],
              _text(row.get("hop")), state, _text(row.get("attempts")),
-             ai_use(_usage(row), ai_width),
-             _text(row.get("last_error") or row.get("note")))
+             ai_use(_usage(row), ai_width), _why(row))
     return (cells[0], _text(row.get("host")), *cells[1:]) if host else cells
 
 
@@ -188,6 +208,7 @@ def describe_filter(match: HistoryFilter) -> str:
     """The filters of ``match`` as a person gave them: ``--tile reviewer --since 2026-12-04 08:00:00``."""
     words = [f"--{name} {value}" for name, value in
              (("route", match.route), ("tile", match.tile), ("outcome", match.outcome)) if value is not None]
+    words += ["--refused"] if match.refused else []
     if match.since is not None:
         words.append(f"--since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(match.since))}")
     return " ".join(words)

@@ -276,8 +276,11 @@ class ClaudeCodeAdapter(FileFollowing):
 
     @classmethod
     def recognizes_file(cls, path: Path) -> bool:
-        """A transcript's records name their session (``sessionId``), from the first ones on."""
-        return any(isinstance(r.get("sessionId"), str) for r in json_head(path))
+        """A transcript's records name their session (``sessionId``) beside their ``type``, from the first
+        ones on. Gemini CLI's session file names its session in a header without a ``type``, Copilot CLI's
+        events inside ``data``: neither is a transcript."""
+        return any(isinstance(r.get("sessionId"), str) and isinstance(r.get("type"), str)
+                   for r in json_head(path))
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

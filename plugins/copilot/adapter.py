@@ -24,7 +24,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import AppendedLines, sanitize, strip_ansi
+from pipeline.plugin.tools import AppendedLines, json_head, sanitize, strip_ansi
 from pipeline.plugin.usage import SessionUsage
 from plugins.copilot.events import Interaction, SessionEvents, turn_id
 from plugins.copilot.follow import EventsFollowing, asked
@@ -56,6 +56,7 @@ START_SLACK_S = 1.0
 class CopilotAdapter(EventsFollowing):
     name = "copilot"
     summary = "GitHub Copilot CLI: answers and completion from its events.jsonl and agentStop hook"
+    file_kind = "a Copilot CLI events.jsonl"
     #: the native binary's executable name: its comm is ``MainThread`` (docs/agents.md)
     process_names = frozenset({"copilot"})
     #: Copilot gathers a bracketed paste before it draws it (the placeholder showed 0.35–0.43 s after the
@@ -151,6 +152,13 @@ class CopilotAdapter(EventsFollowing):
                               text=t.answer or "", ended_at=t.ended_at or 0.0, session_id=state.session_id,
                               cwd=state.cwd, detail=t.detail)
                 for t in state.finished() if (t.ended_at or 0.0) >= since]
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """An ``events.jsonl`` starts with ``{type: "session.start", data: {sessionId, producer, …}}``; every
+        event is ``{type, data, id, timestamp}`` (:mod:`plugins.copilot.events`)."""
+        head = json_head(path)
+        return any(r.get("type") == "session.start" and isinstance(r.get("data"), dict) for r in head)
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

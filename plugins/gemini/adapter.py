@@ -20,7 +20,7 @@ from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, Tmu
 from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import proc, sanitize, strip_ansi
+from pipeline.plugin.tools import json_head, proc, sanitize, strip_ansi
 from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.gemini.follow import GeminiFollowing
@@ -54,6 +54,7 @@ def _norm(text: str) -> str:
 class GeminiAdapter(GeminiFollowing):
     name = "gemini"
     summary = "Gemini CLI: turns and answers from its session files, confirmed by its AfterAgent hook"
+    file_kind = "a Gemini CLI session file"
     #: Gemini CLI runs as ``node`` (:meth:`claims_process` looks at its argv); ``gemini`` for a native build
     process_names = frozenset({"gemini"})
     busy_markers = BUSY
@@ -100,6 +101,13 @@ class GeminiAdapter(GeminiFollowing):
             return None
         return Response(completion=self.completion(done[-1], "session file"), text=done[-1].answer or "",
                         source="transcript")
+
+    @classmethod
+    def recognizes_file(cls, path: Path) -> bool:
+        """A session file starts with its metadata line: ``{sessionId, projectHash, startTime, …}``
+        (:mod:`plugins.gemini.session`)."""
+        head = json_head(path)
+        return bool(head) and isinstance(head[0].get("sessionId"), str) and "projectHash" in head[0]
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:
