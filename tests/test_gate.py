@@ -100,8 +100,8 @@ def test_an_awaiting_hand_off_waits_across_a_restart_and_pass_types_it_once_when
     assert {k: row["gate"][k] for k in ("decision", "decided_by", "original")} == {
         "decision": "passed", "decided_by": "cli", "original": None}, row
     assert row["gate"]["notified"] is not None
-    actions = [(r["route"], r["state"]) for r in json_lines(baton("history", "--json", "--refused").out)
-               if r.get("kind") == "action"]
+    shown = json_lines(baton("history", "--json", "--refused").out)
+    actions = [(r["route"], r["state"]) for r in shown if r.get("kind") == "action"]
     assert actions == [("pass", "done"), ("approve", "done"), ("pass", "refused"), ("drop", "refused")]
 
 
