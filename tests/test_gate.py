@@ -9,7 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.engine.journal import Journal, default_journal_path
+from pipeline.engine.gate_journal import decide, gates_of
+from pipeline.engine.journal import MEMORY, Journal, default_journal_path
+from pipeline.plugin.events import Prompt
 from tests.fakes.webhook import WebhookReceiver
 from tests.support.agents import messages, start_agent
 from tests.support.cli import baton, json_lines, start_baton
@@ -152,6 +154,19 @@ def test_pass_with_an_edited_prompt_drop_and_racing_passes_while_other_hand_offs
     row = next(r for r in _rows() if r["key"] == third)
     assert row["state"] == "dropped" and row["gate"]["decision"] == "dropped", row
     assert row["gate"]["decided_by"] == "cli"
+
+
+def test_a_decision_is_made_once_and_forgotten_with_its_hand_off() -> None:
+    journal = Journal(MEMORY)
+    prompt = Prompt(route="release", source="a", target="b", text="ship", turn_id="t1", hop=1)
+    assert journal.record_incoming(prompt, "from alpha", "awaiting")
+    assert decide(journal, prompt.key, "dropped", "cli")
+    assert not decide(journal, prompt.key, "passed", "web 127.0.0.1", "ship it")  # not awaiting any more
+    record = journal.handoff(prompt.key)
+    assert record is not None and (record.state, record.prompt) == ("dropped", "ship")
+    assert gates_of(journal, [prompt.key])[prompt.key].decided_by == "cli"
+    journal.prune(older_than_s=-1)
+    assert journal.handoff(prompt.key) is None and gates_of(journal, [prompt.key]) == {}
 
 
 def test_the_workflows_pages_gate_example_is_a_valid_routes_yaml(tmp_path: Path) -> None:
