@@ -72,8 +72,11 @@ def test_an_awaiting_hand_off_waits_across_a_restart_and_pass_types_it_once_when
         status = baton("status", "-c", str(config)).out
         assert f"hand-off {key} -> b awaits a person since" in status, status
         assert f"baton pass {key}" in status
-        # across a restart it still waits, and is not told again
+        # across a restart it still waits, and is not told again; the gate taken off the route in between
+        # lets no hand-off that was awaiting go undecided
         assert daemon.stop() == 0
+        _config(tmux_server, tmp_path, panes, [{"name": "release", "from": "a", "to": "b"}],
+                notify=[{"kind": "webhook", "url": f"{webhook.url}/hook"}])
         daemon.start()
         wait_for(lambda: daemon.stderr().count("awaiting    " + key) == 2, what="the restart's look at it")
         assert _states() == ["awaiting"] and messages(blog) == []

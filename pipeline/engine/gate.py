@@ -46,11 +46,20 @@ class Gate:
         #: a dry run prints every prompt, gated or not: nothing waits for a person there
         gated = {label: r for label, r in (routes or {}).items() if r.gate == "person"}
         self.routes = {} if dry_run else gated
+        self.dry_run = dry_run
+        #: hand-offs found awaiting in the journal at start (their route may have lost its gate since)
+        self.keys: set[str] = set()
         self._wake = anyio.Event()
         self._said: set[str] = set()
 
     def gates(self, prompt: Prompt) -> bool:
-        return prompt.route in self.routes
+        return prompt.route in self.routes or prompt.key in self.keys
+
+    def hold_key(self, key: str) -> None:
+        """``key`` was awaiting when this daemon started: it waits for a person's decision, whatever its
+        route in routes.yaml says now (a gate taken off a route lets none of its hand-offs go undecided)."""
+        if not self.dry_run:
+            self.keys.add(key)
 
     def arrived(self, prompt: Prompt) -> None:
         """A hand-off reached the dispatcher: if it is gated, :meth:`run` looks (to tell the person)."""
@@ -71,7 +80,9 @@ class Gate:
                 continue
             if record.state == "awaiting":
                 held.add(prompt.key)
-            elif record.state in FINAL_STATES:
+                continue
+            self.keys.discard(prompt.key)
+            if record.state in FINAL_STATES:
                 log.info("%-11s %s -> %s: not typed (%s)", record.state, prompt.key, prompt.target,
                          record.note)
                 del waiting[i]

@@ -111,7 +111,7 @@ class Pipeline:
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
-            if gate.routes:
+            if not self.dry_run:
                 tg.start_soon(gate.run)
             if self.bus is not None:
                 tg.start_soon(self.bus.split, prompts_out, local_in)
@@ -144,6 +144,8 @@ class Pipeline:
                 continue  # the tile is gone from the config: left as it is for a config that has it
             if record.state == "delivering":
                 self.dispatcher.unsure.add(record.key)
+            elif record.state == "awaiting":  # waits for a person even if routes.yaml lost the route's gate
+                self.dispatcher.gate.hold_key(record.key)
             log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
             await self.submit(record.to_prompt())
         if self.bus is not None:  # after the recovery: a redelivered hand-off finds its key queued already
