@@ -29,6 +29,7 @@ PINNED: dict[str, tuple[str, str]] = {
     "opencode": ("opencode-ai", "1.18.33"),
     "copilot": ("@github/copilot", "1.0.102"),
     "gemini": ("@google/gemini-cli", "0.61.0"),
+    "qwen": ("@qwen-code/qwen-code", "0.24.4"),
 }
 AGENTS = tuple(PINNED)
 #: the older Claude Code release the first recordings (tests/fixtures/claude-code) came from; still tested

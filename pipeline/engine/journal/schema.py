@@ -8,6 +8,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from pipeline.engine import crash_points
 from pipeline.spool import state_dir
 
 SCHEMA = """
@@ -53,7 +54,9 @@ def connect(path: Path, memory: bool) -> sqlite3.Connection:
         return sqlite3.connect(MEMORY, isolation_level=None, check_same_thread=False)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fresh = not path.exists()
-    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    # a test-only switch may count this connection's writes and crash after one (docs/testing.md)
+    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False,
+                         factory=crash_points.connection_class())
     if fresh:
         os.chmod(path, 0o600)
     db.execute("PRAGMA journal_mode=WAL")
