@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS actions (
     outcome TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', created REAL NOT NULL, updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS actions_created ON actions (created);
 CREATE TABLE IF NOT EXISTS holds (route TEXT PRIMARY KEY, origin TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS gates (
+    key TEXT PRIMARY KEY, notified REAL, decision TEXT, decided_by TEXT, decided_at REAL, original TEXT);
 """
 #: columns added after the first release, and their types
 _ADDED_COLUMNS = {"usage": "TEXT"}

@@ -12,6 +12,7 @@ A route with ``max_per_hour`` that already typed that many hand-offs in the last
 (``held`` in the journal, logged once) until the oldest of them is an hour old: kept, never dropped, and
 still held after a restart; so does a route a person holds (``baton hold``) until ``baton resume``. A held
 route steps aside: its hand-offs wait in their order, and other routes' hand-offs to the same tile go on.
+A hand-off awaiting a person (``gate: person``: :mod:`pipeline.engine.gate`) steps aside alone, until passed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
+from pipeline.engine.gate import Gate
 from pipeline.engine.hops import HopLedger, origin_of
 from pipeline.engine.journal import FINAL_STATES, MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
@@ -146,12 +148,14 @@ class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
                  queue_size: int = 256, journal: Journal | None = None,
-                 notifier: Notifier | None = None, limits: dict[str, int] | None = None) -> None:
+                 notifier: Notifier | None = None, limits: dict[str, int] | None = None,
+                 gate: Gate | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
         #: each rate-limited route's max_per_hour, by route label
         self.limits = limits or {}
         self.journal = journal if journal is not None else Journal(MEMORY)
         self.notifier = notifier if notifier is not None else Notifier()
+        self.gate = gate if gate is not None else Gate(self.journal)
         #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
         self.unsure: set[str] = set()
         self.report = report or (lambda delivery: None)
@@ -178,6 +182,7 @@ class PromptDispatcher:
                         tg.start_soon(self._serve, prompt.target, queue_out)
                     log.info("queued      %s -> %s (route %s, hop %d)", prompt.source, prompt.target,
                              prompt.route, prompt.hop)
+                    self.gate.arrived(prompt)
                     await queue.send(prompt)
             finally:
                 for queue in self._queues.values():
@@ -227,11 +232,13 @@ class PromptDispatcher:
 
     async def _first_free(self, waiting: list[Prompt]) -> tuple[Prompt | None, float]:
         """The first waiting hand-off whose route lets it go, or (None, when to look again). A held route's
-        later hand-offs are not asked about: they stay behind its first one."""
+        later hand-offs are not asked about: they stay behind its first one. One awaiting a person is stepped
+        over alone (the gate also takes out of ``waiting`` what a person dropped, or expired)."""
+        awaiting = await self.gate.sort(waiting)
         held: set[str] = set()
-        look_in = HOLD_TICK_S
+        look_in = HELD_ROUTE_TICK_S if awaiting else HOLD_TICK_S
         for prompt in waiting:
-            if prompt.route in held:
+            if prompt.route in held or prompt.key in awaiting:
                 continue
             wait = await self._held_for(prompt)
             if wait is None:
