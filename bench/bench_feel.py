@@ -67,8 +67,9 @@ def install_marks() -> None:
     accept, paste, keys = CompletionDetector.accept, Tmux.paste, Tmux.send_keys
 
     async def on_accept(self: CompletionDetector, completion: Any) -> None:
-        marks.setdefault("accept", time.time())
-        marks.setdefault("signal:" + completion.signal, 0.0)
+        if completion.tile == "src":  # not the target's own turn
+            marks.setdefault("accept", time.time())
+            marks.setdefault("signal:" + completion.signal, 0.0)
         await accept(self, completion)
 
     async def on_paste(self: Tmux, pane_id: str, text: str) -> None:
@@ -87,14 +88,18 @@ def install_marks() -> None:
 
 class SourceFiles(threading.Thread):
     """Watches the source Claude Code's session file and transcript every 2 ms: when its status became
-    ``idle`` and when an end-of-turn line (``turn_duration``) was added, as times."""
+    ``idle``, when a final message (``stop_reason: end_turn``) and when an end-of-turn line
+    (``turn_duration``) were added, as times."""
 
     def __init__(self, config: Path) -> None:
         super().__init__(daemon=True)
-        self.config, self.idle, self.ends, self.stop = config, [], [], threading.Event()
+        self.config, self.stop = config, threading.Event()
+        self.idle: list[float] = []  # the session file's status became idle
+        self.ends: list[float] = []  # a turn_duration line was added to the transcript
+        self.answered: list[float] = []  # a final message (stop_reason end_turn) was added
 
     def run(self) -> None:
-        status, ends = "", 0
+        status, ends, answered = "", 0, 0
         while not self.stop.wait(0.002):
             now = time.time()
             for f in (self.config / "sessions").glob("*.json"):
@@ -105,10 +110,13 @@ class SourceFiles(threading.Thread):
                 if s == "idle" and status != "idle":
                     self.idle.append(now)
                 status = s
-            n = sum(f.read_bytes().count(b'"turn_duration"') for f in (self.config / "projects").glob("*/*.jsonl"))
+            text = b"".join(f.read_bytes() for f in (self.config / "projects").glob("*/*.jsonl"))
+            n, m = text.count(b'"turn_duration"'), text.count(b'"stop_reason":"end_turn"')
             if n > ends:
                 self.ends.append(now)
-            ends = n
+            if m > answered:
+                self.answered.append(now)
+            ends, answered = n, m
 
 
 def after(times: list[float], t: float) -> float | None:
@@ -201,8 +209,10 @@ def report(agent: str, results: dict[str, list[dict[str, float]]], files: Source
         signals = sorted({k[7:] for r in rows for k in r if k.startswith("signal:")})
         idle = [(t - r["start"]) * 1000 for r in rows if (t := after(files.idle, r["start"]))]
         ends = [(t - r["start"]) * 1000 for r in rows if (t := after(files.ends, r["start"]))]
-        seen = (f"; source files after the answer's end: session idle p50 {statistics.median(idle):.0f}, "
-                f"transcript's turn_duration p50 {statistics.median(ends):.0f}" if idle and ends else "")
+        final = [(t - r["start"]) * 1000 for r in rows if (t := after(files.answered, r["start"] - 0.5))]
+        seen = (f"; the source's files after the answer's end: final message p50 {statistics.median(final):.0f}, "
+                f"session idle {statistics.median(idle):.0f}, turn_duration {statistics.median(ends):.0f}"
+                if idle and ends and final else "")
         print(f"{'':>8} {'':>6} steps p50 ms: {', '.join(parts)}; taken by {'/'.join(signals)}{seen}",
               flush=True)
 
@@ -232,6 +242,7 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             for pane, home in ((src, src_home), (dst, dst_home)):
                 await tmux.run("send-keys", "-t", pane.pane_id, "-l", home.command)
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
+            await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "8")))  # their stores made, before they are read
             config = Config.model_validate({"version": 1, "tiles": {
                 "src": {"pane": src.pane_id, "agent": "claude"}, "dst": {"pane": dst.pane_id, "agent": agent}},
                 "routes": [{"from": "src", "to": "dst"}]})

@@ -25,6 +25,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from pipeline.engine import crash_points
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.hops import HopLedger, origin_of
 from pipeline.engine.journal import FINAL_STATES, MEMORY, Journal, is_fault
@@ -89,6 +90,7 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     pasted = time.monotonic()
     look_again()  # what follows looks at the pane as it is from now on
     await until_landed(adapter, clean, pasted)
+    crash_points.before_enter()  # the tests' crash window (BATON_CRASH_BEFORE_ENTER), else nothing
     return await submit_paste(adapter, clean, on_submit, pane_id=info.pane_id)
 
 
