@@ -1,4 +1,4 @@
-"""The latency a person feels: one REAL agent's answer ends → the next real agent's request, through batonpass.
+"""The latency a person feels: a REAL agent's answer ends → the next real agent's request, through batonpass.
 
 The source is the real Claude Code, the target each real agent CLI in turn (bench/feel_agents.py: from the
 tests' npm cache, each against its fake model API on 127.0.0.1, in a private tmux server). The pipeline
@@ -12,12 +12,14 @@ hand-off in every mode, interleaved:
 - ``watch``: the same with the Enter pressed once the paste shows in the input (``until_landed``).
 
 A hand-off counts once the target's request holds the whole text (its last word): an Enter that
-submitted a placeholder or a part of the paste shows as a hand-off that never arrived. Prints p50/p90 per mode and, for the hand-offs, where the time went (p50 of each step: the answer's end → the
+submitted a placeholder or a part of the paste shows as a hand-off that never arrived. Prints p50/p90 per
+mode and, for the hand-offs, where the time went (p50 of each step: the answer's end → the
 detector takes the turn (and by which signal) → the paste → the Enter → the request), and the source's own
 files (the session file's ``idle``, the transcript's end-of-turn line) against the answer's end.
 
 Run: ``.venv/bin/python bench/bench_feel.py`` — ``BENCH_AGENTS=claude,codex`` (default: all of
-bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``, ``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
+bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``,
+``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
 Stop hook installed (``baton hooks install --claude``). Needs tmux; ends every process it started.
 """
 
@@ -162,7 +164,8 @@ async def one(mode: str, i: int, ctx: dict[str, Any]) -> dict[str, float] | None
     marks.clear()
     since = time.time()
     if mode == "person":
-        start = await type_and_enter(tmux, pipeline, "dst", ctx["dst_pane"], f"{marker} please note {marker}-END")
+        start = await type_and_enter(tmux, pipeline, "dst", ctx["dst_pane"],
+                                     f"{marker} please note {marker}-END")
     else:
         dispatch.until_landed = _landed if mode == "watch" else _fixed  # type: ignore[attr-defined]
         ends = len(src_api.answer_ends())
@@ -170,7 +173,8 @@ async def one(mode: str, i: int, ctx: dict[str, Any]) -> dict[str, float] | None
         await until(lambda: _async(len(src_api.answer_ends()) > ends), "the source's answer")
         start = src_api.answer_ends()[ends]
     try:
-        arrived = await until(lambda: _async(dst_api.first_arrival(f"{marker}-END", since)), f"{marker} at the target")
+        arrived = await until(lambda: _async(dst_api.first_arrival(f"{marker}-END", since)),
+                              f"{marker} at the target")
     except TimeoutError:
         print(f"  {mode} {i}: no request at the target within {TIMEOUT_S:.0f}s", flush=True)
         return None
@@ -193,9 +197,10 @@ def report(agent: str, results: dict[str, list[dict[str, float]]], files: Source
         totals = [r["total"] for r in rows]
         if not totals:
             continue
-        over = f", over a person's Enter p50 {statistics.median(totals) - base:+.0f} ms" if base and mode != "person" \
-            else ""
-        print(f"{agent:>8} {mode:>6} ({len(totals)}): p50 {pct(totals, 50):6.0f} ms  p90 {pct(totals, 90):6.0f} ms"
+        over = (f", over a person's Enter p50 {statistics.median(totals) - base:+.0f} ms"
+                if base and mode != "person" else "")
+        print(f"{agent:>8} {mode:>6} ({len(totals)}): p50 {pct(totals, 50):6.0f} ms  "
+              f"p90 {pct(totals, 90):6.0f} ms"
               f"{over}", flush=True)
         if mode == "person":
             continue
@@ -210,7 +215,8 @@ def report(agent: str, results: dict[str, list[dict[str, float]]], files: Source
         idle = [(t - r["start"]) * 1000 for r in rows if (t := after(files.idle, r["start"]))]
         ends = [(t - r["start"]) * 1000 for r in rows if (t := after(files.ends, r["start"]))]
         final = [(t - r["start"]) * 1000 for r in rows if (t := after(files.answered, r["start"] - 0.5))]
-        seen = (f"; the source's files after the answer's end: final message p50 {statistics.median(final):.0f}, "
+        seen = (f"; the source's files after the answer's end: final message p50 "
+                f"{statistics.median(final):.0f}, "
                 f"session idle {statistics.median(idle):.0f}, turn_duration {statistics.median(ends):.0f}"
                 if idle and ends and final else "")
         print(f"{'':>8} {'':>6} steps p50 ms: {', '.join(parts)}; taken by {'/'.join(signals)}{seen}",
@@ -221,7 +227,8 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
     def src_answer(prompt: str) -> str:
         found = MARK.search(prompt)
         marker = found[0] if found else "FEEL-none-0"
-        body = "".join(f"\n- point {k}: the part {k} of the change keeps its tests" for k in range(LONG_LINES))
+        body = "".join(f"\n- point {k}: the part {k} of the change keeps its tests"
+                       for k in range(LONG_LINES))
         return f"{marker} is noted.{body} {marker}-END"
 
     with fake_api("claude", answer=src_answer) as src_api, fake_api(agent) as dst_api:
@@ -242,9 +249,11 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             for pane, home in ((src, src_home), (dst, dst_home)):
                 await tmux.run("send-keys", "-t", pane.pane_id, "-l", home.command)
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
-            await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "8")))  # their stores made, before they are read
+            # their stores made before they are read
+            await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "8")))
             config = Config.model_validate({"version": 1, "tiles": {
-                "src": {"pane": src.pane_id, "agent": "claude"}, "dst": {"pane": dst.pane_id, "agent": agent}},
+                "src": {"pane": src.pane_id, "agent": "claude"},
+                "dst": {"pane": dst.pane_id, "agent": agent}},
                 "routes": [{"from": "src", "to": "dst"}]})
             pipeline = Pipeline(config, load_registries(), tmux, journal=Journal(MEMORY))
             files.start()

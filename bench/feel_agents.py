@@ -41,7 +41,7 @@ class Home:
 
 @dataclass
 class Fake:
-    """A fake model API: its URL, when each request arrived (and the request), when each turn's answer ended."""
+    """A fake model API: its URL, when each request arrived (and what it held), when each answer ended."""
 
     url: str
     arrivals: list[tuple[float, str]]

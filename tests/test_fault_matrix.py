@@ -142,8 +142,8 @@ PADDING = "\n".join(f"context {k}: what the reviewer should keep in mind about p
 
 
 def dies_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
-    """Wait for ``daemon``, started with ``BATON_CRASH_BEFORE_ENTER``, to kill itself once a paste shows in the
-    target's input, before its Enter (the Enter follows the paste's drawing within milliseconds: too soon
+    """Wait for ``daemon``, started with ``BATON_CRASH_BEFORE_ENTER``, to kill itself once a paste shows in
+    the target's input, before its Enter (the Enter follows the paste's drawing within milliseconds: too soon
     for a kill from outside). True when it died so and the paste is on the screen (an agent's placeholder);
     False when it did not die within ``timeout`` (it is killed then)."""
     try:

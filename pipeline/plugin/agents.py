@@ -144,7 +144,7 @@ class AgentAdapter(abc.ABC):
     #: shows the paste (:meth:`paste_landed`), at the latest this long after it
     submit_delay_s: ClassVar[float] = 0.2
     #: the fewest seconds between the paste and its Enter, however soon the paste shows: what the agent needs
-    #: to take an Enter for a submit rather than part of the paste (measured per agent, docs/agent-versions.md)
+    #: to take an Enter for a submit rather than part of the paste (measured per agent, docs/agents.md)
     submit_min_s: ClassVar[float] = 0.0
     #: how long to wait for the target to show that the turn started, before calling it unconfirmed
     confirm_timeout_s: ClassVar[float] = 5.0
