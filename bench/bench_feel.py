@@ -25,6 +25,7 @@ Stop hook installed (``baton hooks install --claude``). Needs tmux; ends every p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -276,6 +278,16 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             files.stop.set()
             dispatch.until_landed = _landed  # type: ignore[attr-defined]
             await tmux.kill_server()
+            end_left_behind(tmp)
+
+
+def end_left_behind(tmp: Path) -> None:
+    """End what the agents started that outlives their panes (Codex's ``app-server`` daemon): the processes
+    whose command line names this run's own temporary folder, and only those."""
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        if any(str(tmp) in part for part in p.info["cmdline"] or []):
+            with contextlib.suppress(psutil.Error):
+                p.kill()
 
 
 async def main() -> None:
@@ -286,7 +298,7 @@ async def main() -> None:
     print(f"answer end -> the next agent's request, {n} rounds of {'/'.join(modes)}; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     for agent in agents:
-        with tempfile.TemporaryDirectory(prefix=f"baton-feel-{agent}-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"baton-feel-{agent}-", ignore_cleanup_errors=True) as tmp:
             os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")  # the hook spool, never the user's
             try:
                 await measure(agent, Path(tmp), n, modes)
