@@ -11,8 +11,8 @@ log): every turn exactly once, and ``baton history`` has one delivered hand-off 
 
 As a target: the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins of
 tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
-input until Enter. Besides kills at random moments, the daemon is killed in the window between a paste and
-its Enter: the test watches the target's screen from outside and kills the moment the paste shows. What
+input until Enter. Besides kills at random moments, the daemon dies in the window between a paste and
+its Enter: started with ``BATON_CRASH_BEFORE_ENTER``, it kills itself once the paste shows in the input. What
 counts is what the target took as prompts.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.engine.crash_points import ENTER_ENV
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent
 from tests.support.daemons import wait_followed, write_config
@@ -140,17 +141,18 @@ PADDING = "\n".join(f"context {k}: what the reviewer should keep in mind about p
                      for k in range(14))
 
 
-def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
-    """Kill ``daemon`` the moment ``pane`` shows a paste in its input (an agent's placeholder): between the
-    paste and its Enter. False when no paste showed within ``timeout`` (the daemon is killed anyway)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if "[Paste" in server.capture(pane):  # [Pasted …], Copilot's [Paste #K - N lines]
-            daemon.kill()
-            return True
-        time.sleep(0.01)  # shapes the scenario: how often the screen is looked at (tmux answers in ~2 ms)
-    daemon.kill()
-    return False
+def dies_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
+    """Wait for ``daemon``, started with ``BATON_CRASH_BEFORE_ENTER``, to kill itself once a paste shows in
+    the target's input, before its Enter (the Enter follows the paste's drawing within milliseconds: too soon
+    for a kill from outside). True when it died so and the paste is on the screen (an agent's placeholder);
+    False when it did not die within ``timeout`` (it is killed then)."""
+    try:
+        daemon.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        return False
+    daemon.kills += 1
+    return "[Paste" in server.capture(pane)  # [Pasted …], Copilot's [Paste #K - N lines]
 
 
 def fault_schedule(rng: random.Random, turns: int) -> list[str]:
@@ -189,9 +191,13 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
     at_paste = 0
     for i, fault in enumerate(fault_schedule(rng, turns)):
         source.begin(i)
-        if fault == "paste":  # between the paste and its Enter
+        if fault == "paste":  # between the paste and its Enter: the daemon kills itself there
+            daemon.kill()
+            daemon.env = {ENTER_ENV: "1"}
+            daemon.start()
             source.finish(i)
-            at_paste += kill_at_paste(tmux_server, target.pane, daemon)
+            at_paste += dies_at_paste(tmux_server, target.pane, daemon)
+            daemon.env = {}
         elif fault == "random":  # at a random moment around the turn's end and its hand-off
             time.sleep(rng.uniform(0.0, 0.9))  # shapes the scenario: the moment of the kill
             daemon.kill()

@@ -26,11 +26,13 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from pipeline.engine import crash_points
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.gate import Gate
 from pipeline.engine.hops import HopLedger, origin_of
 from pipeline.engine.journal import FINAL_STATES, MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
+from pipeline.engine.stages.landing import until_landed
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
@@ -76,8 +78,10 @@ async def type_prompt(adapter: AgentAdapter, text: str,
                       on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
     """Type ``text`` into the adapter's pane the one safe way, and watch for the turn to start.
 
-    Sanitize; paste as one unit; wait the adapter's submit delay; Enter (:func:`submit_paste`). Returns
-    (confirmed, pane_id). Raises :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
+    Sanitize; paste as one unit; wait until the paste has landed (:func:`until_landed`); Enter
+    (:func:`submit_paste`) — always a tmux command of its own, never the paste's (Qwen Code submits its
+    placeholder when it reads both at once). Returns (confirmed, pane_id). Raises
+    :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
     """
     clean = sanitize(text)
     if not clean:
@@ -85,8 +89,10 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     ctx = engine_context(adapter)
     info = await ctx.pane()
     await ctx.tmux.paste(info.pane_id, clean)
+    pasted = time.monotonic()
     look_again()  # what follows looks at the pane as it is from now on
-    await anyio.sleep(adapter.submit_delay_s)
+    await until_landed(adapter, clean, pasted)
+    crash_points.before_enter()  # the tests' crash window (BATON_CRASH_BEFORE_ENTER), else nothing
     return await submit_paste(adapter, clean, on_submit, pane_id=info.pane_id)
 
 
