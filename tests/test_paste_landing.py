@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
-from pipeline.engine.stages.dispatch import type_prompt
+from pipeline.engine.stages.submit import type_prompt
 from pipeline.plugin.agents import AgentAdapter
 from tests.support.agents import messages, start_agent
 from tests.support.pipelines import REGISTRIES
