@@ -25,6 +25,7 @@ import orjson
 from pipeline.engine.config import Config
 from pipeline.engine.tiles import TileRuntime
 from pipeline.views.board import TileView, clean, dollars, read_recent, tokens
+from pipeline.views.edge_counts import EdgeCounts, graph_routes, read_edge_counts
 from pipeline.views.live_board import TileFeed, Wake
 
 __all__ = ["Listener", "WebFeed"]
@@ -120,6 +121,7 @@ class WebFeed:
         self.last: bytes = b""
         self.recent: list[dict[str, Any]] = []
         self.held: set[str] = set()
+        self.edges = EdgeCounts()
 
     def changed(self) -> None:
         self.wake.set()
@@ -148,15 +150,15 @@ class WebFeed:
             self.listeners.discard(listener)
 
     def body(self) -> dict[str, Any]:
-        """The frame's content: tiles (this host's first), routes, recent hand-offs, notes."""
+        """The frame's content: tiles (this host's first), routes (with what waits on each edge of the
+        graph the page draws), recent hand-offs, notes."""
         tiles = [_tile(v, self.host, True) for v in self.local.board.views.values()]
         notes = [self.local.board.note]
         if self.hosts is not None:
             tiles += [_tile(v, self.hosts.host_of.get(name, "?"), False)
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
-        routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
-                   "held": r.label in self.held} for r in self.config.routes]
+        routes = graph_routes(self.config, self.edges, self.held)
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
                 "recent": self.recent, "note": " · ".join(n for n in notes if n)}
 
@@ -178,6 +180,7 @@ class WebFeed:
         """One frame per change (a burst of changes: one frame), to every listener."""
         while True:
             views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
+            self.edges = await anyio.to_thread.run_sync(read_edge_counts, self.local.journal)
             self.recent = [asdict(v) for v in views]
             frame = orjson.dumps(await self._told(self.body()))
             if frame != self.last:
