@@ -10,15 +10,16 @@ pipeline routes between them.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pipeline.plugin.events import Prompt
+from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE
+from tests.support import claude as claude_support
 from tests.support import codex_cli
 from tests.support.claude import ClaudeHome, make_claude_home
 from tests.support.codex_cli import CodexWorld, start_codex
@@ -27,6 +28,8 @@ from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+#: the real Claude Code from npm (a fixture, shared by the files that run it)
+claude_bin = claude_support.claude_bin
 
 #: the session's Codex home and fake API (a fixture, shared with tests/test_codex_e2e.py)
 codex_world = codex_cli.codex_world
@@ -47,16 +50,6 @@ def claude_answer(prompt: str) -> str:
     if "The reviews" in prompt:
         return DONE
     return CHANGE
-
-
-@pytest.fixture(scope="module")
-def claude_bin() -> Path:
-    try:
-        return install(*CLAUDE_CODE)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install Claude Code from npm: {exc}")
-        pytest.skip(f"cannot install Claude Code from npm (not in CI, so skipped): {exc}")
 
 
 def start_claude(server: TmuxServer, root: Path, api: ClaudeAPI, claude_bin: Path, state: Path) -> str:
@@ -104,7 +97,6 @@ async def test_a_claude_coder_fans_out_to_codex_and_claude_reviewers_and_gets_on
             await aquiet_for(3.0, "a second joined prompt, or the verdicts' answer reviewed again")
 
         # each reviewer was handed the coder's change once
-        print(f"\nwhat the Claude Code panes sent their model: {[r.last_user_text for r in api.turns]!r}")
         assert _asked(api, "Review this change") == [REVIEW.format(response=CHANGE)]
         reviews = [r.prompt for r in world.api.answers()[codex_asked:]]
         assert reviews == [REVIEW.format(response=CHANGE)], reviews
@@ -115,5 +107,6 @@ async def test_a_claude_coder_fans_out_to_codex_and_claude_reviewers_and_gets_on
 
 def _asked(api: ClaudeAPI, start: str) -> list[str]:
     """The prompts the Claude Code panes sent their model that hold ``start`` (one model call per
-    turn: the fake model answers with text, never a tool call)."""
-    return [r.last_user_text.strip() for r in api.turns if start in r.last_user_text]
+    turn: the fake model answers with text, never a tool call), as typed: a long paste reaches the model
+    in Claude Code's ``<pasted_content>`` wrapper."""
+    return [unwrap_paste(r.last_user_text) for r in api.turns if start in r.last_user_text]
