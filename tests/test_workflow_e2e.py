@@ -95,6 +95,8 @@ async def test_a_claude_coder_fans_out_to_codex_and_claude_reviewers_and_gets_on
             # three Claude Code turns: the coder's change, the reviewer's verdict, the coder's answer to both
             await until(lambda: len(api.turn_finished_at) >= 3, 60, "the coder's answer to the verdicts")
             await aquiet_for(3.0, "a second joined prompt, or the verdicts' answer reviewed again")
+            rows = [(h.route, h.source, h.target, h.state, h.hop) for h in pipeline.journal.history()
+                    if h.route != "task"]
 
         # each reviewer was handed the coder's change once
         assert _asked(api, "Review this change") == [REVIEW.format(response=CHANGE)]
@@ -103,6 +105,13 @@ async def test_a_claude_coder_fans_out_to_codex_and_claude_reviewers_and_gets_on
         # the coder got ONE prompt holding both verdicts, each under its tile's heading, in from:'s order
         assert _asked(api, "The reviews") == [JOINED]
         assert _asked(api, TASK) == [TASK]
+        # the journal: one hand-off per reviewer, and the joined one, each delivered once, the join a hop
+        # more than its answers; the coder's answer to it is not sent for review again (max_hops)
+        assert sorted(rows) == [("review", "coder", "codex", "delivered", 1),
+                                ("review", "coder", "codex", "skipped", 3),
+                                ("review", "coder", "reviewer", "delivered", 1),
+                                ("review", "coder", "reviewer", "skipped", 3),
+                                ("verdicts", "codex,reviewer", "coder", "delivered", 2)], rows
 
 
 def _asked(api: ClaudeAPI, start: str) -> list[str]:
