@@ -143,7 +143,8 @@ async def join(tmp: Path, turns: int) -> list[float]:
         answers = answers_at(scene.home)
         times = []
         for message, at in received(scene.log("t")):
-            group = [when for text, when in answers.items() if text in message]
+            # the sources' answers it holds (not the target's own echo of an earlier joined prompt)
+            group = [when for text, when in answers.items() if text.startswith("turn ") and text in message]
             if len(group) == WIDE:
                 times.append((at - max(group)) * 1000)
         return times

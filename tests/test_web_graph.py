@@ -10,6 +10,7 @@ state the page must show lasts until the test moves on.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,8 @@ def test_the_graph_shows_each_tile_state_and_what_waits_on_each_edge_live_and_th
         into_coder.filter(has_text="joining 1 of 2 (security)").wait_for(timeout=SHOWN_S)
         tile(page, "coder").locator(".joining").filter(
             has_text="joining verdicts: 1 of 2 (security)").wait_for(timeout=SHOWN_S)
+        if os.environ.get("BATON_WEB_GRAPH_SCREENSHOT"):  # the graph as a person sees it, mid-join
+            page.locator("#graph-box").screenshot(path=os.environ["BATON_WEB_GRAPH_SCREENSHOT"])
 
         # style answers: the coder gets one prompt with both verdicts; nothing waits on the edge any more
         _approve(tmux_server, panes["style"])
