@@ -82,8 +82,9 @@ class Scene:
                   targets: list[str]) -> None:
         """``turns`` rounds: each source given a prompt at once; the next round once every target took
         this round's."""
+        tiles = {name: {"pane": pane, "agent": "demo"} for name, pane in self.panes.items()}
         config = Config.model_validate({"version": 1, "routes": routes, "settings": {"max_hops": 1},
-                                        "tiles": {n: {"pane": p, "agent": "demo"} for n, p in self.panes.items()}})
+                                        "tiles": tiles})
         pipeline = Pipeline(config, load_registries(), self.tmux)
         async with anyio.create_task_group() as tg:
             await tg.start(pipeline.run)
