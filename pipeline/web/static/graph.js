@@ -2,11 +2,11 @@
 // tiles (in their state's colour), a join's node, a model's choice as a diamond; on each edge the route's
 // name and what waits there: queued hand-offs, a join's groups, hand-offs awaiting a person. Every label is
 // set with textContent. A simple layered layout: a tile no route hands to on the left, each node one
-// column right of the first node that hands to it; an edge back to an earlier column curves below.
+// column right of the last node that hands to it; an edge that closes a loop curves back over the top.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
-const G = {col: 210, row: 78, w: 132, h: 46, lane: 34, pad: 20};
+const G = {col: 270, row: 78, w: 132, h: 46, lane: 16, words: 30, pad: 12};
 
 function svgEl(tag, attrs, text) {
   const el = document.createElementNS(SVG_NS, tag);
@@ -65,45 +65,65 @@ function graphModel(tiles, routes) {
   return {nodes: nodes, edges: edges};
 }
 
-// each node's column: breadth first from the nodes nothing hands to (or, in a ring, the first one)
-function layers(model) {
-  const into = new Map(), out = new Map();
-  for (const id of model.nodes.keys()) { into.set(id, 0); out.set(id, []); }
-  for (const e of model.edges) { into.set(e.to, into.get(e.to) + 1); out.get(e.from).push(e.to); }
-  const layer = new Map();
-  const walk = (starts) => {
-    const queue = starts.filter((id) => !layer.has(id));
-    queue.forEach((id) => layer.set(id, 0));
-    while (queue.length) {
-      const id = queue.shift();
-      for (const next of out.get(id)) {
-        if (!layer.has(next)) { layer.set(next, layer.get(id) + 1); queue.push(next); }
-      }
+// the edges that close a loop (a depth-first walk meets a node still on its path): drawn back, over the top
+function backEdges(model) {
+  const out = new Map([...model.nodes.keys()].map((id) => [id, []]));
+  model.edges.forEach((e) => out.get(e.from).push(e));
+  const state = new Map();  // 1: on the walk's path, 2: done
+  const back = new Set();
+  const walk = (id) => {
+    state.set(id, 1);
+    for (const e of out.get(id)) {
+      if (state.get(e.to) === 1) back.add(e);
+      else if (!state.has(e.to)) walk(e.to);
     }
+    state.set(id, 2);
   };
-  walk([...model.nodes.keys()].filter((id) => into.get(id) === 0));
-  for (const id of model.nodes.keys()) walk([id]);
+  const into = new Set(model.edges.map((e) => e.to));
+  [...model.nodes.keys()].filter((id) => !into.has(id)).forEach((id) => { if (!state.has(id)) walk(id); });
+  [...model.nodes.keys()].forEach((id) => { if (!state.has(id)) walk(id); });
+  return back;
+}
+
+// each node's column: the longest chain of forward edges that leads to it
+function layers(model, back) {
+  const layer = new Map([...model.nodes.keys()].map((id) => [id, 0]));
+  const forward = model.edges.filter((e) => !back.has(e));
+  for (let moved = true, rounds = 0; moved && rounds <= model.nodes.size; rounds++) {
+    moved = false;
+    for (const e of forward) {
+      if (layer.get(e.to) < layer.get(e.from) + 1) { layer.set(e.to, layer.get(e.from) + 1); moved = true; }
+    }
+  }
   return layer;
 }
 
+// every node's place: its column, and within it the rows in the order of the rows that hand to it (fewer
+// crossings); each edge back to an earlier column gets a lane of its own above the nodes
 function place(model) {
-  const layer = layers(model);
-  const rows = new Map();
-  for (const [id, node] of model.nodes) {
-    const col = layer.get(id);
-    const row = rows.get(col) || 0;
-    rows.set(col, row + 1);
-    node.x = G.pad + col * G.col;
-    node.y = G.pad + row * G.row;
-  }
-  const width = G.pad * 2 + Math.max(...[...layer.values(), 0]) * G.col + G.w;
-  // each edge back to an earlier column curves below the nodes, a lane of its own
+  const back = backEdges(model);
+  const layer = layers(model, back);
   let lanes = 0;
   for (const e of model.edges) {
-    if (model.nodes.get(e.to).x <= model.nodes.get(e.from).x) e.lane = lanes++;
+    if (back.has(e)) e.lane = lanes++;
   }
-  const nodesBottom = G.pad + Math.max(...[...rows.values(), 1]) * G.row;
-  return {width: width, height: nodesBottom + lanes * G.lane + G.pad, lanes: nodesBottom};
+  const top = G.pad + G.words + lanes * G.lane;
+  const columns = [];
+  for (const [id, col] of layer) (columns[col] = columns[col] || []).push(id);
+  const row = new Map();
+  for (const ids of columns.filter(Boolean)) {
+    const from = (id) => model.edges.filter((e) => e.to === id && !back.has(e) && row.has(e.from))
+      .map((e) => row.get(e.from));
+    const rank = (id) => { const r = from(id); return r.length ? r.reduce((x, y) => x + y) / r.length : -1; };
+    const ranks = new Map(ids.map((id, i) => [id, [rank(id), i]]));
+    ids.sort((a, b) => ranks.get(a)[0] - ranks.get(b)[0] || ranks.get(a)[1] - ranks.get(b)[1]);
+    ids.forEach((id, i) => {
+      row.set(id, i);
+      Object.assign(model.nodes.get(id), {x: G.pad + layer.get(id) * G.col, y: top + i * G.row});
+    });
+  }
+  return {width: G.pad * 2 + (columns.length - 1) * G.col + G.w,
+          height: top + Math.max(...columns.filter(Boolean).map((ids) => ids.length), 1) * G.row + G.pad};
 }
 
 function drawNode(node) {
@@ -124,19 +144,25 @@ function drawNode(node) {
   return g;
 }
 
-// the edge's path (right side to left side; back to an earlier column: a curve below both) and its middle
-function edgePath(a, b, bottom) {
-  if (b.x > a.x) {
+// the edge's path — forward: right side to left side; back: from the top of one, over the nodes, to the top
+// of the other — and where its words go
+function edgePath(a, b, lane) {
+  if (lane === undefined) {
     const x1 = a.x + G.w, y1 = a.y + G.h / 2, x2 = b.x, y2 = b.y + G.h / 2, dx = (x2 - x1) / 2;
-    return {d: `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`, x: (x1 + x2) / 2, y: (y1 + y2) / 2};
+    const d = `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
+    // past a column of nodes (drawn over it): the words in the first gap, where no node hides them
+    if (x2 - x1 > G.col) return {d: d, x: x1 + (G.col - G.w) / 2, y: y1};
+    return {d: d, x: (x1 + x2) / 2, y: (y1 + y2) / 2};
   }
-  const x1 = a.x + G.w / 2, x2 = b.x + G.w / 2, y1 = a.y + G.h, y2 = b.y + G.h;
-  return {d: `M${x1},${y1} C${x1},${bottom} ${x2},${bottom} ${x2},${y2}`, x: (x1 + x2) / 2, y: bottom - 18};
+  // a cubic whose two control points are at height c peaks at 3/4 c + 1/8 of each end's height
+  const x1 = a.x + G.w / 2, x2 = b.x + G.w / 2 + 12, peak = G.pad + G.words + lane * G.lane;
+  const c = (peak - (a.y + b.y) / 8) / 0.75;
+  return {d: `M${x1},${a.y} C${x1},${c} ${x2},${c} ${x2},${b.y}`, x: (x1 + x2) / 2, y: peak - 18};
 }
 
-function drawEdge(model, e, lanesTop) {
+function drawEdge(model, e) {
   const a = model.nodes.get(e.from), b = model.nodes.get(e.to);
-  const path = edgePath(a, b, lanesTop + ((e.lane || 0) + 1) * G.lane);
+  const path = edgePath(a, b, e.lane);
   const g = svgEl("g", {class: "edge " + e.kind + (e.gate ? " gate" : "") + (e.held ? " held" : "")
                               + (e.words ? " busy" : "")});
   g.dataset.route = e.route;
@@ -161,11 +187,11 @@ function drawGraph(tiles, routes) {
   box.setAttribute("width", String(size.width));
   box.setAttribute("height", String(size.height));
   const defs = svgEl("defs");
-  const marker = svgEl("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
-                                  markerHeight: 7, orient: "auto-start-reverse"});
+  const marker = svgEl("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9,
+                                  markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto"});
   marker.appendChild(svgEl("path", {d: "M0,0 L10,5 L0,10 z"}));
   defs.appendChild(marker);
-  box.replaceChildren(defs, ...model.edges.map((e) => drawEdge(model, e, size.lanes)),
+  box.replaceChildren(defs, ...model.edges.map((e) => drawEdge(model, e)),
                       ...[...model.nodes.values()].map(drawNode));
   document.getElementById("graph-box").hidden = !routes.length;
 }
