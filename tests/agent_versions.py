@@ -19,9 +19,8 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["AGENTS", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode", "npm_latest",
-           "resolve",
-           "version"]
+__all__ = ["AGENTS", "MIXED_FILES", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode",
+           "npm_latest", "resolve", "version"]
 
 #: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)
 PINNED: dict[str, tuple[str, str]] = {
@@ -91,12 +90,18 @@ def version(agent: str) -> str:
     return resolve(agent)[1]
 
 
+#: real-CLI test files that run several agents: each is run again when any of its agents' ``latest`` moved
+MIXED_FILES: dict[str, tuple[str, ...]] = {"tests/test_workflow_e2e.py": ("claude", "codex")}
+
+
 def canary_files() -> list[str]:
-    """The real-CLI test files (``tests/test_<agent>_e2e.py``) of the agents whose npm ``latest`` is not the
-    pin: what the canary must run again. An agent whose ``latest`` is its pin was tested at that very version
-    by the pinned run, so running it again would test nothing new."""
-    return [f"tests/test_{agent}_e2e.py" for agent, (package, pinned) in PINNED.items()
-            if npm_latest(package) != pinned]
+    """The real-CLI test files (``tests/test_<agent>_e2e.py``, and each of :data:`MIXED_FILES` holding one of
+    them) of the agents whose npm ``latest`` is not the pin: what the canary must run again. An agent whose
+    ``latest`` is its pin was tested at that very version by the pinned run, so running it again would test
+    nothing new."""
+    moved = [agent for agent, (package, pinned) in PINNED.items() if npm_latest(package) != pinned]
+    return [f"tests/test_{agent}_e2e.py" for agent in moved] + [
+        path for path, agents in MIXED_FILES.items() if set(agents) & set(moved)]
 
 
 def main(argv: list[str] | None = None) -> int:

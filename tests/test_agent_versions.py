@@ -57,9 +57,12 @@ def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     agent_versions.npm_latest.cache_clear()
     try:
-        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py"]
+        # and the workflow's file, whose coder and reviewer are Claude Code but one reviewer is Codex
+        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py", "tests/test_workflow_e2e.py"]
         assert agent_versions.npm_latest(codex_package) == "99.0.0"
     finally:
         agent_versions.npm_latest.cache_clear()
     for agent in agent_versions.AGENTS:
         assert (Path(__file__).parent / f"test_{agent}_e2e.py").is_file(), agent
+    for path in agent_versions.MIXED_FILES:
+        assert (Path(__file__).parents[1] / path).is_file(), path
