@@ -12,7 +12,8 @@ server, with the real pipeline:
 * ``baton run`` killed between the paste and its Enter: the paste shown as ``[paste #1 +14 lines]`` is
   recognised after the restart and submitted once;
 * the old package, ``@mariozechner/pi-coding-agent`` 0.73.1: its session file is followed and its answer
-  handed off once.
+  handed off once, its extension hook loads, and it asks no trust question;
+* a model call answered with HTTP 500 that pi retries by itself: the final answer handed on once.
 """
 
 from __future__ import annotations
@@ -219,12 +220,20 @@ def test_real_pi_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
 
 
 async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
-        tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture) -> None:
+        tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The old package, on the machine's Node: its session file (no system messages, the busy line above
-    the input box) is followed like 1.x's."""
+    the input box) is followed like 1.x's; it loads the extension hook ``baton hooks install --agent pi``
+    writes (its ``agent_end`` reports the turn under the file's id); and in a folder with ``.pi/`` settings it
+    asks no trust question (1.x does) — it starts straight into its input box."""
     old = _installed(PI_PREVIOUS)
-    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old)
-    p_pane = pi.start(tmux_server)
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hook writes
+    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old, state=state, trust_dialog=True)
+    installed = baton("hooks", "install", "--agent", "pi", env={"PI_CODING_AGENT_DIR": str(pi.agent)})
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    p_pane = pi.start(tmux_server)  # no trust dialog: the input box at once
+    assert "Trust project folder?" not in tmux_server.capture(p_pane)
     log = tmp_path / "target.jsonl"
     target = start_agent(tmux_server, log, "target")
     config = make_config({"pi": {"pane": p_pane}, "t": {"pane": target, "agent": "demo"}},
@@ -234,9 +243,37 @@ async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
         assert pipeline.tiles["pi"].adapter.name == "pi"
         pi.say(tmux_server, p_pane, "E2E-OLD1: hello from 0.73.1")
         await until(lambda: messages(log), 40, "the answer in the target")
+        [(turn, _, _)] = completions(caplog, "pi")
+        await until(lambda: "hook" in signals_seen(caplog, turn), 10, "the extension hook's record")
         await aquiet_for(1.5, "a second hand-off")
     assert messages(log) == [DEFAULT_ANSWER]
-    [(turn, outcome, signal)] = completions(caplog, "pi")
-    assert outcome == "completed" and signal == "session file" and turn.startswith("pi:")
+    [(turn, outcome, _)] = completions(caplog, "pi")
+    assert outcome == "completed" and turn.startswith("pi:")
+
+
+async def test_real_pi_retries_a_server_error_and_the_final_answer_is_handed_on_once(
+        tmux_server: TmuxServer, tmp_path: Path, pi_bin: Path, node: Path, chat: FakeChat,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The model call fails with HTTP 500; pi writes the ``error`` message, shows ``Retrying (1/3)``, calls
+    again and gets the answer: one turn, completed, its final answer handed on once (the error is
+    provisional: never handed on as a failed turn)."""
+    chat.fail_next(1)
+    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=pi_bin, node=node)
+    p_pane = pi.start(tmux_server)
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    config = make_config({"pi": {"pane": p_pane}, "t": {"pane": target, "agent": "demo"}},
+                         [{"from": "pi", "to": "t", "transform": "raw"}])
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    async with running(config, tmux_server):
+        pi.say(tmux_server, p_pane, "E2E-RETRY1: answer after a server error")
+        await until(lambda: messages(log), 60, "the retried answer in the target")
+        await aquiet_for(2.0, "a second hand-off")
+    kinds = [r.kind for r in chat.requests if r.kind in ("error", "answer")]
+    assert kinds == ["error", "answer"], kinds  # pi retried by itself
+    assert messages(log) == [DEFAULT_ANSWER]
+    assert [outcome for _, outcome, _ in completions(caplog, "pi")] == ["completed"]
     [session] = pi.session_files()
-    assert json.loads(session.read_text().splitlines()[0])["version"] == 3
+    stops = [json.loads(line)["message"].get("stopReason") for line in session.read_text().splitlines()
+             if '"role":"assistant"' in line.replace(" ", "")]
+    assert stops == ["error", "stop"], stops  # what the file held: the error, then the retried answer

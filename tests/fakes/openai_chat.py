@@ -16,7 +16,8 @@ What it answers, from the last user message:
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
-* anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
+* anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default` — or, after
+  :meth:`FakeChat.fail_next`, HTTP 500 (a server error agents retry) for that many such prompts first.
 
 Every request is recorded; every streamed reply records the wall-clock time of its last chunk, which is
 when the model finished speaking (the tests measure from there, or from the store, to the hand-off).
@@ -69,6 +70,7 @@ class FakeChat(LoopbackServer[RecordedChat]):
         self.default = DEFAULT_ANSWER
         self.suggestion = SUGGESTION
         self._answers: deque[str] = deque()
+        self._failures = 0
 
     @property
     def url(self) -> str:
@@ -79,6 +81,11 @@ class FakeChat(LoopbackServer[RecordedChat]):
         """Queue answers for the next prompts (title requests and tool steps do not use them)."""
         with self._lock:
             self._answers.extend(answers)
+
+    def fail_next(self, count: int = 1) -> None:
+        """Answer the next ``count`` prompts with HTTP 500 (a server error an agent may retry)."""
+        with self._lock:
+            self._failures += count
 
     def turns(self) -> list[RecordedChat]:
         """Replies that answered a prompt with text (not titles, not tool calls)."""
@@ -107,6 +114,9 @@ class FakeChat(LoopbackServer[RecordedChat]):
             return "tool", {"name": shell, "arguments": json.dumps(
                 {"command": "touch approved.txt && echo FAKE_TOOL_OK", "description": "Touch a file"})}
         with self._lock:
+            if self._failures:
+                self._failures -= 1
+                return "error", None
             return "answer", self._answers.popleft() if self._answers else self.default
 
 
@@ -147,6 +157,10 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             kind, payload = chat._choose(record)
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
             chat._record(record)
+            if kind == "error":
+                error = {"message": "fake: internal server error", "type": "server_error"}
+                self.send_json(500, {"error": error})
+                return
             if body.get("stream"):
                 self._stream(body, kind, payload)
                 record.t_last_chunk = time.time()
