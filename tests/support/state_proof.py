@@ -13,7 +13,8 @@ working → idle → Esc → idle → a failed turn → idle, inside a :class:`S
 * takes the **model's log**: the fake API's :class:`~tests.fakes.loopback.StreamLog` (a request received,
   its first and last chunk, an error answered) — while a request is being answered the agent works;
 * and the keys the test pressed (:meth:`StateProof.key`): from a key until the screen or the API says what
-  happened next, the truth is unknown (a board that shows the new state at once is right).
+  happened next (a second at most), the truth is unknown (a board that shows the new state at once is
+  right).
 
 The truth at a moment: working while the model answers, else what the screen shows, else unknown.
 :meth:`StateProof.check` fails on every sample that contradicts it: a sample taken over [start, end] may
@@ -276,10 +277,12 @@ class StateProof:
 
     def _timeline(self, streams: Sequence[StreamLog]) -> list[tuple[float, str | None]]:
         """(time, the truth from then on): working while a stream is open, else the screen's kind. A key
-        makes the truth unknown until the screen or the model says more; an answer streaming when a key
-        was pressed (Esc) is the screen's to judge from then on (the model may stream on, unheard)."""
+        makes the truth unknown until the screen or the model says more (a second at most); an answer
+        streaming when a key was pressed (Esc) is the screen's to judge from then on (the model may stream
+        on, unheard)."""
         events: list[tuple[float, str, Any]] = [(t, "screen", k) for t, k in self.seen]
         events += [(t, "key", None) for t, _ in self.keys]
+        events += [(t + GRACE_S, "settle", None) for t, _ in self.keys]  # a screen that did not change
         for i, s in enumerate(streams):
             events += [(s.received, "open", i), (s.ended or float("inf"), "close", i)]
         out: list[tuple[float, str | None]] = []
@@ -290,6 +293,8 @@ class StateProof:
             elif what == "key":
                 open_.clear()
                 after_key = True
+            elif what == "settle":
+                after_key = False
             elif what == "open":
                 open_.add(value)
                 after_key = False
