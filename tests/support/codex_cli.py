@@ -8,7 +8,6 @@ starts the shared app-server daemon: docs/agents.md, Codex); the daemon is stopp
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -17,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 
 from plugins.codex.hooks import install_notify
@@ -25,6 +23,7 @@ from plugins.codex.screen import composer_draft
 from tests.agent_versions import resolve
 from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, codex_config
+from tests.support.codex import stop_daemon
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -87,30 +86,9 @@ def codex_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodexWorld
     try:
         yield world
     finally:
-        _stop_daemon(home)
+        stop_daemon(home)
         api.stop()
         shutil.rmtree(home / "packages", ignore_errors=True)  # the 315 MB binary copy
-
-
-def _stop_daemon(home: Path) -> None:
-    """Stop the app-server daemon (and its pid-update loop) that the first TUI started in ``home``: by the
-    PIDs it recorded, and only if that PID really runs a binary from ``home``."""
-    pids = []
-    for name in ("daemon.pid", "daemon-updater.pid"):
-        try:
-            pid = int(json.loads((home / "app-server-daemon" / name).read_text())["pid"])
-            if os.readlink(f"/proc/{pid}/exe").startswith(str(home) + "/"):
-                pids.append(pid)
-        except (OSError, ValueError, KeyError):
-            continue
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            procs.append(psutil.Process(pid))
-            procs[-1].terminate()
-    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
-        with contextlib.suppress(psutil.NoSuchProcess):
-            left.kill()
 
 
 def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:
