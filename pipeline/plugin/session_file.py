@@ -30,7 +30,7 @@ class FollowedFile(Generic[S]):
         self.state = new_state()
         self._tail = AppendedLines(self.path)
         self._ino: int | None = None
-        #: records fed to the current state: a look at an unchanged file can be told from one at a changed file
+        #: records fed to the current state: a look at an unchanged file is told from one at a changed one
         self.fed = 0
 
     def read(self, *, final: bool = False) -> bool:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from pipeline.plugin.events import Completion, Outcome
 
@@ -68,7 +69,7 @@ class FileResolution(Resolution):
 
     session: Path | None = None
 
-    def decide(self, rule: str, path: Path, detail: str) -> FileResolution:
+    def decide(self, rule: str, path: Path, detail: str) -> Self:
         """``rule`` names ``path`` the pane's session file (the last steps ``baton resolve`` shows)."""
         self.session, self.rule = path, rule
         self.add(rule, True, f"decided: {detail}", str(path))

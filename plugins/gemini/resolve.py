@@ -27,12 +27,12 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.agents import ResolveStep
 from pipeline.plugin.node_cli import deepest, home_of, runs_script
 from pipeline.plugin.tools import proc
+from pipeline.plugin.turns import FileResolution
 from plugins.gemini.session import parse_time
 
 __all__ = ["GeminiProcess", "Resolution", "SESSION_NAME", "find_gemini", "is_gemini", "resolve_session"]
@@ -169,22 +169,10 @@ def _typed_text(line: str) -> str | None:
 
 
 @dataclass
-class Resolution:
-    process: GeminiProcess | None
-    session: Path | None = None
-    rule: str = ""
-    steps: list[ResolveStep] = field(default_factory=list)
+class Resolution(FileResolution):
+    process: GeminiProcess | None = None
     #: another Gemini CLI works in this folder and a newer session may be its: ask again on each change
     unsure: bool = False
-
-    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
-        self.steps.append(ResolveStep(step, ok, detail, value))
-
-    def decide(self, rule: str, path: Path, detail: str) -> Resolution:
-        self.session, self.rule = path, rule
-        self.add(rule, True, f"decided: {detail}", str(path))
-        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
-        return self
 
 
 def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_prompt: str | None = None,
@@ -193,7 +181,7 @@ def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_p
     """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring); ``screen`` is
     the pane's, ``current`` the session followed until now (kept when the rules cannot tell)."""
     process = process or find_gemini(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no gemini process under pid {pane_pid}")
         return res

@@ -27,9 +27,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin import Resolution as BaseResolution
 from pipeline.plugin.started import mtime, started_since, written_since
 from pipeline.plugin.tools import iso_time, proc
+from pipeline.plugin.turns import FileResolution
 
 __all__ = ["PiProcess", "Resolution", "find_pi", "is_pi", "node_check", "resolve_session", "session_folder"]
 
@@ -146,24 +146,16 @@ def holds_prompt(path: Path, prompt: str) -> bool:
     return False
 
 
-class Resolution(BaseResolution):
-    def __init__(self, process: PiProcess | None) -> None:
-        super().__init__()
-        self.process = process
-        self.session: Path | None = None
-
-    def decide(self, rule: str, path: Path, detail: str) -> Resolution:
-        self.session, self.rule = path, rule
-        self.add(rule, True, f"decided: {detail}", str(path))
-        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
-        return self
+@dataclass
+class Resolution(FileResolution):
+    process: PiProcess | None = None
 
 
 def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prompt: str | None = None,
                     process: PiProcess | None = None) -> Resolution:
     """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring)."""
     process = process or find_pi(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no pi process under pid {pane_pid}")
         node = node_check(pane_pid)
