@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.started import mtime, started_since, written_since
+from pipeline.plugin.started import session_files, started_since, written_since
 from pipeline.plugin.tools import iso_time, proc
 from pipeline.plugin.turns import FileResolution
 
@@ -170,7 +170,7 @@ def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prom
         res.add("sessions", False, why)
         return res
     res.add("sessions", True, f"{folder} ({why})", str(folder))
-    files = _session_files(folder)
+    files = session_files(folder, SESSION_NAME)
     if hook_session and Path(hook_session) in files:
         return res.decide("hook", Path(hook_session), "a hook of this pane named it")
     res.add("hook", True, "no: no hook from this pane named a session file of this folder")
@@ -193,14 +193,6 @@ def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prom
     res.add("written since start", False, f"no session file of this folder was written to since pid "
             f"{process.pid} started ({len(files)} older): no prompt yet")
     return res
-
-
-def _session_files(folder: Path) -> list[Path]:
-    try:
-        found = [p for p in folder.iterdir() if SESSION_NAME.match(p.name)]
-    except OSError:
-        return []
-    return sorted(found, key=mtime)
 
 
 # ---- can the pane's pi start at all ---------------------------------------------------------------------
