@@ -21,29 +21,25 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from plugins.gemini.resolve import find_gemini
 from plugins.gemini.screen import input_draft
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.gemini_api import SLOW_CHUNKS, TOOL_FINAL, FakeGemini
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import json_lines, start_baton, write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.gemini import GeminiHome, make_gemini_home
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, quiet_for, until, wait_for
+from tests.support.real_cli import baton, completions, launch_claude, npm_package, signals_seen, wait_claude
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -51,18 +47,9 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 GEMINI = resolve("gemini")  # pinned, or npm latest with BATON_AGENTS=latest
 
 
-def _installed(package: tuple[str, str]) -> Path:
-    try:
-        return install(*package)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    return _installed(GEMINI)
+    return npm_package(GEMINI)
 
 
 @pytest.fixture
@@ -75,30 +62,6 @@ def claude_answer(prompt: str) -> str:
     return f"Claude read {len(prompt)} characters and agrees ✓"
 
 
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
 async def test_real_gemini_and_claude_code_hand_off_once_each_way(
         tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -109,15 +72,12 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
         result = baton("hooks", "install", "--agent", "gemini", env={"GEMINI_CLI_HOME": str(gem.home)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert gem.settings()["security"]["auth"]["selectedType"] == "gemini-api-key"
-    claude_bin = _installed(CLAUDE_CODE)
+    claude_bin = npm_package(CLAUDE_CODE)
     with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+        cc, cc_pane = launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                    claude_bin=claude_bin, version=CLAUDE_CODE[1])
         g_pane = gem.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"gem": {"pane": g_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "gem", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "gem", "transform": "raw"}], max_hops=2)

@@ -19,28 +19,33 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from plugins.pi.screen import input_draft
 from tests.agent_versions import PI_PREVIOUS, resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22
+from tests.fakes.npm_agents import CLAUDE_CODE, node_22
 from tests.fakes.openai_chat import DEFAULT_ANSWER, SLOW_CHUNK_S, FakeChat
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pi import make_pi_home
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.real_cli import (
+    baton,
+    claude_answer,
+    completions,
+    installed,
+    launch_claude,
+    npm_package,
+    signals_seen,
+    wait_claude,
+)
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -49,62 +54,20 @@ PI = resolve("pi")  # pinned, or npm latest with BATON_AGENTS=latest
 TOOL_FINAL_START = "TOOL_FINAL_BEGIN"
 
 
-def _installed(package: tuple[str, str], node: Path | None = None) -> Path:
-    try:
-        return install(*package, node=node)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def node() -> Path:
-    try:
-        return node_22()
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install Node 22 from npm: {exc}")
-        pytest.skip(f"cannot install Node 22 from npm (not in CI, so skipped): {exc}")
+    return installed("Node 22", node_22)
 
 
 @pytest.fixture(scope="module")
 def pi_bin(node: Path) -> Path:
-    return _installed(PI, node)
+    return npm_package(PI, node)
 
 
 @pytest.fixture
 def chat() -> Iterator[FakeChat]:
     with FakeChat() as api:
         yield api
-
-
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
-
-
-def claude_answer(prompt: str) -> str:
-    return f"Claude read {len(prompt)} characters and agrees"
 
 
 async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension_hook(
@@ -117,15 +80,12 @@ async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension
         result = baton("hooks", "install", "--agent", "pi", env={"PI_CODING_AGENT_DIR": str(pi.agent)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert (pi.agent / "extensions" / "batonpass.ts").exists()
-    claude_bin = _installed(CLAUDE_CODE)
+    claude_bin = npm_package(CLAUDE_CODE)
     with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+        cc, cc_pane = launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                    claude_bin=claude_bin, version=CLAUDE_CODE[1])
         p_pane = pi.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"pi": {"pane": p_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "pi", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "pi", "transform": "raw"}], max_hops=2)
@@ -222,7 +182,7 @@ async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
         tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture) -> None:
     """The old package, on the machine's Node: its session file (no system messages, the busy line above
     the input box) is followed like 1.x's."""
-    old = _installed(PI_PREVIOUS)
+    old = npm_package(PI_PREVIOUS)
     pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old)
     p_pane = pi.start(tmux_server)
     log = tmp_path / "target.jsonl"

