@@ -30,22 +30,13 @@ from tests.agent_versions import PI_PREVIOUS, resolve
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.npm_agents import CLAUDE_CODE, node_22
 from tests.fakes.openai_chat import DEFAULT_ANSWER, SLOW_CHUNK_S, FakeChat
+from tests.support import real_cli
 from tests.support.agents import messages, start_agent
 from tests.support.cli import write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pi import make_pi_home
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, until, wait_for
-from tests.support.real_cli import (
-    baton,
-    claude_answer,
-    completions,
-    installed,
-    launch_claude,
-    npm_package,
-    signals_seen,
-    wait_claude,
-)
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -56,12 +47,12 @@ TOOL_FINAL_START = "TOOL_FINAL_BEGIN"
 
 @pytest.fixture(scope="module")
 def node() -> Path:
-    return installed("Node 22", node_22)
+    return real_cli.installed("Node 22", node_22)
 
 
 @pytest.fixture(scope="module")
 def pi_bin(node: Path) -> Path:
-    return npm_package(PI, node)
+    return real_cli.npm_package(PI, node)
 
 
 @pytest.fixture
@@ -77,15 +68,16 @@ async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hook writes
     pi = make_pi_home(tmp_path / "p", api_url=chat.url, pi_bin=pi_bin, node=node, state=state)
     for expected in ("added the batonpass extension", "already installed"):
-        result = baton("hooks", "install", "--agent", "pi", env={"PI_CODING_AGENT_DIR": str(pi.agent)})
+        result = real_cli.baton("hooks", "install", "--agent", "pi",
+                                env={"PI_CODING_AGENT_DIR": str(pi.agent)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert (pi.agent / "extensions" / "batonpass.ts").exists()
-    claude_bin = npm_package(CLAUDE_CODE)
-    with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc, cc_pane = launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
-                                    claude_bin=claude_bin, version=CLAUDE_CODE[1])
+    claude_bin = real_cli.npm_package(CLAUDE_CODE)
+    with ClaudeAPI(answer=real_cli.claude_answer) as claude_api:
+        cc, cc_pane = real_cli.launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                             claude_bin=claude_bin, version=CLAUDE_CODE[1])
         p_pane = pi.start(tmux_server)
-        wait_claude(tmux_server, cc, cc_pane)
+        real_cli.wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"pi": {"pane": p_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "pi", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "pi", "transform": "raw"}], max_hops=2)
@@ -95,24 +87,24 @@ async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension
             assert pipeline.tiles["pi"].adapter.name == "pi"  # agent: auto, from the process tree
             pi.say(tmux_server, p_pane, prompt)  # a person's prompt: hop 0
             await until(lambda: len(chat.turns()) >= 2, 90, "Claude's answer typed into pi")
-            await until(lambda: len(completions(caplog, "pi")) >= 2, 30, "pi's second turn")
+            await until(lambda: len(real_cli.completions(caplog, "pi")) >= 2, 30, "pi's second turn")
             await aquiet_for(2.0, "a third hand-off (max_hops=2)")
     typed = [r.last_user_text for r in claude_api.turns]
     assert [unwrap_paste(t).strip() for t in typed] == [DEFAULT_ANSWER], typed
-    assert pi.prompts() == [prompt, claude_answer(typed[0])]
-    ends = completions(caplog, "pi")
+    assert pi.prompts() == [prompt, real_cli.claude_answer(typed[0])]
+    ends = real_cli.completions(caplog, "pi")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "pi"]
     print(f"\npi e2e: model's last chunk -> completion "
           f"{(accepted[0].created - chat.turns()[0].t_last_chunk) * 1e3:.0f} ms (via {accepted[0].args[3]})")
     for turn, _, _ in ends:  # the file and the extension hook, one id
-        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+        assert real_cli.signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
     [session] = pi.session_files()
-    resolved = baton("resolve", p_pane, "-L", tmux_server.socket, "--agent", "pi", "--json")
+    resolved = real_cli.baton("resolve", p_pane, "-L", tmux_server.socket, "--agent", "pi", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["transcript"]["value"] == str(session), resolved.stdout
     assert "rule: " in steps["transcript"]["detail"]
-    extracted = baton("extract", str(session))  # recognised as pi's without --agent
+    extracted = real_cli.baton("extract", str(session))  # recognised as pi's without --agent
     assert extracted.returncode == 0 and extracted.stdout == DEFAULT_ANSWER + "\n", extracted
 
 
@@ -136,7 +128,7 @@ async def test_real_pi_trust_dialog_approved_tool_turn_and_interrupt(
         assert await adapter.target_state() == "busy"
         (tmp_path / "cli").mkdir()
         routes_file = write_routes(tmp_path / "cli", tmux_server.socket, tiles, routes)
-        approved = baton("approve", "pi", "-c", str(routes_file))
+        approved = real_cli.baton("approve", "pi", "-c", str(routes_file))
         assert approved.returncode == 0, approved.stdout + approved.stderr
         await until(lambda: input_draft(tmux_server.capture(p_pane)) == "", 30, "pi's input box")
         assert not (pi.agent / "trust.json").exists()  # trusted for this session only
@@ -151,12 +143,12 @@ async def test_real_pi_trust_dialog_approved_tool_turn_and_interrupt(
         await until(lambda: adapter.is_busy(tmux_server.capture(p_pane)), 20, "the busy line")
         await until(lambda: "Here is" in tmux_server.capture(p_pane), 10 + 10 * SLOW_CHUNK_S, "streaming")
         tmux_server.run("send-keys", "-t", p_pane, "Escape")
-        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "pi")), 20,
+        await until(lambda: any(o == "failed" for _, o, _ in real_cli.completions(caplog, "pi")), 20,
                     "the failed completion")
         await aquiet_for(1.5, "a hand-off of the interrupted turn")
         usage = await adapter.usage()
     assert len(messages(log)) == 1
-    assert [o for _, o, _ in completions(caplog, "pi")] == ["completed", "failed"]
+    assert [o for _, o, _ in real_cli.completions(caplog, "pi")] == ["completed", "failed"]
     assert usage is not None and usage.models == ("fake-model",) and usage.cost_usd and usage.input > 0
 
 
@@ -182,7 +174,7 @@ async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
         tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture) -> None:
     """The old package, on the machine's Node: its session file (no system messages, the busy line above
     the input box) is followed like 1.x's."""
-    old = npm_package(PI_PREVIOUS)
+    old = real_cli.npm_package(PI_PREVIOUS)
     pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old)
     p_pane = pi.start(tmux_server)
     log = tmp_path / "target.jsonl"
@@ -196,7 +188,7 @@ async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
         await until(lambda: messages(log), 40, "the answer in the target")
         await aquiet_for(1.5, "a second hand-off")
     assert messages(log) == [DEFAULT_ANSWER]
-    [(turn, outcome, signal)] = completions(caplog, "pi")
+    [(turn, outcome, signal)] = real_cli.completions(caplog, "pi")
     assert outcome == "completed" and signal == "session file" and turn.startswith("pi:")
     [session] = pi.session_files()
     assert json.loads(session.read_text().splitlines()[0])["version"] == 3

@@ -9,7 +9,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tests.support.tmux import TmuxServer
 
@@ -38,6 +38,8 @@ def new_project(root: Path) -> tuple[Path, Path]:
 class AgentHome:
     #: the command that starts the agent
     command: ClassVar[str]
+    #: its session file's reader (a ``FollowedFile`` whose state tells its turns)
+    reader: ClassVar[Any]
     project: Path
     env: dict[str, str]
 
@@ -49,7 +51,10 @@ class AgentHome:
 
     def file_prompts(self, path: Path) -> list[str]:
         """The prompts one session file holds."""
-        raise NotImplementedError
+        session = self.reader(path)
+        session.read()
+        turns = session.state.turns
+        return [t.prompt for t in (turns() if callable(turns) else turns)]
 
     def prompts(self) -> list[str]:
         """Every prompt typed into any of its sessions, as the session files hold them."""

@@ -29,15 +29,11 @@ __all__ = ["GeminiHome", "make_gemini_home"]
 @dataclass(frozen=True)
 class GeminiHome(AgentHome):
     command = "gemini"
+    reader = SessionFile
     home: Path
 
     def session_files(self) -> list[Path]:
         return sorted((self.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
-
-    def file_prompts(self, path: Path) -> list[str]:
-        session = SessionFile(path)
-        session.read()
-        return session.state.prompts()
 
     def start(self, server: TmuxServer, args: str = "") -> str:
         """A pane running ``gemini`` in the project, at its empty input box; returns the pane id."""

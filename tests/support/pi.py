@@ -29,16 +29,12 @@ PRICE = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
 @dataclass(frozen=True)
 class PiHome(AgentHome):
     command = "pi"
+    reader = SessionFile
     home: Path
     agent: Path
 
     def session_files(self) -> list[Path]:
         return sorted((self.agent / "sessions").glob("*/*.jsonl"))
-
-    def file_prompts(self, path: Path) -> list[str]:
-        session = SessionFile(path)
-        session.read()
-        return session.state.prompts()
 
     def start(self, server: TmuxServer, args: str = "") -> str:
         """A pane running ``pi`` in the project, at its empty input box; returns the pane id."""

@@ -44,15 +44,11 @@ def qwen_settings() -> dict:
 @dataclass(frozen=True)
 class QwenHome(AgentHome):
     command = "qwen"
+    reader = SessionFile
     qwen_dir: Path
 
     def session_files(self) -> list[Path]:
         return sorted((self.qwen_dir / "projects").glob("*/chats/*.jsonl"))
-
-    def file_prompts(self, path: Path) -> list[str]:
-        session = SessionFile(path)
-        session.read()
-        return [t.prompt for t in session.state.turns]
 
     def start(self, server: TmuxServer) -> str:
         """A pane running ``qwen`` in the project, at its empty input box; returns the pane id."""
