@@ -16,6 +16,7 @@ from pipeline.plugin import HookRecord, RegisterAgent, TmuxError
 from pipeline.plugin.agents import InputHolds
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.pastes import box_holds
 from pipeline.plugin.session_answers import SessionAnswers, file_completion, last_finished, read_whole
 from pipeline.plugin.tools import json_head, proc
 from pipeline.plugin.turns import FileResolution, TurnMark
@@ -62,15 +63,11 @@ class PiAdapter(PiFollowing, SessionAnswers[PiProcess, SessionFile, Turn]):
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
     async def input_holds(self, text: str) -> InputHolds | None:
+        """What the input box holds; None when none shows (pi starting, or its trust dialog)."""
         try:
-            draft = input_draft(await self.ctx.capture())
+            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
         except TmuxError:
             return None
-        if draft is None:
-            return None  # no input box: starting, or the trust dialog
-        if not draft.strip():
-            return "empty"
-        return "prompt" if self.shows_paste(draft.strip(), text) else "other"
 
     # ---- answers -----------------------------------------------------------------------------------------
 
