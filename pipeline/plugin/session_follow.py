@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 
 from pipeline.plugin.agents import Emit
 from pipeline.plugin.events import Completion
+from pipeline.plugin.node_cli import AgentProc
 from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import strip_ansi
 from pipeline.plugin.turns import FileTurn, TurnEnd
@@ -29,19 +30,10 @@ from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 if TYPE_CHECKING:
     from pipeline.plugin.tools import Subscription
 
-__all__ = ["SETTLE_S", "AgentProcess", "SessionFollowing", "TurnsFile", "folder_stamp"]
+__all__ = ["SETTLE_S", "SessionFollowing", "TurnsFile", "folder_stamp"]
 
 #: a provisional end is taken once the screen stayed idle this long with the file unchanged
 SETTLE_S = 0.6
-
-
-class AgentProcess(Protocol):
-    """The pane's agent process as a follower knows it."""
-
-    @property
-    def cwd(self) -> str | None: ...
-
-    def alive(self) -> bool: ...
 
 
 class TurnsFile(Protocol):
@@ -54,7 +46,7 @@ class TurnsFile(Protocol):
     def read(self, *, final: bool = False) -> bool: ...
 
 
-P = TypeVar("P", bound=AgentProcess)
+P = TypeVar("P", bound=AgentProc)
 F = TypeVar("F", bound=TurnsFile)
 T = TypeVar("T", bound=FileTurn)
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.node_cli import deepest, home_of, runs_script
+from pipeline.plugin.node_cli import AgentProc, deepest, home_of, runs_script
 from pipeline.plugin.started import CLOCK_SLACK_S, by_start, mtime, session_files, written_since
 from pipeline.plugin.tools import proc
 from pipeline.plugin.turns import FileResolution
@@ -52,20 +52,14 @@ def is_gemini(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class GeminiProcess:
+class GeminiProcess(AgentProc):
     """The pane's working Gemini CLI process and what it says about where its session is."""
 
-    proc: proc.Proc
     argv: tuple[str, ...]
-    cwd: str | None
     gemini_dir: Path
     home_from: str
     started_at: float
     relaunched: bool
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
     @property
     def session_id(self) -> str | None:
@@ -76,9 +70,6 @@ class GeminiProcess:
             if value and UUID.match(value.lower()):
                 return value.lower()
         return None
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_gemini(pane_pid: int) -> GeminiProcess | None:

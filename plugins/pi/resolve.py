@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.plugin.node_cli import AgentProc
 from pipeline.plugin.started import session_files, started_since, written_since
 from pipeline.plugin.tools import iso_time, proc
 from pipeline.plugin.turns import FileResolution
@@ -49,22 +50,13 @@ def is_pi(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class PiProcess:
+class PiProcess(AgentProc):
     """The pane's pi process and what it says about where its sessions are."""
 
-    proc: proc.Proc
-    cwd: str | None
     agent_dir: Path
     agent_dir_from: str
     session_dir: Path | None
     started_at: float
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_pi(pane_pid: int) -> PiProcess | None:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.node_cli import deepest, home_of, runs_script
+from pipeline.plugin.node_cli import AgentProc, deepest, home_of, runs_script
 from pipeline.plugin.tools import proc
 from pipeline.plugin.turns import FileResolution
 
@@ -39,21 +39,12 @@ def is_qwen(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class QwenProcess:
+class QwenProcess(AgentProc):
     """The pane's working Qwen Code process and where its files are."""
 
-    proc: proc.Proc
-    cwd: str | None
     qwen_dir: Path
     home_from: str
     relaunched: bool
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_qwen(pane_pid: int) -> QwenProcess | None:
