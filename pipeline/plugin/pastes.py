@@ -9,9 +9,10 @@ placeholder rules are each adapter's (:meth:`pipeline.plugin.agents.AgentAdapter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["InputHolds", "MIN_PARTIAL", "collapsed", "line_count", "shows_text", "utf16_length"]
+__all__ = ["InputHolds", "MIN_PARTIAL", "box_holds", "collapsed", "line_count", "shows_text", "utf16_length"]
 
 #: what an agent's input holds, compared with a prompt batonpass pasted there: that ``prompt`` (as text or
 #: as the agent's placeholder for it), ``other`` text (a person's draft), or nothing (``empty``)
@@ -47,3 +48,13 @@ def shows_text(draft: str, text: str) -> bool:
     if not shown or not pasted:
         return False
     return shown == pasted or (len(shown) >= MIN_PARTIAL and pasted.endswith(shown))
+
+
+def box_holds(box: str | None, text: str, shows_paste: Callable[[str, str], bool]) -> InputHolds | None:
+    """What an input ``box`` read off the screen holds, compared with the pasted ``text`` (judged by the
+    adapter's ``shows_paste``); None when there is no box (the agent starting, a dialog)."""
+    if box is None:
+        return None
+    if not box.strip():
+        return "empty"
+    return "prompt" if shows_paste(box.strip(), text) else "other"
