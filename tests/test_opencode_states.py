@@ -120,7 +120,7 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
             proof.phase("interrupted")
             prompt("SLOWTEST: a long answer to interrupt")
             wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
-            proof.hold(1.5)
+            proof.hold(2.0)  # long enough for the board to be held to it
             press("Escape")
             wait_for(lambda: "esc again to interrupt" in tmux_server.capture(pane), what="OpenCode's 'again'")
             press("Escape")
