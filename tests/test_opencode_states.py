@@ -48,11 +48,18 @@ def awaiting_answer(screen: str) -> bool:
     return bottom is not None and bottom >= 5 and lines[bottom - 5].strip().startswith("┃")
 
 
-OPENCODE_SCREEN = Screen(
-    dialog=lambda s: permission_prompt(s) is not None,
-    busy=lambda s: any(m in s for m in OpenCodeAdapter.busy_markers) or awaiting_answer(s),
-    ready=lambda s: input_box_bottom(s) is not None and input_draft(s) == "",
-)
+def opencode_screen(prompted: list[str]) -> Screen:
+    """OpenCode's screen as the truth: its permission dialog → waiting; its busy line, or a prompt it has
+    taken and not yet begun to answer → working; its empty input → idle. Its start screen (the logo over
+    ``Ask anything``) is idle until a prompt was sent (``prompted`` not empty): then it stays up, seconds at
+    times, while OpenCode opens the session for the first one — working."""
+
+    def busy(s: str) -> bool:
+        opening = bool(prompted) and any(p in s for p in OpenCodeAdapter.placeholders)
+        return any(m in s for m in OpenCodeAdapter.busy_markers) or awaiting_answer(s) or opening
+
+    return Screen(dialog=lambda s: permission_prompt(s) is not None, busy=busy,
+                  ready=lambda s: input_box_bottom(s) is not None and input_draft(s) == "")
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +90,8 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
     monkeypatch.setenv("XDG_DATA_HOME", env["XDG_DATA_HOME"])  # where the board finds the store
     pane = tmux_server.new_pane(env=env, cwd=project, width=120, height=48)
     routes = tmp_path / "routes.yaml"
-    proof = StateProof("opencode", tmux_server, pane, OPENCODE_SCREEN, routes)
+    prompted: list[str] = []
+    proof = StateProof("opencode", tmux_server, pane, opencode_screen(prompted), routes)
     api.script(SLOW_ANSWER, LONG_ANSWER)  # the tool call and its answer take nothing from the queue
 
     def press(key: str) -> None:
@@ -94,6 +102,7 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
         tmux_server.run("send-keys", "-t", pane, "-l", text)
         wait_for(lambda: input_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
         proof.hold(0.3)  # as a person would: not an Enter in the same burst as the typing
+        prompted.append(text)
         press("Enter")
         wait_for(lambda: input_draft(tmux_server.capture(pane)) != text, what="the prompt sent")
 
@@ -108,7 +117,7 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
             started = list(proc.subtree(found.pid))
             proof.phase("answer")
             prompt("SLOWTEST: write the plan")
-            proof.wait_screen("working")
+            wait_for(lambda: api.streams and api.streams[0].first_chunk, 30, what="the slow answer")
             proof.wait_screen("idle", hold_s=1.5)
             proof.phase("permission")
             prompt("TOOLASK: create the marker file")
@@ -142,7 +151,8 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
         tmux_server.kill()
         stop_left_behind(started)
     assert (project / "approved.txt").exists()
-    assert [s.status for s in api.streams] == [200, 200, 200, 499, 500, 200, 400], api.streams
+    asked = [(r.kind, r.last_user_text[:40]) for r in api.requests]
+    assert [s.status for s in api.streams] == [200, 200, 200, 499, 500, 200, 400], (api.streams, asked)
     assert "400" in screen or "fake: scripted" in screen, screen
     verdict = proof.check(api.streams)
     with capsys.disabled():
