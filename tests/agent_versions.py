@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 __all__ = ["AGENTS", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode", "npm_latest",
            "resolve",
@@ -92,11 +93,14 @@ def version(agent: str) -> str:
 
 
 def canary_files() -> list[str]:
-    """The real-CLI test files (``tests/test_<agent>_e2e.py``) of the agents whose npm ``latest`` is not the
-    pin: what the canary must run again. An agent whose ``latest`` is its pin was tested at that very version
-    by the pinned run, so running it again would test nothing new."""
-    return [f"tests/test_{agent}_e2e.py" for agent, (package, pinned) in PINNED.items()
-            if npm_latest(package) != pinned]
+    """The real-CLI test files of the agents whose npm ``latest`` is not the pin: what the canary must run
+    again — ``tests/test_<agent>_e2e.py``, and ``tests/test_<agent>_states.py`` (the board's states proven on
+    the CLI, docs/board.md) where there is one. An agent whose ``latest`` is its pin was tested at that very
+    version by the pinned run, so running it again would test nothing new."""
+    here = Path(__file__).parent
+    return [f"tests/{name}" for agent, (package, pinned) in PINNED.items() if npm_latest(package) != pinned
+            for name in (f"test_{agent}_e2e.py", f"test_{agent}_states.py")
+            if name.endswith("_e2e.py") or (here / name).is_file()]
 
 
 def main(argv: list[str] | None = None) -> int:

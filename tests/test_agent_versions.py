@@ -46,8 +46,9 @@ def test_latest_is_resolved_by_npm_and_keys_the_cache(monkeypatch: pytest.Monkey
 
 def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
         monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """``.ci/run`` runs ``tests/test_<agent>_e2e.py`` again on ``latest`` only where ``latest`` differs from
-    the pin (a stand-in npm answers: Codex has a newer release, every other agent's latest is its pin)."""
+    """``.ci/run`` runs ``tests/test_<agent>_e2e.py`` (and its ``_states.py``) again on ``latest`` only
+    where ``latest`` differs from the pin (a stand-in npm answers: Codex has a newer release, every other
+    agent's latest is its pin)."""
     codex_package = agent_versions.PINNED["codex"][0]
     answers = "".join(f'[ "$2" = "{package}" ] && echo {"99.0.0" if agent == "codex" else pinned} && exit 0\n'
                       for agent, (package, pinned) in agent_versions.PINNED.items())
@@ -57,7 +58,9 @@ def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     agent_versions.npm_latest.cache_clear()
     try:
-        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py"]
+        proof = "test_codex_states.py"
+        states = [f"tests/{proof}"] if (Path(__file__).parent / proof).is_file() else []
+        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py", *states]
         assert agent_versions.npm_latest(codex_package) == "99.0.0"
     finally:
         agent_versions.npm_latest.cache_clear()
