@@ -8,7 +8,6 @@ notify chained to a notify program that was there before, and the real pipeline 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
 from pipeline.cli import main as baton
@@ -39,6 +37,7 @@ from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
 from tests.fakes.webhook import WebhookReceiver
 from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.codex import stop_daemon
 from tests.support.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
@@ -102,30 +101,9 @@ def codex_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodexWorld
     try:
         yield world
     finally:
-        _stop_daemon(home)
+        stop_daemon(home)
         api.stop()
         shutil.rmtree(home / "packages", ignore_errors=True)  # the 315 MB binary copy
-
-
-def _stop_daemon(home: Path) -> None:
-    """Stop the app-server daemon (and its pid-update loop) that the first TUI started in ``home``: by the
-    PIDs it recorded, and only if that PID really runs a binary from ``home``."""
-    pids = []
-    for name in ("daemon.pid", "daemon-updater.pid"):
-        try:
-            pid = int(json.loads((home / "app-server-daemon" / name).read_text())["pid"])
-            if os.readlink(f"/proc/{pid}/exe").startswith(str(home) + "/"):
-                pids.append(pid)
-        except (OSError, ValueError, KeyError):
-            continue
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            procs.append(psutil.Process(pid))
-            procs[-1].terminate()
-    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
-        with contextlib.suppress(psutil.NoSuchProcess):
-            left.kill()
 
 
 def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:

@@ -5,9 +5,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -70,11 +67,7 @@ def test_the_board_shows_the_demo_agents_states_truly_and_soon(
         prompt("NEEDS_APPROVAL: touch the file")
         proof.wait_screen("waiting", hold_s=1.5)
         proof.phase("approved")
-        proof.key("baton approve")
-        approved = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "approve", "agent", "-c", str(routes), "-L",
-             tmux_server.socket], capture_output=True, text=True, env=dict(os.environ), timeout=60)
-        assert approved.returncode == 0, approved.stdout + approved.stderr
+        proof.approve()
         proof.wait_screen("working")
         proof.wait_screen("idle", hold_s=1.5)
         proof.phase("interrupted")

@@ -13,7 +13,8 @@ working → idle → Esc → idle → a failed turn → idle, inside a :class:`S
 * takes the **model's log**: the fake API's :class:`~tests.fakes.loopback.StreamLog` (a request received,
   its first and last chunk, an error answered) — while a request is being answered the agent works;
 * and the keys the test pressed (:meth:`StateProof.key`): from a key until the screen or the API says what
-  happened next, the truth is unknown (a board that shows the new state at once is right).
+  happened next (a second at most), the truth is unknown (a board that shows the new state at once is
+  right).
 
 The truth at a moment: working while the model answers, else what the screen shows, else unknown.
 :meth:`StateProof.check` fails on every sample that contradicts it: a sample taken over [start, end] may
@@ -121,10 +122,15 @@ class Verdict:
         return (f"{self.agent}: {len(self.contradictions)} contradictions in {len(self.samples)} samples "
                 f"({cli} by the command); delay to show: {delays}")
 
+    def timeline(self) -> str:
+        """The truth's spans, for a failure's message."""
+        return " ".join(f"+{seg.start - self.t0:.1f}s {seg.phase}:{seg.kind}({seg.end - seg.start:.1f}s)"
+                        for seg in self.segments)
+
     def assert_true(self) -> None:
         missed = [k for k, v in self.delays().items() if v is None]
         problems = self.contradictions + [f"never shown: {k}" for k in missed]
-        assert not problems, f"{self.line()}\n" + "\n".join(problems[:30])
+        assert not problems, f"{self.line()}\n" + "\n".join(problems[:30]) + f"\ntruth: {self.timeline()}"
 
 
 class StateProof:
@@ -157,19 +163,38 @@ class StateProof:
         screen or the API says what it did."""
         self.keys.append((time.time(), what))
 
+    def approve(self, verb: str = "approve") -> str:
+        """``baton approve`` (or ``deny``) the tile, as a person would: its keys for the dialog on screen.
+        Its output."""
+        self.key(f"baton {verb}")
+        command = [sys.executable, "-m", "pipeline.cli", verb, self.tile, "-c", str(self.routes), "-L",
+                   self.server.socket]
+        done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
     def screen_kind(self) -> str | None:
         with self._lock:
             return self.seen[-1][1] if self.seen else None
 
     def wait_screen(self, kind: str, timeout: float = 60.0, *, hold_s: float = 0.0) -> None:
-        """Wait until the screen shows ``kind`` (then keep it ``hold_s`` more, so the board has a chance to
-        show it: a state seen for a moment only need not be shown)."""
+        """Wait until the screen has shown ``kind`` for ``hold_s`` on end (so that the board has had the
+        time to show it: a state seen for a moment only need not be shown)."""
+
+        def held() -> bool:
+            with self._lock:
+                since, now = self.seen[-1] if self.seen else (0.0, None)
+            return now == kind and time.time() - since >= hold_s
+
         try:
-            wait_for(lambda: self.screen_kind() == kind, timeout, what=f"the screen to show {kind}")
+            wait_for(held, timeout, what=f"the screen to show {kind}")
         except AssertionError:
-            raise AssertionError(f"{self.agent}: the screen never showed {kind}:\n"
+            raise AssertionError(f"{self.agent}: the screen never showed {kind} for {hold_s}s:\n"
                                  f"{self.server.capture(self.pane)}") from None
-        time.sleep(hold_s)  # shapes the scenario: the state lasts this long
+
+    def hold(self, seconds: float) -> None:
+        """Let the agent be for ``seconds`` (a state lasting that long, an agent's own pace)."""
+        time.sleep(seconds)  # shapes the scenario: the state lasts this long
 
     # ---- sampling -------------------------------------------------------------------------------------
 
@@ -251,23 +276,32 @@ class StateProof:
         return Verdict(self.agent, sorted(self.samples, key=lambda s: s.start), segments, contradictions, t0)
 
     def _timeline(self, streams: Sequence[StreamLog]) -> list[tuple[float, str | None]]:
-        """(time, the truth from then on): working while a stream is open, else the screen's kind; unknown
-        from a key until the next change of either."""
+        """(time, the truth from then on): working while a stream is open, else the screen's kind. A key
+        makes the truth unknown until the screen or the model says more (a second at most); an answer
+        streaming when a key was pressed (Esc) is the screen's to judge from then on (the model may stream
+        on, unheard)."""
         events: list[tuple[float, str, Any]] = [(t, "screen", k) for t, k in self.seen]
         events += [(t, "key", None) for t, _ in self.keys]
-        for s in streams:
-            events += [(s.received, "open", None), (s.ended or float("inf"), "close", None)]
+        events += [(t + GRACE_S, "settle", None) for t, _ in self.keys]  # a screen that did not change
+        for i, s in enumerate(streams):
+            events += [(s.received, "open", i), (s.ended or float("inf"), "close", i)]
         out: list[tuple[float, str | None]] = []
-        screen, open_, after_key = None, 0, False
+        screen, open_, after_key = None, set(), False
         for t, what, value in sorted(events, key=lambda e: e[0]):
             if what == "screen":
                 screen, after_key = value, False
             elif what == "key":
+                open_.clear()
                 after_key = True
-            else:
-                open_ += 1 if what == "open" else -1
+            elif what == "settle":
                 after_key = False
-            truth = "working" if open_ > 0 else (None if after_key else screen)
+            elif what == "open":
+                open_.add(value)
+                after_key = False
+            elif value in open_:
+                open_.discard(value)
+                after_key = False
+            truth = "working" if open_ else (None if after_key else screen)
             if not out or out[-1][1] != truth:
                 out.append((t, truth))
         return out
