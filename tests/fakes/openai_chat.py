@@ -16,7 +16,11 @@ What it answers, from the last user message:
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
+* :data:`OVERLOADED` in the prompt → ``503`` "overloaded" (as OpenAI-compatible servers answer then);
 * anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
+
+Each streamed reply's :class:`~tests.fakes.loopback.StreamLog` (not the suggestions') is in ``streams``
+(499 when the client went).
 
 Every request is recorded; every streamed reply records the wall-clock time of its last chunk, which is
 when the model finished speaking (the tests measure from there, or from the store, to the hand-off).
@@ -31,9 +35,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
-__all__ = ["SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
+__all__ = ["OVERLOADED", "SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
 
 TITLE = "Fake session title"
 #: what Qwen Code's follow-up suggestion request gets by default: a next prompt its filters let through
@@ -41,6 +45,8 @@ SUGGESTION = "run the tests"
 SUGGESTION_MODE = "[SUGGESTION MODE"
 SHELL_TOOLS = ("bash", "run_shell_command")
 SLOW_CHUNK_S = 0.5
+#: a prompt holding this is answered 503 overloaded
+OVERLOADED = "OVERLOADED_TEST"
 DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN\nHere is the function:\n\n```python\ndef hello():\n"
                   "    print(\"hello from the fake model\")\n```\n\nFAKE_ANSWER_END")
 
@@ -147,8 +153,20 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             kind, payload = chat._choose(record)
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
             chat._record(record)
+            if kind == "answer" and OVERLOADED in record.last_user_text:
+                chat._stream_log().end(503)
+                self.send_json(503, {"error": {"message": "The server is overloaded", "type": "server_error",
+                                               "code": "overloaded"}})
+                return
             if body.get("stream"):
-                self._stream(body, kind, payload)
+                # Qwen Code's suggestion request, made after a turn, is not the agent at work
+                log = chat._stream_log() if kind != "suggestion" else StreamLog(time.time())
+                try:
+                    self._stream(body, kind, payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    log.end(499)  # the client went away (an interrupted turn)
+                    return
+                log.end()
                 record.t_last_chunk = time.time()
             else:
                 self.send_json(200, _completion(body, kind, payload))
