@@ -122,7 +122,8 @@ def test_the_hint_written_after_an_error_leaves_the_turn_failed(tmp_path: Path) 
     path = tmp_path / "session-2026-12-06T04-00-abcdef12.jsonl"
     lines = (STEPS / "03_prompt1_done" / MAIN).read_text().splitlines()[:4]
     for i, (kind, content) in enumerate([
-            ("error", '[API Error: {"error":{"code":400,"message":"Request contains an invalid argument."}}]'),
+            ("error", '[API Error: {"error":{"code":400,"message":"Request contains an invalid '
+                      'argument."}}]'),
             ("info", 'This request failed. Press F12 for diagnostics, or run /settings and change "Error '
                      'Verbosity" to full for full details.')]):
         lines.append(json.dumps({"id": f"e{i}", "timestamp": f"2026-12-06T03:56:1{i}.000Z", "type": kind,

@@ -1,8 +1,8 @@
 """The real Gemini CLI's states on the board, proven against the fake Gemini API's log and its screen
 (tests/support/state_proof.py): its folder-trust dialog at start (``baton approve`` trusts the folder; the
 CLI restarts into its input) → idle → working (a slowly streamed answer) → idle → a Shell permission prompt →
-``baton approve`` → working → idle → Esc → idle → a turn the API answers ``400`` → idle (it retries a 5xx without end), the board
-sampled every ~150 ms."""
+``baton approve`` → working → idle → Esc → idle → a turn the API answers ``400`` → idle (it retries a 5xx
+without end), the board sampled every ~150 ms."""
 
 from __future__ import annotations
 

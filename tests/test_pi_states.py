@@ -34,7 +34,7 @@ PI_SCREEN = Screen(
 
 def _needed(what: str, get: object) -> Path:
     try:
-        return get()  # type: ignore[operator,no-any-return]
+        return get()  # type: ignore[operator]
     except NpmInstallError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"cannot install {what} from npm: {exc}")

@@ -127,8 +127,9 @@ class SessionState:
                                   started_at=parse_time(message.get("timestamp")) or 0.0))
                 last = None
             elif turns and kind in ("user", "gemini", "info", "error"):
+                # the hint 0.61.0 writes after an error ("This request failed…") ends nothing
                 if not (kind == "info" and last is not None and last.get("type") == "error"):
-                    last = message  # the hint 0.61.0 writes after an error ("This request failed…") ends nothing
+                    last = message
                 if kind == "gemini":
                     turns[-1].model_calls += 1
                     turns[-1].tool_calls += len(message.get("toolCalls") or [])

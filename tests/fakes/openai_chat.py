@@ -16,7 +16,8 @@ What it answers, from the last user message:
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
-* :data:`OVERLOADED` in the prompt → ``503`` "overloaded" (as OpenAI-compatible servers answer then);
+* :data:`OVERLOADED` in the prompt → ``503`` "overloaded" (as OpenAI-compatible servers answer then), or
+  the error of :attr:`FakeChat.fail_status`;
 * anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
 
 Each streamed reply's :class:`~tests.fakes.loopback.StreamLog` (not the suggestions') is in ``streams``
@@ -45,8 +46,11 @@ SUGGESTION = "run the tests"
 SUGGESTION_MODE = "[SUGGESTION MODE"
 SHELL_TOOLS = ("bash", "run_shell_command")
 SLOW_CHUNK_S = 0.5
-#: a prompt holding this is answered 503 overloaded
+#: a prompt holding this is answered with an error, :attr:`FakeChat.fail_status` (503 overloaded)
 OVERLOADED = "OVERLOADED_TEST"
+#: the error bodies by status (Qwen Code 0.24.4 retries a 503 for minutes: tests/test_qwen_states.py)
+FAILURES = {503: {"message": "The server is overloaded", "type": "server_error", "code": "overloaded"},
+            400: {"message": "Invalid request", "type": "invalid_request_error", "code": "invalid_request"}}
 DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN\nHere is the function:\n\n```python\ndef hello():\n"
                   "    print(\"hello from the fake model\")\n```\n\nFAKE_ANSWER_END")
 
@@ -74,6 +78,8 @@ class FakeChat(LoopbackServer[RecordedChat]):
         self.chunk_delay_s = chunk_delay_s
         self.default = DEFAULT_ANSWER
         self.suggestion = SUGGESTION
+        #: the status an :data:`OVERLOADED` prompt is answered with (a key of :data:`FAILURES`)
+        self.fail_status = 503
         self._answers: deque[str] = deque()
 
     @property
@@ -154,9 +160,9 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
             chat._record(record)
             if kind == "answer" and OVERLOADED in record.last_user_text:
-                chat._stream_log().end(503)
-                self.send_json(503, {"error": {"message": "The server is overloaded", "type": "server_error",
-                                               "code": "overloaded"}})
+                status = chat.fail_status
+                chat._stream_log().end(status)
+                self.send_json(status, {"error": FAILURES[status]})
                 return
             if body.get("stream"):
                 # Qwen Code's suggestion request, made after a turn, is not the agent at work
