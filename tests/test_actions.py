@@ -249,6 +249,7 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("opencode/screens/screen_permission_prompt.txt", ["Enter"], ["Right", "Right", "Enter"]),
     ("gemini-cli-0.61.0/screens/screen_11b_approval_prompt_bottom.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("gemini-cli-0.61.0/screens/screen_01_first_run_trust_dialog.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("qwen-code-0.24.4/screens/permission.ansi", ["Enter"], ["Down", "Down", "Down", "Enter"]),
     # pi asks nothing before a tool; its question at start: trust for this session only, or not (ditto)

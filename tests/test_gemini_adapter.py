@@ -27,7 +27,7 @@ from pipeline.system import proc
 from plugins.gemini.adapter import GeminiAdapter
 from plugins.gemini.hooks import install_hooks
 from plugins.gemini.resolve import resolve_session
-from plugins.gemini.screen import input_draft, paste_placeholder, waiting_for
+from plugins.gemini.screen import approval_answer, input_draft, paste_placeholder, waiting_for
 from plugins.gemini.session import SessionFile
 from plugins.gemini.usage import session_usage
 from tests.support.paths import FIXTURES
@@ -116,6 +116,25 @@ def test_an_error_message_fails_the_turn(tmp_path: Path) -> None:
     assert (turn.outcome, turn.detail) == ("failed", "error: [API Error: quota exceeded]")
 
 
+def test_the_hint_written_after_an_error_leaves_the_turn_failed(tmp_path: Path) -> None:
+    """0.61.0 writes an ``info`` after the API's error (seen in tests/test_gemini_states.py); the turn read
+    open until then, the board said working for a minute after the failure and no failure was reported."""
+    path = tmp_path / "session-2026-12-06T04-00-abcdef12.jsonl"
+    lines = (STEPS / "03_prompt1_done" / MAIN).read_text().splitlines()[:4]
+    for i, (kind, content) in enumerate([
+            ("error", '[API Error: {"error":{"code":400,"message":"Request contains an invalid '
+                      'argument."}}]'),
+            ("info", 'This request failed. Press F12 for diagnostics, or run /settings and change "Error '
+                     'Verbosity" to full for full details.')]):
+        lines.append(json.dumps({"id": f"e{i}", "timestamp": f"2026-12-06T03:56:1{i}.000Z", "type": kind,
+                                 "content": content}))
+    path.write_text("\n".join(lines) + "\n")
+    session = SessionFile(path)
+    session.read()
+    [turn] = session.state.turns()
+    assert turn.outcome == "failed" and (turn.detail or "").startswith("error: [API Error:")
+
+
 def test_usage_counts_each_message_once_with_its_price() -> None:
     session = SessionFile(STEPS / "07_toolask_done" / MAIN)
     session.read()
@@ -166,6 +185,15 @@ def test_dialogs_are_what_a_person_is_waited_for() -> None:
         "permission prompt: Shell"
     assert waiting_for(screen("01_first_run_trust_dialog")) == "folder trust dialog"
     assert waiting_for(screen("02_auth_dialog_after_trust_restart")) == "authentication dialog"
+
+
+def test_the_trust_dialog_answered_stays_drawn_above_the_restart_and_waits_for_no_one() -> None:
+    """The ~5 s the new process takes to start, the answered dialog stays on the screen above ``Gemini CLI
+    is restarting to apply the trust changes...`` (tests/test_gemini_states.py: a false waiting)."""
+    answered = screen("01b_trust_answered_restarting")
+    assert "Do you trust the files in this folder?" in answered
+    assert waiting_for(answered) is None
+    assert approval_answer(answered, True) is None and approval_answer(answered, False) is None
 
 
 def test_the_input_box_shows_drafts_inline_and_long_pastes_as_placeholders() -> None:

@@ -4,7 +4,8 @@ box and the placeholder a long paste shows as.
 - busy: a braille spinner line ``⠙ Thinking... (esc to cancel, 2s)``, with hooks ``⠙ Executing Hook: …
   (esc to cancel, 0s)``; a stale ``Executing Hook: …`` line without spinner stays after the turn;
 - approval: ``Allow execution of [Shell]?`` (and ``Apply this change?`` for edits) above numbered options;
-- first run: the folder-trust and authentication dialogs;
+- first run: the folder-trust dialog (answered by ``baton approve``/``deny`` too) and the authentication
+  dialogs;
 - the input box: `` > draft`` (continuation lines indented) between a rule and the ``workspace`` footer,
   ``>   Type your message or @path/to/file`` when empty;
 - a paste of more than 5 lines shows as ``[Pasted Text: N lines]``, else one of more than 500 characters
@@ -28,9 +29,13 @@ PASTE_LINES = 5
 PASTE_CHARS = 500
 PASTED = re.compile(r"^\[Pasted Text: (\d+) (lines|chars)(?: #\d+)?\]$")
 _ALLOW = re.compile(r"Allow execution of (?:\[([^\]]+)\]|(.+?))\?")
+#: the start-up dialog of a folder not trusted yet (``baton approve`` trusts it)
+TRUST = "Do you trust the files in this folder?"
+#: what it prints once the trust dialog is answered, under the dialog, while a new process starts
+RESTARTING = "is restarting to apply the trust changes"
 _DIALOGS = (
     ("Apply this change?", "permission prompt: edit"),
-    ("Do you trust the files in this folder?", "folder trust dialog"),
+    (TRUST, "folder trust dialog"),
     ("How would you like to authenticate", "authentication dialog"),
     ("Enter Gemini API Key", "API key dialog"),
 )
@@ -40,9 +45,18 @@ _HINTS = ("Shift+Tab to accept edits", "? for shortcuts", "Press Ctrl+O to expan
           "auto-accept edits", "YOLO mode")
 
 
+def _tail(screen: str) -> list[str]:
+    """The screen's last 40 lines, escapes stripped, less those above a restart's notice: the trust dialog
+    stays drawn above ``Gemini CLI is restarting to apply the trust changes...`` for the ~7 s the new
+    process takes to start (seen on 0.61.0), answered."""
+    lines = strip_ansi(screen).rstrip("\n").split("\n")[-40:]
+    restart = max((i for i, ln in enumerate(lines) if RESTARTING in ln), default=-1)
+    return lines[restart + 1:]
+
+
 def waiting_for(screen: str) -> str | None:
     """What a dialog on the screen waits for a person for, or None."""
-    tail = "\n".join(strip_ansi(screen).rstrip("\n").split("\n")[-40:])
+    tail = "\n".join(_tail(screen))
     found = _ALLOW.search(tail)
     if found:
         return f"permission prompt: {(found.group(1) or found.group(2)).strip()}"
@@ -53,7 +67,7 @@ def approval_question(screen: str) -> str | None:
     """What the approval dialog on ``screen`` asks: its question and the tool line at the dialog's top
     (0.61.0: ``Allow execution of [Shell]?`` / ``Shell: touch approved.txt && echo hello``, drawn as
     ``? Shell  touch approved.txt && echo hello``); None when none shows."""
-    lines = [unboxed(ln) for ln in strip_ansi(screen).rstrip("\n").split("\n")[-40:]]
+    lines = [unboxed(ln) for ln in _tail(screen)]
     asks = [i for i, ln in enumerate(lines) if _ALLOW.search(ln) or "Apply this change?" in ln]
     if not asks:
         return None
@@ -63,17 +77,23 @@ def approval_question(screen: str) -> str | None:
 
 
 def approval_answer(screen: str, approve: bool) -> list[str] | None:
-    """The keys that answer the permission dialog on ``screen``, or None when none shows. 0.61.0 numbers
-    its choices under the question, the selected one marked ``●`` (``● 1. Allow once``, ``2. Allow for this
-    session``, ``3. No, suggest changes (esc)``): approve takes "Allow once" (never "for this session"),
-    deny the "No"."""
-    lines = strip_ansi(screen).rstrip("\n").split("\n")[-40:]
+    """The keys that answer the permission dialog or the start-up folder-trust dialog on ``screen``, or
+    None when neither shows. 0.61.0 numbers its choices under the question, the selected one marked ``●``
+    (``● 1. Allow once``, ``2. Allow for this session``, ``3. No, suggest changes (esc)``; the trust
+    dialog's ``● 1. Trust folder (my-app)``, ``2. Trust parent folder (…)``, ``3. Don't trust``): approve
+    takes "Allow once" (never "for this session") or trusts this folder (never its parent), deny the "No"
+    or "Don't trust"."""
+    lines = _tail(screen)
     asks = [i for i, ln in enumerate(lines) if _ALLOW.search(ln) or "Apply this change?" in ln]
-    if not asks:
+    trust = [i for i, ln in enumerate(lines) if TRUST in ln]
+    if not asks and not trust:
         return None
-    labels, selected = numbered_choices(lines[asks[-1] + 1:])
-    wanted = (pick(labels, lambda s: s.startswith("Allow once"), lambda s: s.startswith(("Allow", "Yes")))
-              if approve else pick(labels, lambda s: s.startswith("No")))
+    labels, selected = numbered_choices(lines[(asks or trust)[-1] + 1:])
+    if approve:
+        wanted = pick(labels, lambda s: s.startswith("Allow once"), lambda s: s.startswith(("Allow", "Yes")),
+                      lambda s: s.startswith("Trust folder"))
+    else:
+        wanted = pick(labels, lambda s: s.startswith("No"), lambda s: s.startswith("Don't trust"))
     return None if wanted is None else menu_keys(selected, wanted)
 
 

@@ -8,7 +8,8 @@ the tool finished; tool results are ``user`` messages of ``functionResponse`` pa
 
 A user turn begins at a ``user`` message with a ``text`` part. It ends at a ``gemini`` message without
 ``toolCalls`` (the answer is its ``content``), at ``info`` "Request cancelled." (interrupted) or at an
-``error`` (failed). The first kind is only *provisional*: while a tool waits for approval or runs, the file
+``error`` (failed; the ``info`` "This request failed. Press F12 for diagnostics…" 0.61.0 writes after it
+changes nothing). The first kind is only *provisional*: while a tool waits for approval or runs, the file
 looks exactly like that (the hook or the screen decides, :mod:`plugins.gemini.follow`).
 """
 
@@ -116,7 +117,9 @@ class SessionState:
                                   started_at=parse_time(message.get("timestamp")) or 0.0))
                 last = None
             elif turns and kind in ("user", "gemini", "info", "error"):
-                last = message
+                # the hint 0.61.0 writes after an error ("This request failed…") ends nothing
+                if not (kind == "info" and last is not None and last.get("type") == "error"):
+                    last = message
                 if kind == "gemini":
                     turns[-1].model_calls += 1
                     turns[-1].tool_calls += len(message.get("toolCalls") or [])

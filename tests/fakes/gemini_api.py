@@ -10,10 +10,14 @@ What it answers, from the latest user text in ``contents``:
 * ``TOOLTEST`` → a ``run_shell_command`` call of ``echo hello`` (auto-approved by Gemini CLI's default
   policy); once its ``functionResponse`` is in the history → :data:`TOOL_FINAL`;
 * ``TOOLASK`` → the same with ``touch approved.txt && echo hello``, which Gemini CLI asks a person about;
-* ``SLOWTEST`` → :data:`SLOW_CHUNKS`, one every :data:`SLOW_CHUNK_S` (to interrupt a turn);
+* ``SLOWTEST`` → :data:`SLOW_CHUNKS`, one every :data:`SLOW_CHUNK_S` (to interrupt a turn; with
+  ``TOOLASK``, the answer after the tool);
+* :data:`OVERLOADED` → ``503 UNAVAILABLE`` "The model is overloaded", as the real API answers then (or
+  the error of :attr:`FakeGemini.fail_status`);
 * anything else → :attr:`FakeGemini.answer` of the prompt.
 
-Every stream records when its last chunk went out (``finished_at``).
+Every stream records when its last chunk went out (``finished_at``), and its
+:class:`~tests.fakes.loopback.StreamLog` is in ``streams``.
 """
 
 from __future__ import annotations
@@ -25,13 +29,20 @@ from typing import Any
 
 from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
-__all__ = ["SLOW_CHUNKS", "TOOL_FINAL", "FakeGemini", "gemini_home"]
+__all__ = ["OVERLOADED", "SLOW_CHUNKS", "TOOL_FINAL", "FakeGemini", "gemini_home"]
 
 TOOL_FINAL = "The command ran and printed `hello`. TOOLTEST finished."
 SLOW_CHUNKS = ["Slow ", "answer ", "part ", "one, ", "part ", "two, ", "part ", "three, ", "almost ",
                "done. SLOWTEST finished."]
 SLOW_CHUNK_S = 0.5
 MODEL = "gemini-2.5-flash"
+#: a prompt holding this is answered with an error, :attr:`FakeGemini.fail_status` (503 "The model is
+#: overloaded", as the real API answers then)
+OVERLOADED = "OVERLOADED_TEST"
+#: the error bodies by status: Gemini CLI 0.61.0 retries a 5xx without end (tests/test_gemini_states.py)
+FAILURES = {503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
+            500: ("INTERNAL", "An internal error has occurred. Please retry or report."),
+            400: ("INVALID_ARGUMENT", "Request contains an invalid argument.")}
 
 
 def default_answer(prompt: str) -> str:
@@ -73,6 +84,8 @@ class FakeGemini(LoopbackServer[dict]):
         self._server.fake = self  # type: ignore[attr-defined]
         self.answer = answer
         self.finished_at: list[float] = []
+        #: the status an :data:`OVERLOADED` prompt is answered with (a key of :data:`FAILURES`)
+        self.fail_status = 503
 
     def prompts(self) -> list[str]:
         """The prompts the model was called with (not the calls after a tool ran), in order."""
@@ -109,6 +122,12 @@ class _Handler(QuietJSONHandler):
 
     def _stream(self, contents: list[Any]) -> None:
         text = last_user_text(contents)
+        log = self.fake._stream_log()
+        if OVERLOADED in text:
+            status = self.fake.fail_status
+            log.end(status)
+            return self.send_json(status, {"error": {"code": status, "message": FAILURES[status][1],
+                                                     "status": FAILURES[status][0]}})
         self.start_events(chunked=False)
         try:
             tool = "TOOLTEST" in text or "TOOLASK" in text
@@ -117,22 +136,25 @@ class _Handler(QuietJSONHandler):
                 self.event(None, _chunk([{"text": "I will run a command.\n"}]))
                 self.event(None, _chunk([{"functionCall": {"name": "run_shell_command", "args": {
                     "command": command, "description": "Print hello"}}}], finish=True, output=10))
-            elif tool:
+            elif tool and "SLOWTEST" not in text:
                 self.event(None, _chunk([{"text": TOOL_FINAL}], finish=True))
-            elif "SLOWTEST" in text:
+            elif "SLOWTEST" in text:  # after the tool too, with TOOLASK
                 for i, piece in enumerate(SLOW_CHUNKS):
                     self.event(None, _chunk([{"text": piece}], finish=i == len(SLOW_CHUNKS) - 1))
+                    log.chunk()
                     if self.fake._stopping.wait(SLOW_CHUNK_S):
                         return
             else:
                 answer = self.fake.answer(text)
                 half = len(answer) // 2
                 self.event(None, _chunk([{"text": answer[:half]}]))
+                log.chunk()
                 self.event(None, _chunk([{"text": answer[half:]}], finish=True))
             self.fake.finished_at.append(time.time())
             self.end_events()
+            log.end()
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            log.end(499)  # the client went away (an interrupted turn)
 
 
 def gemini_home(home: Any, project: Any, *, api_url: str,

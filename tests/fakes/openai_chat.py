@@ -16,6 +16,8 @@ What it answers, from the last user message:
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
+* :data:`OVERLOADED` in the prompt → ``503`` "overloaded" (as OpenAI-compatible servers answer then), or
+  the error of :attr:`FakeChat.fail_status`;
 * anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default` — or, after
   :meth:`FakeChat.fail_next`, HTTP 500 (a server error agents retry) — or the status it was given, 400
   one they do not — for that many such prompts first.
@@ -38,7 +40,7 @@ from typing import Any
 
 from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
-__all__ = ["SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
+__all__ = ["OVERLOADED", "SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
 
 TITLE = "Fake session title"
 #: what Qwen Code's follow-up suggestion request gets by default: a next prompt its filters let through
@@ -46,6 +48,11 @@ SUGGESTION = "run the tests"
 SUGGESTION_MODE = "[SUGGESTION MODE"
 SHELL_TOOLS = ("bash", "run_shell_command")
 SLOW_CHUNK_S = 0.5
+#: a prompt holding this is answered with an error, :attr:`FakeChat.fail_status` (503 overloaded)
+OVERLOADED = "OVERLOADED_TEST"
+#: the error bodies by status (Qwen Code 0.24.4 retries a 503 for minutes: tests/test_qwen_states.py)
+FAILURES = {503: {"message": "The server is overloaded", "type": "server_error", "code": "overloaded"},
+            400: {"message": "Invalid request", "type": "invalid_request_error", "code": "invalid_request"}}
 DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN\nHere is the function:\n\n```python\ndef hello():\n"
                   "    print(\"hello from the fake model\")\n```\n\nFAKE_ANSWER_END")
 
@@ -73,6 +80,8 @@ class FakeChat(LoopbackServer[RecordedChat]):
         self.chunk_delay_s = chunk_delay_s
         self.default = DEFAULT_ANSWER
         self.suggestion = SUGGESTION
+        #: the status an :data:`OVERLOADED` prompt is answered with (a key of :data:`FAILURES`)
+        self.fail_status = 503
         self._answers: deque[str] = deque()
         self._failures = 0
         self._failure_status = 500
@@ -163,6 +172,11 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             kind, payload = chat._choose(record)
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
             chat._record(record)
+            if kind == "answer" and OVERLOADED in record.last_user_text:
+                status = chat.fail_status
+                chat._stream_log().end(status)
+                self.send_json(status, {"error": FAILURES[status]})
+                return
             # side requests are no turn of the agent's
             log = StreamLog(time.time()) if kind in ("title", "suggestion") else chat._stream_log()
             if kind == "error":

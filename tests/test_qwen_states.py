@@ -1,0 +1,113 @@
+"""The real Qwen Code's states on the board, proven against the fake OpenAI chat server's log and its
+screen (tests/support/state_proof.py): start (no start-up dialog with its settings made ahead) → idle →
+working (a slowly streamed answer) → idle → a Shell permission prompt → ``baton approve`` → working → idle →
+Esc → idle (the prompt given back to its input) → a turn the API answers ``400`` → idle (it retries a 503 for
+minutes), the board sampled every ~150 ms. Its
+follow-up suggestion, drawn in the input box after a turn, is an idle input."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.qwen.screen import input_draft
+from tests.agent_versions import resolve
+from tests.fakes.npm_agents import NpmInstallError, install, node_22_dir
+from tests.fakes.openai_chat import OVERLOADED, FakeChat
+from tests.support.qwen import make_qwen_home
+from tests.support.state_proof import Screen, StateProof
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+QWEN = resolve("qwen")  # pinned, or npm latest with BATON_AGENTS=latest
+
+QWEN_SCREEN = Screen(
+    dialog=lambda s: "Allow execution of" in s or "Waiting for user confirmation" in s,
+    busy=lambda s: "esc to cancel" in s,
+    # its input box, empty, holding its suggestion or the interrupted prompt it gives back (a draft)
+    ready=lambda s: input_draft(s) is not None and "Initializing" not in s,
+)
+
+
+def _needed(what: str, get: object) -> Path:
+    try:
+        return get()  # type: ignore[operator]
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {what} from npm: {exc}")
+        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture(scope="module")
+def qwen_bin() -> Path:
+    return _needed(f"{QWEN[0]}@{QWEN[1]}", lambda: install(*QWEN))
+
+
+@pytest.fixture(scope="module")
+def node_dir() -> Path:
+    return _needed("Node 22", node_22_dir)
+
+
+@pytest.fixture
+def api() -> Iterator[FakeChat]:
+    with FakeChat() as fake:
+        # 0.24.4 retries a 503 (overloaded) for minutes, with backoff: the failed turn is a request the API
+        # refuses (400)
+        fake.fail_status = 400
+        yield fake
+
+
+@pytest.mark.xfail(reason="open: after the approved turn the board says working for ~1.5 s after the screen "
+                          "went idle (4 contradictions in 297 samples, seen on 0.24.4); not yet traced",
+                   strict=False)
+def test_the_board_shows_qwen_codes_states_truly_and_soon(
+        tmux_server: TmuxServer, tmp_path: Path, qwen_bin: Path, node_dir: Path, api: FakeChat,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    qwen = make_qwen_home(tmp_path, api_url=api.url, qwen_bin=qwen_bin, node_dir=node_dir)
+    pane = tmux_server.new_pane(qwen.shell_command(), cwd=qwen.project, width=120, height=40)
+    proof = StateProof("qwen", tmux_server, pane, QWEN_SCREEN, tmp_path / "routes.yaml")
+
+    def prompt(text: str) -> None:
+        tmux_server.run("send-keys", "-t", pane, "-l", text)
+        proof.hold(0.6)  # its guard takes an Enter within 500 ms of a paste-like burst for a newline
+        proof.key("Enter")
+        tmux_server.run("send-keys", "-t", pane, "Enter")
+
+    with proof.running():
+        proof.key("qwen")
+        tmux_server.type(pane, "qwen")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("answer")
+        prompt("SLOWTEST: write the plan")
+        proof.wait_screen("working")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("permission")
+        prompt("TOOLASK: create approved.txt, then SLOWTEST: say so slowly")
+        proof.wait_screen("waiting", hold_s=1.5)
+        proof.phase("approved")
+        proof.approve()
+        proof.wait_screen("working")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("interrupted")
+        prompt("SLOWTEST: a long answer to interrupt")
+        proof.wait_screen("working", hold_s=1.5)
+        proof.key("Escape")
+        tmux_server.run("send-keys", "-t", pane, "Escape")
+        proof.wait_screen("idle", hold_s=1.5)
+        assert "a long answer to interrupt" in (input_draft(tmux_server.capture(pane)) or "")
+        tmux_server.run("send-keys", "-t", pane, "C-u")  # the prompt Esc gave back, cleared
+        proof.phase("failed")
+        prompt(f"{OVERLOADED}: the API refuses the request")
+        proof.wait_screen("idle", hold_s=3.0)  # long enough to see a failed turn read as still open
+        screen = tmux_server.capture(pane)
+    assert (qwen.project / "approved.txt").exists()
+    statuses = [s.status for s in api.streams if s.status != 200]
+    assert statuses[0] == 499 and set(statuses[1:]) == {400}, (statuses, screen)
+    verdict = proof.check(api.streams)
+    with capsys.disabled():
+        print(f"\nQwen Code {QWEN[1]} {verdict.line()}\n{verdict.timeline()}")
+    verdict.assert_true()
