@@ -104,7 +104,7 @@ def fake_api(agent: str, answer: Callable[[str], str] | None = None) -> Iterator
 def make_home(agent: str, root: Path, url: str) -> Home:
     """``agent``'s isolated home under ``root``, pointed at ``url``."""
     package, version = resolve(agent)
-    binary = install(package, version)
+    binary = install(package, version, node=node_22() if agent == "pi" else None)  # pi 1.x: Node ≥ 22.19
     if agent == "claude":
         from tests.support.claude import make_claude_home
 
