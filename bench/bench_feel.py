@@ -148,7 +148,12 @@ async def type_and_enter(tmux: Tmux, pipeline: Pipeline, tile: str, pane: str, t
     """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time."""
     await tmux.run("send-keys", "-t", pane, "-l", text)
     adapter = pipeline.tiles[tile].adapter
-    await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 10)
+    try:
+        await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 10)
+    except TimeoutError:  # say what the adapter read instead, and the screen it read it from
+        print(f"  {tile} ({adapter.name}) input: {await adapter.current_draft()!r}; the screen:\n"
+              f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
+        raise
     await anyio.sleep(0.3)
     t = time.time()
     await tmux.run("send-keys", "-t", pane, "Enter")
