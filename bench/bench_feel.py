@@ -20,7 +20,8 @@ files (the session file's ``idle``, the transcript's end-of-turn line) against t
 Run: ``.venv/bin/python bench/bench_feel.py`` — ``BENCH_AGENTS=claude,codex`` (default: all of
 bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``,
 ``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
-Stop hook installed (``baton hooks install --claude``). Needs tmux; ends every process it started.
+Stop hook installed (``baton hooks install --claude``), ``BENCH_WARMUP=0`` no unmeasured first prompt to the
+target (by default one, a person's, before the rounds). Needs tmux; ends every process it started.
 """
 
 from __future__ import annotations
@@ -145,15 +146,21 @@ async def ready(pipeline: Pipeline, tile: str) -> bool:
 
 
 async def type_and_enter(tmux: Tmux, pipeline: Pipeline, tile: str, pane: str, text: str) -> float:
-    """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time."""
-    await tmux.run("send-keys", "-t", pane, "-l", text)
+    """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time. Keys
+    an agent dropped (OpenCode, a while after it starts, clears its input once) are typed again, as a
+    person would, while the input stays empty."""
     adapter = pipeline.tiles[tile].adapter
-    try:
-        await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 10)
-    except TimeoutError:  # say what the adapter read instead, and the screen it read it from
-        print(f"  {tile} ({adapter.name}) input: {await adapter.current_draft()!r}; the screen:\n"
-              f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
-        raise
+    for attempt in range(3):
+        await tmux.run("send-keys", "-t", pane, "-l", text)
+        try:
+            await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 5)
+            break
+        except TimeoutError:  # say what the adapter read instead, and the screen it read it from
+            draft = await adapter.current_draft()
+            print(f"  {tile} ({adapter.name}) input: {draft!r}; the screen:\n"
+                  f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
+            if draft.strip() or attempt == 2:
+                raise
     await anyio.sleep(0.3)
     t = time.time()
     await tmux.run("send-keys", "-t", pane, "Enter")
@@ -277,6 +284,8 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                 await until(lambda: ready(pipeline, "dst"), f"{agent} ready", 120)
                 await until(lambda: ready(pipeline, "src"), "claude ready", 120)
                 await anyio.sleep(2.0)  # the agents settle (a Qwen Code loads its tools)
+                if os.environ.get("BENCH_WARMUP", "1") != "0":  # a first prompt costs more (OpenCode: 4–15 s)
+                    await one("person", -1, ctx)
                 results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
                 for i in range(n):
                     for mode in modes:
