@@ -140,8 +140,9 @@ def make_home(agent: str, root: Path, url: str) -> Home:
 
 def store_made(agent: str, home: Home) -> bool:
     """Whether the agent's store can be read yet. OpenCode makes its SQLite tables a while after it starts
-    (tens of seconds on a loaded machine); a pipeline that reads the file before then takes it for an
-    unknown store and reads OpenCode from its screen for the rest of the run. The others: always."""
+    (tens of seconds on a loaded machine); a pipeline that reads the file before then warns that it is no
+    OpenCode 1.18 store and reads OpenCode from its screen instead, and the bench measures the store's
+    path. The others: always."""
     if agent != "opencode":
         return True
     db = Path(home.env["XDG_DATA_HOME"]) / "opencode" / "opencode.db"
