@@ -20,7 +20,8 @@ files (the session file's ``idle``, the transcript's end-of-turn line) against t
 Run: ``.venv/bin/python bench/bench_feel.py`` — ``BENCH_AGENTS=claude,codex`` (default: all of
 bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``,
 ``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
-Stop hook installed (``baton hooks install --claude``). Needs tmux; ends every process it started.
+Stop hook installed (``baton hooks install --claude``), ``BENCH_WARMUP=0`` no unmeasured first prompt to the
+target (by default one, a person's, before the rounds). Needs tmux; ends every process it started.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +45,12 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from feel_agents import AGENTS, fake_api, make_home  # noqa: E402
+from feel_agents import AGENTS, fake_api, make_home, store_made  # noqa: E402
 
 from pipeline.engine.config import Config  # noqa: E402
 from pipeline.engine.journal import MEMORY, Journal  # noqa: E402
 from pipeline.engine.runtime import Pipeline  # noqa: E402
-from pipeline.engine.stages import dispatch  # noqa: E402
+from pipeline.engine.stages import dispatch, submit  # noqa: E402
 from pipeline.engine.stages.detect import CompletionDetector  # noqa: E402
 from pipeline.plugin.manager import load_registries  # noqa: E402
 from pipeline.system.tmux import Tmux  # noqa: E402
@@ -59,7 +61,8 @@ TIMEOUT_S = 60.0
 LONG_LINES = 13 if os.environ.get("BENCH_LONG") else 0
 #: per hand-off: step -> time.time()
 marks: dict[str, float] = {}
-_landed = dispatch.until_landed
+#: the Enter's wait, as submit.py (which types every prompt) looks it up
+_landed = submit.until_landed
 
 
 async def _fixed(adapter: Any, clean: str, pasted: float) -> None:
@@ -143,10 +146,21 @@ async def ready(pipeline: Pipeline, tile: str) -> bool:
 
 
 async def type_and_enter(tmux: Tmux, pipeline: Pipeline, tile: str, pane: str, text: str) -> float:
-    """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time."""
-    await tmux.run("send-keys", "-t", pane, "-l", text)
+    """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time. Keys
+    an agent dropped (OpenCode, a while after it starts, clears its input once) are typed again, as a
+    person would, while the input stays empty."""
     adapter = pipeline.tiles[tile].adapter
-    await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 10)
+    for attempt in range(3):
+        await tmux.run("send-keys", "-t", pane, "-l", text)
+        try:
+            await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 5)
+            break
+        except TimeoutError:  # say what the adapter read instead, and the screen it read it from
+            draft = await adapter.current_draft()
+            print(f"  {tile} ({adapter.name}) input: {draft!r}; the screen:\n"
+                  f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
+            if draft.strip() or attempt == 2:
+                raise
     await anyio.sleep(0.3)
     t = time.time()
     await tmux.run("send-keys", "-t", pane, "Enter")
@@ -169,7 +183,7 @@ async def one(mode: str, i: int, ctx: dict[str, Any]) -> dict[str, float] | None
         start = await type_and_enter(tmux, pipeline, "dst", ctx["dst_pane"],
                                      f"{marker} please note {marker}-END")
     else:
-        dispatch.until_landed = _landed if mode == "watch" else _fixed  # type: ignore[attr-defined]
+        submit.until_landed = _landed if mode == "watch" else _fixed
         ends = len(src_api.answer_ends())
         await type_and_enter(tmux, pipeline, "src", ctx["src_pane"], f"Say {marker}")
         await until(lambda: _async(len(src_api.answer_ends()) > ends), "the source's answer")
@@ -192,7 +206,9 @@ def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def report(agent: str, results: dict[str, list[dict[str, float]]], files: SourceFiles) -> None:
+def report(agent: str, results: dict[str, list[dict[str, float]]], files: SourceFiles, load: float) -> None:
+    print(f"{agent:>8} load average (1 min) {load:.1f} at its start, {os.getloadavg()[0]:.1f} at its end",
+          flush=True)
     person = [r["total"] for r in results.get("person", [])]
     base = statistics.median(person) if person else None
     for mode, rows in results.items():
@@ -253,12 +269,14 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
             # their stores made before they are read
             await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "8")))
+            await until(lambda: _async(store_made(agent, dst_home)), f"{agent}'s store", 120)
             config = Config.model_validate({"version": 1, "tiles": {
                 "src": {"pane": src.pane_id, "agent": "claude"},
                 "dst": {"pane": dst.pane_id, "agent": agent}},
                 "routes": [{"from": "src", "to": "dst"}]})
             pipeline = Pipeline(config, load_registries(), tmux, journal=Journal(MEMORY))
             files.start()
+            load = os.getloadavg()[0]
             async with anyio.create_task_group() as tg:
                 await tg.start(pipeline.run)
                 ctx = {"tmux": tmux, "pipeline": pipeline, "src_api": src_api, "dst_api": dst_api,
@@ -266,6 +284,8 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                 await until(lambda: ready(pipeline, "dst"), f"{agent} ready", 120)
                 await until(lambda: ready(pipeline, "src"), "claude ready", 120)
                 await anyio.sleep(2.0)  # the agents settle (a Qwen Code loads its tools)
+                if os.environ.get("BENCH_WARMUP", "1") != "0":  # a first prompt costs more (OpenCode: 4–15 s)
+                    await one("person", -1, ctx)
                 results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
                 for i in range(n):
                     for mode in modes:
@@ -273,10 +293,10 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                         if row is not None:
                             results[mode].append(row)
                 tg.cancel_scope.cancel()
-            report(agent, results, files)
+            report(agent, results, files, load)
         finally:
             files.stop.set()
-            dispatch.until_landed = _landed  # type: ignore[attr-defined]
+            submit.until_landed = _landed
             await tmux.kill_server()
             end_left_behind(tmp)
 
@@ -304,6 +324,7 @@ async def main() -> None:
                 await measure(agent, Path(tmp), n, modes)
             except Exception as exc:  # one agent's failure must not hide the others' figures
                 print(f"{agent:>8}: failed: {type(exc).__name__}: {exc}", flush=True)
+                traceback.print_exception(exc)  # a task group's error says what failed only in its parts
 
 
 if __name__ == "__main__":
