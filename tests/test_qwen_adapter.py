@@ -15,9 +15,9 @@ import pytest
 
 from pipeline.commands.extract import whose_file
 from pipeline.spool import HookRecord
+from pipeline.system.proc import read_proc
 from plugins.qwen.adapter import QwenAdapter
 from plugins.qwen.hooks import install_hooks
-from pipeline.system.proc import read_proc
 from plugins.qwen.resolve import QwenProcess, pid_session, project_folder
 from plugins.qwen.screen import input_draft, is_ghost, paste_placeholder, waiting_for
 from plugins.qwen.session import SessionFile
