@@ -5,17 +5,20 @@ its permission prompt's keys, its hooks, its pid file, and whose file ``baton ex
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from pipeline.commands.extract import whose_file
 from pipeline.spool import HookRecord
+from pipeline.system.proc import read_proc
 from plugins.qwen.adapter import QwenAdapter
 from plugins.qwen.hooks import install_hooks
-from plugins.qwen.resolve import pid_session, project_folder
+from plugins.qwen.resolve import QwenProcess, pid_session, project_folder
 from plugins.qwen.screen import input_draft, is_ghost, paste_placeholder, waiting_for
 from plugins.qwen.session import SessionFile
 from tests.support.paths import FIXTURES
@@ -167,6 +170,64 @@ async def test_after_a_crash_the_input_is_told_a_suggestion_from_a_draft_and_fro
         name: str, holds: str) -> None:
     adapter = QwenAdapter(ScreenContext(screen(name)))
     assert await adapter.input_holds("\n".join(f"line {i:02d}" for i in range(1, 15))) == holds
+
+
+
+class RecordedTile(ScreenContext):
+    """A tile whose pane shows one recorded screen over a live pane (this test's own process)."""
+
+    async def pane(self) -> Any:
+        return SimpleNamespace(dead=False, pid=os.getpid())
+
+
+class RecordedQwen(QwenAdapter):
+    """The adapter reading a recorded session file as its pane's (no Qwen Code process to find it by)."""
+
+    def __init__(self, ctx: Any, session: Path) -> None:
+        super().__init__(ctx)
+        self.session = session
+
+    async def refresh(self, *, force: bool = False) -> QwenProcess | None:
+        if self.file is None:
+            self._follow_session("s", self.session)
+        assert self.file is not None
+        self.file.read()
+        found = read_proc(os.getpid())
+        assert found is not None
+        return QwenProcess(proc=found, cwd=None, qwen_dir=self.session.parent, home_from="test",
+                           relaunched=False)
+
+
+def _approved_turn_before_its_reply(tmp_path: Path) -> Path:
+    """The recorded session as Qwen Code has written it when the screen shows the approved tool turn over:
+    the tool's result is in, the final reply not yet (each record is appended behind an fsync, one at a
+    time: the reply reaches the file a second or more after the screen went idle)."""
+    lines = SESSION.read_text().splitlines(keepends=True)
+    ask = next(i for i, ln in enumerate(lines) if "please TOOLASK now" in ln)
+    result = next(i for i in range(ask, len(lines)) if '"type":"tool_result"' in lines[i])
+    cut = tmp_path / "s.jsonl"
+    cut.write_text("".join(lines[:result + 1]))
+    assert turns(cut)[-1].outcome is None
+    return cut
+
+
+@pytest.mark.parametrize(("name", "state"), [
+    ("after-tool", "ready"),  # idle: the file's open turn is its late write, not a running turn
+    ("busy-streaming", "busy"),
+    ("permission", "busy"),  # a dialog: never typed into
+])
+async def test_the_screen_not_the_late_session_file_says_whether_qwen_works(
+        tmp_path: Path, name: str, state: str) -> None:
+    adapter = RecordedQwen(RecordedTile(screen(name)), _approved_turn_before_its_reply(tmp_path))
+    assert await adapter.target_state() == state
+
+
+async def test_either_busy_mark_tells_a_running_turn() -> None:
+    """The footer's ``Enter to steer`` alone (the spinner line cut off) still says Qwen works."""
+    shown = "\n".join(ln for ln in screen("busy-streaming").split("\n") if "esc to cancel" not in ln)
+    adapter = RecordedQwen(RecordedTile(shown), SESSION)
+    assert await adapter.target_state() == "busy"
+    assert await RecordedQwen(RecordedTile(screen("after-tool")), SESSION).target_state() == "ready"
 
 
 # ---- hooks, the pid file -------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ class SessionAnswers(SessionFollowing[P, F, T]):
     #: how long a hook waits for the session file to show the turn's end
     answer_wait_s: ClassVar[float] = 1.0
     #: an open turn that wrote nothing for this long, with no busy line on screen, is not trusted to run: a
-    #: running turn shows its busy line (an agent killed mid-turn writes nothing, and hand-offs would wait)
+    #: running turn shows its busy line (an agent killed mid-turn writes nothing, and hand-offs would wait);
+    #: 0: an open turn is never trusted over the screen (an agent whose file lags its screen: Qwen Code)
     stale_busy_s: ClassVar[float] = 60.0
     #: the hook payload's key that names the session file, if the agent's hooks name it
     hook_file_key: ClassVar[str | None] = None
@@ -179,7 +180,7 @@ class SessionAnswers(SessionFollowing[P, F, T]):
         if self.waiting_for(screen) is not None or self.is_busy(screen):
             return "busy"  # never type into a dialog (it would answer it) nor steer a running turn
         turns = self.turns()
-        if turns and turns[-1].outcome is None and self.file_age() < self.stale_busy_s:
+        if self.stale_busy_s and turns and turns[-1].outcome is None and self.file_age() < self.stale_busy_s:
             return "busy"
         draft = self.input_box(screen)
         if draft is None:

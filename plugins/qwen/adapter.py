@@ -64,6 +64,11 @@ class QwenAdapter(QwenFollowing, SessionAnswers[QwenProcess, SessionFile, Turn])
     #: event loop reads both at once (docs/agent-versions.md, Qwen Code: measured): the default 0.2 s
     submit_delay_s = 0.2
     quiet_s = 1.5
+    #: its session file lags its screen: every record is appended one at a time behind a lease check and an
+    #: fsync, so a turn's last reply reaches the file a second or more after the screen went idle (measured
+    #: after an approved tool turn, docs/agent-versions.md, Qwen Code). A running turn shows its busy line and
+    #: footer throughout (a dialog while it asks), so a turn open in the file is never trusted over the screen
+    stale_busy_s = 0.0
     #: the input box with escapes: a follow-up suggestion differs from a draft only in its colour
     readiness_screen = (True, None, None)
 

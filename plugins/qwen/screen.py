@@ -2,7 +2,9 @@
 box, the follow-up suggestion drawn in it, and the placeholder a long paste shows as.
 
 - busy: ``⠋ Poking the bear... (2s · ↓ 9 tokens · esc to cancel)``; meanwhile the footer offers ``Enter to
-  steer · Ctrl+Q to queue`` (an Enter then is a steer, not a new turn);
+  steer · Ctrl+Q to queue`` (an Enter then is a steer, not a new turn). Both are drawn while its turn is
+  "responding" (a tool running too), either tells it: the screen, not the session file, says whether Qwen
+  works (its file lags);
 - approval: ``Allow execution of: 'touch'?`` above numbered options (``› 1. Yes, allow once`` … ``4. No,
   suggest changes (esc)``), and ``Waiting for user confirmation...`` under them;
 - the input box: ``> draft`` (continuation lines indented) between two rules, ``>   Type your message or
@@ -23,7 +25,7 @@ from pipeline.plugin.tools import line_count, strip_ansi
 
 __all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "input_draft", "paste_placeholder", "waiting_for"]
 
-BUSY = ("esc to cancel",)
+BUSY = ("esc to cancel", "Enter to steer")
 PLACEHOLDER = "Type your message or @path/to/file"
 #: Qwen Code 0.24.4's LARGE_PASTE_LINE_THRESHOLD and LARGE_PASTE_CHAR_THRESHOLD
 PASTE_LINES = 10
