@@ -9,7 +9,7 @@ without chunked framing, so the connection closes after ``data: [DONE]``.
 What it answers, from the last user message:
 
 * a title request → :data:`TITLE`;
-* ``TOOLTEST`` in the prompt and a ``bash`` tool offered → a streamed ``bash`` tool call; once the tool
+* ``TOOLTEST`` in the prompt and a ``bash`` tool offered (Cline's ``run_commands``) → a streamed ``bash`` tool call; once the tool
   result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
   ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it);
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
@@ -89,14 +89,20 @@ class FakeChat(LoopbackServer[RecordedChat]):
         if tool_results:
             out = _text_of(tool_results[-1].get("content")).strip()
             return "tool-final", f"TOOL_FINAL_BEGIN\nThe tool said:\n{out[:400]}\nTOOL_FINAL_END"
-        if "TOOLTEST" in record.last_user_text and "bash" in tools:
-            return "tool", {"name": "bash", "arguments": json.dumps(
-                {"command": "ls -1 && echo FAKE_TOOL_OK", "description": "List files"})}
-        if "TOOLASK" in record.last_user_text and "bash" in tools:  # a command agents ask before running
-            return "tool", {"name": "bash", "arguments": json.dumps(
-                {"command": "touch approved.txt && echo FAKE_TOOL_OK", "description": "Touch a file"})}
+        for word, command, what in (("TOOLTEST", "ls -1 && echo FAKE_TOOL_OK", "List files"),
+                                    # a command agents ask before running
+                                    ("TOOLASK", "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")):
+            if word in record.last_user_text and tools & {"bash", "run_commands"}:
+                return "tool", _shell_call(tools, command, what)
         with self._lock:
             return "answer", self._answers.popleft() if self._answers else self.default
+
+
+def _shell_call(tools: set[str], command: str, what: str) -> dict[str, str]:
+    """A call of the shell tool offered: ``bash`` (OpenCode, Copilot) or Cline's ``run_commands``."""
+    if "bash" in tools:
+        return {"name": "bash", "arguments": json.dumps({"command": command, "description": what})}
+    return {"name": "run_commands", "arguments": json.dumps({"commands": [command]})}
 
 
 def _last_user(body: dict[str, Any]) -> str:
