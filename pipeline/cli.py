@@ -216,6 +216,17 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
     sp = cmd("resume", _command("resume"), "let a held route's queued hand-offs go, each once")
     sp.add_argument("route", type=non_blank("the route"), help="the route's name, or FROM->TO")
+    gated_help = "the hand-off's key (baton history --outcome awaiting --json shows it)"
+    sp = cmd("pass", _command("pass"), "let a hand-off awaiting a person (gate: person) go: "
+             "the running daemon types it once its tile is ready (exit 1, nothing changed, when it is not "
+             "awaiting)")
+    sp.add_argument("handoff", type=non_blank("the hand-off"), help=gated_help)
+    sp.add_argument("--text", default=None, metavar="TEXT|-",
+                    help="type this prompt instead of the hand-off's own (- reads it from standard input); "
+                    "the edit is journaled")
+    sp = cmd("drop", _command("drop"), "discard a hand-off awaiting a person (gate: person): it is never "
+             "typed (exit 1, nothing changed, when it is not awaiting)")
+    sp.add_argument("handoff", type=non_blank("the hand-off"), help=gated_help)
 
     sp = cmd("resolve", _command("resolve"),
              "run the resolution chain for one tile's pane (or any pane) and show every step")

@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["AGENTS", "PINNED", "AgentVersionError", "canary_files", "mode", "npm_latest", "resolve",
+__all__ = ["AGENTS", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode", "npm_latest",
+           "resolve",
            "version"]
 
 #: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)
@@ -29,10 +30,15 @@ PINNED: dict[str, tuple[str, str]] = {
     "opencode": ("opencode-ai", "1.18.33"),
     "copilot": ("@github/copilot", "1.0.102"),
     "gemini": ("@google/gemini-cli", "0.61.0"),
+    "qwen": ("@qwen-code/qwen-code", "0.24.4"),
+    "pi": ("@earendil-works/pi-coding-agent", "1.6.0"),
 }
 AGENTS = tuple(PINNED)
 #: the older Claude Code release the first recordings (tests/fixtures/claude-code) came from; still tested
 CLAUDE_CODE_PREVIOUS = ("@anthropic-ai/claude-code", "2.1.197")
+#: pi's package before it moved to @earendil-works, frozen at this release (what most installs still run);
+#: tests/test_pi_e2e.py follows its session files too
+PI_PREVIOUS = ("@mariozechner/pi-coding-agent", "0.73.1")
 
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
 

@@ -241,11 +241,13 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("gemini-cli-0.61.0/screens/screen_11b_approval_prompt_bottom.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("qwen-code-0.24.4/screens/permission.ansi", ["Enter"], ["Down", "Down", "Down", "Enter"]),
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
     folder = re.sub(r"-\d+(?:\.\d+)*$", "", screen.split("/")[0])  # the agent, without its version
-    adapter = _adapter({"claude-code": "claude", "gemini-cli": "gemini"}.get(folder, folder))
+    names = {"claude-code": "claude", "gemini-cli": "gemini", "qwen-code": "qwen"}
+    adapter = _adapter(names.get(folder, folder))
     text = (FIXTURES / screen).read_text()
     assert adapter.answer_keys(text, True) == approve
     assert adapter.answer_keys(text, False) == deny
@@ -256,9 +258,9 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
     "claude-code-2.1.332/screens/screen_done.txt",
     "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
     "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
-    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt"])
+    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "demo", "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 
@@ -298,3 +300,18 @@ def test_history_follow_shows_actions_as_they_are_recorded(tmp_path: Path) -> No
         ("hold", "done"), ("resume", "done")], rows
     assert all(r["kind"] == "action" and r["origin"] == "cli" for r in rows), rows
     assert "route ab resumed" in rows[-1]["note"], rows
+
+
+@pytest.mark.parametrize("args", [("approve", "b"), ("hold", "a->b"), ("resume", "a->b")])
+def test_an_action_for_another_host_with_no_bus_says_so_at_once(tmp_path: Path, args: tuple[str, str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tile on another host, and no bus to reach it: one line, exit 1, nothing sent (it used to spin in
+    the NATS client for good, deaf to Ctrl-C)."""
+    monkeypatch.delenv("BATON_BUS_URL", raising=False)
+    config = write_config(tmp_path / "routes.yaml", f"baton-nobus-{tmp_path.name}",
+                          {"a": {"pane": "%1", "agent": "shell"},
+                           "b": {"pane": "%2", "agent": "demo", "host": "elsewhere"}},
+                          [{"from": "a", "to": "b"}])
+    done = baton("-c", str(config), *args, timeout=30)
+    assert done.status == 1, done
+    assert "is for host elsewhere" in done.err and "names no bus" in done.err and "nothing sent" in done.err

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import importlib.util
 import json
 import re
 import shlex
@@ -19,16 +20,21 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from pipeline.plugin import AgentAdapter, Emit, TileContext
+from pipeline.engine.config import Tile
+from pipeline.engine.context import EngineContext
+from pipeline.engine.watch import FileWatcher, Subscription
+from pipeline.plugin import AgentAdapter, Completion, Emit, TileContext
 from pipeline.plugin.screen import ScreenAdapter
 from tests.support.agents import messages, start_agent
 from tests.support.cli import json_lines
 from tests.support.daemons import wait_followed, write_config
 from tests.support.paths import REPO
-from tests.support.polling import wait_for
+from tests.support.polling import until, wait_for
 from tests.support.tmux import TmuxServer
 
 GUIDE = REPO / "docs" / "adapters.md"
@@ -36,7 +42,7 @@ GUIDE = REPO / "docs" / "adapters.md"
 
 def guide_files(marker: str = "file") -> dict[str, str]:
     """The files of one of the guide's packages: each fenced block right after a ``<!-- MARKER: NAME -->``
-    line (``file``: logbot's, ``screen-file``: chatty's)."""
+    line (``file``: logbot's, ``screen-file``: chatty's, ``box-file``: boxbot's)."""
     found = re.findall(rf"<!-- {marker}: (\S+) -->\n```\w*\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
     return dict(found)
 
@@ -99,6 +105,29 @@ def install_guide_package(tmp: Path, marker: str) -> tuple[Path, Path]:
     return src, site
 
 
+def x_through_bot_to_b(tmux_server: TmuxServer, tmp_path: Path, daemon_factory: Any, bot: str,
+                       agent: str) -> tuple[str, Path, Path, Any]:
+    """Two demo agents around the guide's agent in pane ``bot``: x's answers go to bot, bot's to b (as
+    "AGENT says: …"), under a started ``baton run`` that follows x and bot: (x's pane, b's log, the
+    routes.yaml, the daemon)."""
+    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
+    blog = tmp_path / "b.jsonl"
+    b = start_agent(tmux_server, blog, "b", work_s=0.05)
+    config = write_config(
+        tmp_path / "routes.yaml", tmux_server.socket,
+        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": agent},
+         "b": {"pane": b, "agent": "demo"}},
+        [{"from": "x", "to": "bot"},  # the guide's agent as a target
+         {"from": "bot", "to": "b",
+          "transform": {"type": "template", "template": f"{agent} says: {{response}}"}}],
+    )
+    daemon = daemon_factory(config)
+    daemon.start()
+    wait_followed(daemon, "x")
+    wait_followed(daemon, "bot")
+    return x, blog, config, daemon
+
+
 @pytest.fixture(scope="module")
 def guide_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """logbot's package, installed."""
@@ -114,11 +143,12 @@ def chatty_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_guide_has_its_three_files() -> None:
     assert set(guide_files()) == {"logbot", "baton_logbot.py", "pyproject.toml"}
     assert set(guide_files("screen-file")) == {"chatty", "baton_chatty.py", "pyproject.toml"}
+    assert set(guide_files("box-file")) == {"boxbot", "baton_boxbot.py", "pyproject.toml"}
 
 
-@pytest.mark.parametrize("module", ["baton_logbot.py", "baton_chatty.py"])
+@pytest.mark.parametrize("module", ["baton_logbot.py", "baton_chatty.py", "baton_boxbot.py"])
 def test_the_guides_adapters_import_nothing_of_batonpass_but_the_plugin_api(module: str) -> None:
-    source = {**guide_files(), **guide_files("screen-file")}[module]
+    source = {**guide_files(), **guide_files("screen-file"), **guide_files("box-file")}[module]
     imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module}
     imported |= {a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
     ours = {m for m in imported if m.split(".")[0] in ("pipeline", "plugins")}
@@ -213,24 +243,9 @@ def test_the_guides_adapter_installed_with_pip_routes_turns_on_real_tmux(
     rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
     assert (rows["logbot"]["from"], rows["logbot"]["kind"]) == ("baton-logbot 0.1.0", "agent"), rows
 
-    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
     bot = tmux_server.new_pane(f"{sys.executable} {src / 'logbot'}", env={"LOGBOT_HOME": str(home)})
     wait_for(lambda: "logbot>" in tmux_server.capture(bot), what="logbot")
-    blog = tmp_path / "b.jsonl"
-    b = start_agent(tmux_server, blog, "b", work_s=0.05)
-    config = write_config(
-        tmp_path / "routes.yaml",
-        tmux_server.socket,
-        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "logbot"},
-         "b": {"pane": b, "agent": "demo"}},
-        [{"from": "x", "to": "bot"},  # logbot as a target
-         {"from": "bot", "to": "b", "transform": {"type": "template",
-                                                  "template": "logbot says: {response}"}}],
-    )
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "x")
-    wait_followed(daemon, "bot")
+    x, blog, _, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "logbot")
     tmux_server.type(x, "hello")
     wait_for(lambda: messages(blog), timeout=30, what="the hand-off through logbot")
     assert messages(blog) == ["logbot says: logbot read 5 characters: HELLO"]
@@ -265,23 +280,9 @@ def test_the_screen_only_adapter_installed_with_pip_routes_turns_both_ways_on_re
     monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
     rows = {r["name"]: r for r in json.loads(baton("plugins", "--json"))["classes"]}
     assert (rows["chatty"]["from"], rows["chatty"]["kind"]) == ("baton-chatty 0.1.0", "agent"), rows
-    x = start_agent(tmux_server, tmp_path / "x.jsonl", "x", work_s=0.05)
     bot = tmux_server.new_pane(f"{sys.executable} {src / 'chatty'}")
     wait_for(lambda: "chatty>" in tmux_server.capture(bot), what="chatty")
-    blog = tmp_path / "b.jsonl"
-    b = start_agent(tmux_server, blog, "b", work_s=0.05)
-    config = write_config(
-        tmp_path / "routes.yaml",
-        tmux_server.socket,
-        {"x": {"pane": x, "agent": "demo"}, "bot": {"pane": bot, "agent": "chatty"},
-         "b": {"pane": b, "agent": "demo"}},
-        [{"from": "x", "to": "bot"},  # chatty as a target
-         {"from": "bot", "to": "b",
-          "transform": {"type": "template", "template": "chatty says: {response}"}}],
-    )
-    daemon = daemon_factory(config)
-    daemon.start()
-    wait_followed(daemon, "x")
+    x, blog, _, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "chatty")
     tmux_server.type(x, "hello")
     wait_for(lambda: messages(blog), timeout=30, what="the hand-off through chatty")
     # x (an echo agent) answered "hello"; chatty took it as its prompt; b got the answer cut from its screen
@@ -322,3 +323,109 @@ def test_preview_status_and_the_board_read_the_guides_adapter_as_run_does(
     wait_for(lambda: f"└ {answer}" in tmux_server.capture(pane), what="the board showing logbot's answer")
     assert "(no answer yet)" not in tmux_server.capture(pane).split("bot ", 1)[-1].split("sh ", 1)[0]
     tmux_server.run("send-keys", "-t", pane, "q")
+
+
+class RecordingWatcher(FileWatcher):
+    """The engine's file watcher, keeping what was subscribed to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.subscriptions: list[Subscription] = []
+
+    def subscribe(self, *args: Any, **kwargs: Any) -> Subscription:
+        sub = super().subscribe(*args, **kwargs)
+        self.subscriptions.append(sub)
+        return sub
+
+
+def boxbot_pane(tmux_server: TmuxServer, tmp_path: Path) -> tuple[Path, str]:
+    """The guide's boxbot, run from the page in a real pane in a folder of its own: (its folder, the pane)."""
+    agent, work = tmp_path / "boxbot", tmp_path / "work"
+    agent.write_text(guide_files("box-file")["boxbot"])
+    work.mkdir()
+    pane = tmux_server.new_pane(f"{sys.executable} {agent}", cwd=work)
+    wait_for(lambda: "╰" in tmux_server.capture(pane), what="boxbot's input box")
+    return work, pane
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_boxbots_adapter_follows_its_turns_file_through_the_watcher_and_reads_its_box(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """Issue 39 item 17: the guide's second adapter, as the page has it, on a real pane: the completion
+    carries the answer from boxbot's file (its second line is never on the screen), the follower is woken
+    by its ``ctx.watcher.subscribe`` (its recheck set beyond the test's patience: no timer can have woken
+    it), and the draft is read from the box by the ``draft()`` override."""
+    module_path = tmp_path / "baton_boxbot.py"
+    module_path.write_text(guide_files("box-file")["baton_boxbot.py"])
+    spec = importlib.util.spec_from_file_location("baton_boxbot", module_path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    work, pane = boxbot_pane(tmux_server, tmp_path)
+    watcher, resolved = RecordingWatcher(), anyio.Event()
+
+    async def on_resolved() -> None:
+        resolved.set()
+
+    ctx = EngineContext(name="bot", tile=Tile(pane=pane, agent="boxbot"), tmux=tmux_server.tmux,
+                        watcher=watcher, on_resolved=on_resolved)
+    adapter = module.BoxbotAdapter(ctx)
+    adapter.recheck_s = 600.0
+    completions: list[Completion] = []
+
+    async def emit(completion: Completion) -> None:
+        completions.append(completion)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        tg.start_soon(adapter.follow, emit)
+        with anyio.fail_after(30):
+            await resolved.wait()
+        turns = work / ".boxbot" / f"turns-{(await adapter.agent_process()).pid}.jsonl"
+        assert [sub.path for sub in watcher.subscriptions] == [turns]
+        assert await adapter.target_state() == "ready"
+        tmux_server.type(pane, "half a thought", enter=False)
+        await until(lambda: "│ half a thought" in tmux_server.capture(pane), what="the draft in the box")
+        assert (await adapter.target_state(), await adapter.current_draft()) == ("draft", "half a thought")
+        tmux_server.type(pane, " and the rest")
+        await until(lambda: completions, what="boxbot's turn, from its file")
+        assert await until(lambda: adapter.target_state() if "esc to stop" not in tmux_server.capture(pane)
+                           else None, what="boxbot done working") == "ready"
+        tg.cancel_scope.cancel()
+    answer = "boxbot read 6 words.\nUpper-cased: HALF A THOUGHT AND THE REST"
+    record = json.loads(turns.read_text())
+    turn = f"boxbot:{record['id']}"
+    assert [(c.turn_id, c.signal, c.text) for c in completions] == [(turn, "turns", answer)]
+    assert "Upper-cased" not in tmux_server.capture(pane)  # the screen shows the first line only
+    response = await adapter.response(completions[0])
+    assert (response.text, response.source) == (answer, "transcript")
+
+
+@pytest.fixture(scope="module")
+def boxbot_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """boxbot's package (files for turns, the screen for readiness), installed."""
+    return install_guide_package(tmp_path_factory.mktemp("boxbot"), "box-file")
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+def test_boxbot_installed_with_pip_takes_a_hand_off_and_hands_on_the_answer_from_its_file(
+    tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch,
+    boxbot_wheel: tuple[Path, Path]
+) -> None:
+    """Under ``baton run``: typed into boxbot's box when its screen says ready, its answer read from its
+    file (both lines, where the screen shows one), and ``baton status`` shows the file as its transcript."""
+    monkeypatch.setenv("PYTHONPATH", str(boxbot_wheel[1]))
+    monkeypatch.delenv("BATON_DISABLE_EXTERNAL_PLUGINS", raising=False)
+    work, bot = boxbot_pane(tmux_server, tmp_path)
+    x, blog, config, daemon = x_through_bot_to_b(tmux_server, tmp_path, daemon_factory, bot, "boxbot")
+    tmux_server.type(x, "three little words")
+    wait_for(lambda: messages(blog), timeout=30, what="the hand-off through boxbot")
+    assert messages(blog) == ["boxbot says: boxbot read 3 words.\nUpper-cased: THREE LITTLE WORDS"]
+    assert daemon.stop() == 0
+    status = baton_script("-c", str(config), "status", "--json")
+    row = {r["tile"]: r for r in json.loads(status.stdout)}["bot"]
+    pid = row["agent_pid"]
+    assert (row["state"], row["transcript"]) == ("idle", str(work / ".boxbot" / f"turns-{pid}.jsonl")), row

@@ -26,7 +26,7 @@ from tests.support.tmux import TmuxServer
 
 #: the fields of one ``history --json`` line (docs/json.md)
 HISTORY_FIELDS = {"key", "route", "source", "target", "turn_id", "hop", "state", "response", "prompt",
-                  "attempts", "last_error", "note", "pane", "created", "updated", "usage"}
+                  "attempts", "last_error", "note", "pane", "created", "updated", "usage", "gate"}
 
 
 @pytest.fixture

@@ -63,6 +63,28 @@ async def test_busy_target_gets_the_prompt_only_once_idle(tmux_server: TmuxServe
     assert [r for r in read_log(log) if r.get("event") == "input-while-busy"] == []
 
 
+async def test_a_hand_off_queued_twice_or_again_once_delivered_is_typed_once(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """Two recoveries of one hand-off after a crash (the crash-point sweep found a join's) queue its key
+    twice: the target takes it once; queued again once delivered (the journal says so), it is not typed."""
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, work_s=0.05)
+    config = make_config({"b": {"pane": target, "agent": "demo"}}, [])
+    deliveries: list[Delivery] = []
+    prompt = Prompt(route="r", source="a", target="b", text="the one hand-off", turn_id="t1", hop=1)
+    async with running(config, tmux_server, deliveries) as pipeline:
+        assert pipeline.journal.record_incoming(prompt)  # journaled, as a recovered hand-off is
+        await pipeline.submit(prompt)
+        await pipeline.submit(prompt)
+        await until(lambda: deliveries, what="the delivery")
+        await until(lambda: pipeline.journal.handoff(prompt.key).state == "delivered", what="it journaled")
+        await pipeline.submit(prompt)
+        await aquiet_for(1.0, "a second or third copy")
+    assert messages(log) == ["the one hand-off"]
+    assert [d.state for d in deliveries] == ["delivered"]
+
+
 async def test_shell_tile_output_is_handed_to_another_pane(tmux_server: TmuxServer, tmp_path: Path) -> None:
     log = tmp_path / "target.jsonl"
     shell = tmux_server.new_pane()

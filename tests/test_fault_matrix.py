@@ -18,7 +18,6 @@ counts is what the target took as prompts.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import random
@@ -31,42 +30,14 @@ import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent
-from tests.support.cli import json_lines
 from tests.support.daemons import wait_followed, write_config
+from tests.support.exactly_once import each_once, history
 from tests.support.fault_sources import SOURCES, DemoSource
 from tests.support.polling import quiet_for, wait_for
 from tests.support.standin_targets import StandinTarget
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow]
-
-
-def history() -> list[dict]:
-    out = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "history", "--json", "-n", "100000"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json_lines(out.stdout)
-
-
-def each_once(head: str, expected: list[str], got: list[str], daemon, tail: str) -> str:
-    """Assert that the target took each expected prompt once and nothing else, and that ``baton history``
-    has each delivered once; returns the run's report line (printed too)."""
-    counts = collections.Counter(got)
-    lost = [m.split("\n")[0] for m in expected if counts[m] == 0]
-    duplicated = {m.split("\n")[0]: n for m, n in counts.items() if n > 1}
-    stray = [m[:80] for m in counts if m not in expected]
-    report = f"{head} lost={len(lost)} duplicated={len(duplicated)} {tail}"
-    print(report)
-    assert lost == [] and duplicated == {} and stray == [], (
-        f"{report}\nlost {lost}\nduplicated {duplicated}\nstray {stray}\n{daemon.stderr()[-4000:]}"
-    )
-    delivered = collections.Counter(h["prompt"] for h in history() if h["state"] == "delivered")
-    assert all(delivered[prompt] == 1 for prompt in expected), (report, delivered)
-    assert sum(delivered.values()) == len(expected), (report, delivered)
-    return report
 
 
 @pytest.mark.parametrize("kind", list(SOURCES))
@@ -192,7 +163,7 @@ def fault_schedule(rng: random.Random, turns: int) -> list[str]:
     return schedule
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,14 +34,17 @@ OUTCOME_S = 30.0
 
 
 #: an approve, deny or send that reaches its host later than this after it was sent is not done: the prompt
-#: on screen by then may be another one than the person saw (hold and resume are done whenever they arrive)
+#: on screen by then may be another one than the person saw (hold, resume, pass and drop are done whenever
+#: they arrive: the journal, not the screen, says what they act on)
 STALE_S = 120.0
 
 
 def too_late(body: dict[str, Any], now: float) -> str | None:
     """Why the action in ``body`` must not be done any more, or None."""
     kind, sent = body["action"].get("kind"), body.get("sent")
-    if kind in ("hold", "resume") or not isinstance(sent, int | float) or now - sent <= STALE_S:
+    if kind in ("hold", "resume", "pass", "drop"):
+        return None
+    if not isinstance(sent, int | float) or now - sent <= STALE_S:
         return None
     return (f"it arrived {now - sent:.0f}s after it was sent (more than {STALE_S:g}s): the screen may show "
             "something else by now; nothing typed")

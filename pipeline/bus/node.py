@@ -5,9 +5,10 @@ server acknowledged the publish (bus down: kept and retried, in order, never dro
 ``published``. The message id is the journal key, so a republish after a crash is dropped by the server.
 
 In: the host's durable consumer. A message whose key this host's journal does not have is recorded
-(``transformed``) and handed to the dispatcher as if a local route had made it; the message is acknowledged
-only once the journal holds the outcome. A redelivery (a lost ack, a restart) finds the key and types
-nothing; a hand-off still on its way is the dispatcher's already (the restart's recovery queued it).
+(``transformed``; ``awaiting`` when its route has a person's gate: decided here, on the target's host)
+and handed to the dispatcher as if a local route had made it; the message is acknowledged only once the
+journal holds the outcome. A redelivery (a lost ack, a restart) finds the key and types nothing; a hand-off
+still on its way is the dispatcher's already (the restart's recovery queued it).
 """
 
 from __future__ import annotations
@@ -208,7 +209,8 @@ class BusNode:
             self.journal.set_state(key, "skipped", note=f"the chain reached max_hops={body['max_hops']}")
             await msg.ack()
             return
-        self.journal.record_incoming(prompt, via)
+        gated = any(r.label == prompt.route and r.gate == "person" for r in self.config.routes)
+        self.journal.record_incoming(prompt, via, "awaiting" if gated else "transformed")
         self.held[key] = (msg, time.monotonic(), body.get("object"))
         log.info("received    %s -> %s %s (hop %d)", prompt.source, prompt.target, via, prompt.hop)
         await submit(prompt)

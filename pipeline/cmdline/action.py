@@ -1,6 +1,6 @@
-"""The commands that are actions (``baton approve``, ``deny``, ``retry``, ``hold``, ``resume``): each is
-:func:`pipeline.engine.actions.perform` with routes.yaml (``./routes.yaml`` or ``-c FILE``), its one line
-printed — on standard output when done (exit 0), on standard error when not (exit 1)."""
+"""The commands that are actions (``baton approve``, ``deny``, ``retry``, ``hold``, ``resume``, ``pass``,
+``drop``): each is :func:`pipeline.engine.actions.perform` with routes.yaml (``./routes.yaml`` or ``-c
+FILE``), its one line printed — on standard output when done (exit 0), on standard error when not (exit 1)."""
 
 from __future__ import annotations
 

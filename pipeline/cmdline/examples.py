@@ -61,6 +61,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "resume": [
         ("baton resume review", "let them go: each queued hand-off is typed once"),
     ],
+    "pass": [
+        ("baton history --outcome awaiting --json | jq -r .key", "the hand-offs awaiting you"),
+        ("baton pass 'release@TURN'", "let that one go: typed once its tile is ready"),
+        ("$EDITOR p.txt && baton pass 'release@TURN' --text - < p.txt", "with the prompt edited"),
+    ],
+    "drop": [
+        ("baton drop 'release@TURN'", "discard it: never typed"),
+    ],
     "resolve": [
         ("baton resolve coder", "which agent, session and transcript tile coder's pane holds"),
         ("baton resolve %3", "the same for pane %3"),

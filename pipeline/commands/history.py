@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
 from pipeline.engine.action_kinds import KINDS
+from pipeline.engine.gate_journal import gate_fields
 from pipeline.engine.join_journal import Group, JoinBook
 from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
 from pipeline.views.handoff_table import FollowTable, handoff_table, in_time_order, no_match
@@ -73,7 +74,8 @@ def _group_rows(journal: Journal, match: HistoryFilter) -> list[dict[str, Any]]:
 def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
     """The ``limit`` hand-offs, joining groups and actions that ``match`` which changed last, in time
     order."""
-    rows = [record_row(r) for r in journal.history(limit, match)] + _group_rows(journal, match)
+    rows = gate_fields(journal, [record_row(r) for r in journal.history(limit, match)])
+    rows += _group_rows(journal, match)
     rows += map(action_row, journal.actions(limit, match))
     return in_time_order(rows)[-limit:]
 
@@ -88,7 +90,7 @@ class _FollowedRows:
         return history_rows(journal, self.limit, self.match)
 
     def changed_since(self, journal: Journal, at: float) -> list[dict[str, Any]]:
-        rows = [record_row(r) for r in journal.changed_since(at, self.match)]
+        rows = gate_fields(journal, [record_row(r) for r in journal.changed_since(at, self.match)])
         rows += map(action_row, journal.actions_changed_since(at, self.match))
         return in_time_order(rows)
 

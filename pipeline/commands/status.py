@@ -52,6 +52,7 @@ def status_command(args: argparse.Namespace) -> int:
     else:
         _print_rows(rows, errors=shared is None)
         _print_holds()
+        _print_awaiting()
     if status and shared:
         print(f"baton status: none of the {count(len(rows), 'tile')} can be looked at: {shared}",
               file=sys.stderr)
@@ -85,6 +86,17 @@ def _print_holds() -> None:
         since = time.strftime("%H:%M:%S", time.localtime(at))
         print(f"route {route}: held by {origin} since {since}, {count(queued, 'hand-off')} queued "
               f"(baton resume {route})")
+
+
+def _print_awaiting() -> None:
+    """The hand-offs awaiting a person (``gate: person``), read-only: typed only once passed."""
+    from pipeline.engine.journal import default_journal_path
+    from pipeline.views.awaiting import read_awaiting
+
+    for a in read_awaiting(default_journal_path()):
+        since = time.strftime("%H:%M:%S", time.localtime(a["created"]))
+        print(f"hand-off {a['key']} -> {a['target']} awaits a person since {since} (baton pass {a['key']}, "
+              f"baton drop {a['key']})")
 
 
 def _print_rows(rows: list[dict[str, Any]], *, errors: bool = True) -> None:

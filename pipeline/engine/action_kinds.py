@@ -8,16 +8,16 @@ from typing import Literal, get_args
 
 __all__ = ["KINDS", "Action", "ActionKind", "ActionResult"]
 
-ActionKind = Literal["approve", "deny", "send", "retry", "hold", "resume"]
+ActionKind = Literal["approve", "deny", "send", "retry", "hold", "resume", "pass", "drop"]
 KINDS: tuple[str, ...] = get_args(ActionKind)
 
 
 @dataclass(frozen=True)
 class Action:
     kind: ActionKind
-    #: the tile (approve, deny, send), the route (hold, resume), the hand-off's key (retry)
+    #: the tile (approve, deny, send), the route (hold, resume), the hand-off's key (retry, pass, drop)
     target: str
-    #: send only: the prompt
+    #: send: the prompt; pass: the edited prompt typed instead of the hand-off's own (None: as it is)
     text: str | None = None
     #: where it came from, journaled: ``cli``, ``web 127.0.0.1``, ``bus <host>``
     origin: str = "cli"

@@ -1,7 +1,7 @@
 """What a person does to the agents from outside their panes: approve or deny a permission prompt, send a
-prompt, retry a failed hand-off, hold and resume a route. One entry, :func:`perform`, for every way in: the
-``baton approve``/``deny``/``send``/``retry``/``hold``/``resume`` commands, the web page, and another host's
-action arriving over the bus.
+prompt, retry a failed hand-off, hold and resume a route, pass or drop a hand-off awaiting a person. One
+entry, :func:`perform`, for every way in: the ``baton approve``/``deny``/``send``/``retry``/``hold``/
+``resume``/``pass``/``drop`` commands, the web page, and another host's action arriving over the bus.
 
 Each action is journaled (the ``actions`` table: what, on what, from where, when, how it ended) before its
 side effect, and shown by ``baton history``. It never raises for bad input: a tile, route or hand-off that
@@ -18,6 +18,8 @@ and nothing typed.
   queued (journaled ``held``) and types each, in order, once the route is resumed. Only that route waits:
   other routes' hand-offs to the same tile go on meanwhile.
 - retry is typed as ``send`` types: its hop is not counted for the target's next turn (as a send's is not).
+- pass/drop: a hand-off awaiting a person (``gate: person``), decided in the journal
+  (:mod:`pipeline.engine.gate_actions`); a passed one is typed by the daemon's dispatcher, never here.
 
 An action on a tile of another host (or a route whose target is there, or a hand-off that was typed there)
 goes over the bus to that host's daemon (:mod:`pipeline.bus.actions`), once (its id is the message id and
@@ -37,7 +39,14 @@ import anyio
 
 from pipeline.engine.action_kinds import KINDS, Action, ActionKind, ActionResult
 from pipeline.engine.config import Config, ConfigError, load_config
-from pipeline.engine.hosts import NO_BUS_CLIENT, local_host, no_bus_client, tile_host
+from pipeline.engine.hosts import (
+    BUS_URL_ENV,
+    NO_BUS_CLIENT,
+    bus_servers,
+    local_host,
+    no_bus_client,
+    tile_host,
+)
 from pipeline.engine.journal import Journal
 from pipeline.engine.pane_target import Setup, adapter_for, running_in
 from pipeline.engine.send import send_text
@@ -142,6 +151,9 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
     remote = _remote_host(action, config, journal, here)
     if remote is not None:
         host, tile = remote
+        if not bus_servers(config.settings.bus):  # nothing to reach that host through (a client would spin)
+            raise _Refused(f"{action.kind} {action.target} is for host {host}, and {config.path} names no "
+                           f"bus (settings.bus.servers, or {BUS_URL_ENV}): nothing sent; run it on {host}")
         try:
             from pipeline.bus.actions import send_action  # only here: a single machine never loads the client
         except ModuleNotFoundError as exc:
@@ -156,14 +168,18 @@ async def _dispatch(action: Action, config: Config, journal: Journal, here: str,
         return ActionResult(ok, line)
     if action.kind == "retry":
         return await _retry(action, _setup(config, here, tmux), journal)
+    if action.kind in ("pass", "drop"):
+        from pipeline.engine.gate_actions import gate_action
+
+        return gate_action(action, config, journal, here)
     return _hold(action, config, journal)
 
 
 def _remote_host(action: Action, config: Config, journal: Journal, here: str) -> tuple[str, str] | None:
     """The host whose daemon must do ``action`` and the tile it is about (its bus subject), when that host
     is not this one; refused when its tile or route is not in routes.yaml. A retry goes where its hand-off
-    was typed: a hand-off to another host's tile is ``published`` here, and fails (or not) in that host's
-    journal, under the same key."""
+    was typed (a pass or drop where it awaits): a hand-off to another host's tile is ``published`` here, and
+    fails (or awaits, or not) in that host's journal, under the same key."""
     tile: str | None
     if action.kind in ("approve", "deny", "send"):
         tile = action.target

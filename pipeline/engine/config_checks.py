@@ -16,9 +16,11 @@ from pipeline.engine.config_workflows import end_paths, workflow_problems
 from pipeline.engine.hosts import crossing_problems
 from pipeline.system.jsonl import json_list, json_object
 
-__all__ = ["DEFAULT_MAX_HOPS", "KNOWN_SHOWN", "semantic_problems"]
+__all__ = ["DEFAULT_MAX_HOPS", "KNOWN_SHOWN", "TOP_LEVEL", "semantic_problems"]
 
 DEFAULT_MAX_HOPS = 6
+#: routes.yaml's top-level keys besides settings: (one put under `settings:` is told where it goes)
+TOP_LEVEL = ("version", "tmux", "tiles", "routes")
 
 
 def semantic_problems(
@@ -204,6 +206,8 @@ def _section_problems(
             continue
         if key not in registries.settings:
             known = ", ".join([*engine_keys, *registries.settings.names()])
+            if key in TOP_LEVEL:
+                known += f"; {key} is a top-level key, beside tiles: (not under settings:)"
             problems.append(positions.problem(("settings", key), f"unknown key {key!r}; known: {known}",
                                               key=True))
             continue

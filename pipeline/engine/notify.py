@@ -1,5 +1,5 @@
 """Telling a person when a tile needs them: a tile waiting (a permission prompt, a dialog), a hand-off kept
-or failed, a loop stopped at ``max_hops``.
+or failed, a loop stopped at ``max_hops``, a gated hand-off awaiting their decision.
 
 The stages and the adapters report what they see, as often as they see it (an adapter reads its agent's
 status on every file event); the :class:`Notifier` turns that into one notice per change of state — one
@@ -25,8 +25,8 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from pipeline.engine.notify_config import NotifyTarget
-from pipeline.engine.notify_sinks import Notice, Sink, TmuxSink, make_sink
+from pipeline.engine.notify_config import NotifyEvent, NotifyTarget
+from pipeline.engine.notify_sinks import Notice, Sink, TmuxSink, make_sink, one_line
 from pipeline.system.tmux import Tmux
 
 __all__ = ["Notice", "Notifier"]
@@ -114,6 +114,18 @@ class Notifier:
         if self._first("failed", key):
             self._post(Notice("failed", target, f"hand-off to {target} failed",
                               f"hand-off {route} failed: {error}", route=route, handoff=key))
+
+    def wants(self, event: NotifyEvent) -> bool:
+        """Some place listed in ``settings.notify`` wants ``event``."""
+        return any(sink.target.wants(event) for sink in self.sinks)
+
+    def awaiting(self, key: str, route: str, target: str, prompt: str) -> None:
+        """A gated hand-off awaits a person's decision (``gate: person``): told once per hand-off (the
+        journal remembers across restarts: :mod:`pipeline.engine.gate`)."""
+        if self._first("awaiting", key):
+            self._post(Notice("awaiting", target, f"hand-off to {target} awaits you",
+                              f"route {route}: baton pass {key} types it (baton drop {key} drops it): "
+                              f"{one_line(prompt, 120)}", route=route, handoff=key))
 
     def max_hops(self, key: str, route: str, source: str, limit: int) -> None:
         """A route did not fire because the chain that led to its turn reached ``max_hops``."""

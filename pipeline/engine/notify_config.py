@@ -16,13 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 __all__ = ["EVENTS", "NotifyEvent", "NotifyTarget", "url_label"]
 
-NotifyEvent = Literal["waiting", "kept", "failed", "max_hops"]
+NotifyEvent = Literal["waiting", "kept", "failed", "max_hops", "awaiting"]
 #: what each event means, for the README and ``--help`` texts
 EVENTS: dict[NotifyEvent, str] = {
     "waiting": "a tile waits for a person (a permission prompt, a dialog)",
     "kept": "a hand-off is kept: its target pane is gone or shows no agent",
     "failed": "a hand-off failed (gave up on its target, or its transform failed)",
     "max_hops": "a chain of hand-offs stopped at settings.max_hops",
+    "awaiting": "a hand-off of a gated route (gate: person) awaits a person: baton pass or baton drop",
 }
 
 

@@ -17,6 +17,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from pipeline.engine.config import Config
+from pipeline.engine.gate import Gate
 from pipeline.engine.hops import HopLedger
 from pipeline.engine.hosts import local_host
 from pipeline.engine.journal import MEMORY, Journal
@@ -86,9 +87,12 @@ class Pipeline:
         extractor = ResponseExtractor(self.tiles)
         router = PromptRouter(self.config, self.tiles, self.registries.transforms, journal=self.journal,
                               notifier=self.notifier)
+        gate = Gate(self.journal, self.notifier, {r.label: r for r in self.config.routes}, self.tiles,
+                    dry_run=self.dry_run)
         self.dispatcher = PromptDispatcher(self.tiles, self.hops, give_up_s=self.config.settings.give_up_s,
                                            dry_run=self.dry_run, report=self.report, journal=self.journal,
-                                           notifier=self.notifier, limits=self.config.rate_limits())
+                                           notifier=self.notifier, limits=self.config.rate_limits(),
+                                           gate=gate)
         completions_in, completions_out = anyio.create_memory_object_stream[Completion](STREAM_SIZE)
         responses_in, responses_out = anyio.create_memory_object_stream[Response](STREAM_SIZE)
         prompts_in, prompts_out = anyio.create_memory_object_stream[Prompt](STREAM_SIZE)
@@ -107,6 +111,8 @@ class Pipeline:
             tg.start_soon(detector.run, completions_in, watcher)
             tg.start_soon(extractor.run, completions_out, responses_in)
             tg.start_soon(router.run, responses_out, prompts_in)
+            if not self.dry_run:
+                tg.start_soon(gate.run)
             if self.bus is not None:
                 tg.start_soon(self.bus.split, prompts_out, local_in)
                 tg.start_soon(self.dispatcher.run, local_out)
@@ -138,6 +144,8 @@ class Pipeline:
                 continue  # the tile is gone from the config: left as it is for a config that has it
             if record.state == "delivering":
                 self.dispatcher.unsure.add(record.key)
+            elif record.state == "awaiting":  # waits for a person even if routes.yaml lost the route's gate
+                self.dispatcher.gate.hold_key(record.key)
             log.info("recovered   %s -> %s (%s before the restart)", record.key, record.target, record.state)
             await self.submit(record.to_prompt())
         if self.bus is not None:  # after the recovery: a redelivered hand-off finds its key queued already

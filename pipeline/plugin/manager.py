@@ -55,6 +55,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.opencode.adapter",
     "plugins.copilot.adapter",
     "plugins.gemini.adapter",
+    "plugins.qwen.adapter",
+    "plugins.pi.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",

@@ -35,8 +35,9 @@ from pipeline.views.states import clean, state_words
 __all__ = ["Board", "HandoffView", "TileView", "clean", "columns", "handoffs_of", "read_handoffs",
            "read_recent", "render", "state_words"]
 
-#: a hand-off waiting to be typed: ``held`` too (its route held by a person, or its hour used up)
-QUEUED_STATES = ("pending", "transformed", "held", "delivering")
+#: a hand-off waiting to be typed: ``held`` too (its route held by a person, or its hour used up), and
+#: ``awaiting`` (a person's gate)
+QUEUED_STATES = ("pending", "transformed", "awaiting", "held", "delivering")
 
 
 # ---- text that fits ----------------------------------------------------------------------------------

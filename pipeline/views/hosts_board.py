@@ -52,6 +52,8 @@ class HostsFeed:
         self.host_of: dict[str, str] = {}
         #: per bucket key: its last revision, and when the board saw it change (epoch seconds)
         self.heard: dict[str, tuple[int, float]] = {}
+        #: the other hosts' hand-offs awaiting a person (``gate: person``): their prompts stay on their host
+        self.awaiting: list[dict[str, Any]] = []
 
     def _heard(self, key: str, revision: int, now: float) -> float:
         """How long ago ``key`` last changed, as far as this board has seen."""
@@ -88,6 +90,12 @@ class HostsFeed:
             self.board.views[name].answer = f"on {host}{pane}"
         journal = [row for _, host_rows in history.values() for row in host_rows]
         self.board.update_handoffs(*handoffs_of(journal, list(self.board.views)))
+        mine = self.skip.replace("tiles.", "history.", 1) if self.skip else None
+        self.awaiting = [{"key": row.get("key"), "route": row.get("route"), "source": row.get("source"),
+                          "target": row.get("target"), "prompt": None, "created": row.get("created"),
+                          "expires": None, "host": row.get("host")}
+                         for key, (_, host_rows) in sorted(history.items()) if key != mine
+                         for row in host_rows if row.get("state") == "awaiting"]
 
     async def look_loop(self) -> None:
         from pipeline.bus.board import board_entries

@@ -55,6 +55,7 @@ PAGE_TERMS = (
     ("; --wait SECONDS waits for it", "; Send again once it is idle"),
     ("until baton resume ", "until Resume on the route "),
     ("(baton history --outcome failed lists the failed ones)", "(Recent hand-offs lists the failed ones)"),
+    ("(baton history --outcome awaiting lists the ones awaiting a person)", "(Awaiting you lists them)"),
 )
 Scope = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -208,6 +209,10 @@ def _action_of(asked: Any) -> tuple[str, str, str | None]:
             raise ValueError("send needs some text")
         if len(text.encode()) > MAX_TEXT:
             raise ValueError("the text is over 8 MB")
+        return kind, target, text
+    if kind == "pass" and text is not None:  # the prompt as the person edited it on the page
+        if not isinstance(text, str) or len(text.encode()) > MAX_TEXT:
+            raise ValueError("pass takes the edited prompt as text (up to 8 MB), or none")
         return kind, target, text
     return kind, target, None
 

@@ -23,7 +23,9 @@ import anyio
 import orjson
 
 from pipeline.engine.config import Config
+from pipeline.engine.gate_journal import expires_after
 from pipeline.engine.tiles import TileRuntime
+from pipeline.views.awaiting import read_awaiting
 from pipeline.views.board import TileView, clean, dollars, read_recent, tokens
 from pipeline.views.live_board import TileFeed, Wake
 
@@ -120,6 +122,10 @@ class WebFeed:
         self.last: bytes = b""
         self.recent: list[dict[str, Any]] = []
         self.held: set[str] = set()
+        #: this host's hand-offs awaiting a person, with their full prompts (the page's Pass and Drop); the
+        #: other hosts' come from the bus without theirs (a prompt stays on its host), passed there over it
+        self.awaiting: list[dict[str, Any]] = []
+        self.within = {r.label: s for r in config.routes if (s := expires_after(r)) is not None}
 
     def changed(self) -> None:
         self.wake.set()
@@ -148,17 +154,19 @@ class WebFeed:
             self.listeners.discard(listener)
 
     def body(self) -> dict[str, Any]:
-        """The frame's content: tiles (this host's first), routes, recent hand-offs, notes."""
+        """The frame's content: tiles (this host's first), routes, recent hand-offs, the hand-offs awaiting
+        a person (with their prompts), notes."""
         tiles = [_tile(v, self.host, True) for v in self.local.board.views.values()]
-        notes = [self.local.board.note]
+        notes, awaiting = [self.local.board.note], list(self.awaiting)
         if self.hosts is not None:
             tiles += [_tile(v, self.hosts.host_of.get(name, "?"), False)
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
+            awaiting += self.hosts.awaiting
         routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
                    "held": r.label in self.held} for r in self.config.routes]
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
-                "recent": self.recent, "note": " · ".join(n for n in notes if n)}
+                "recent": self.recent, "awaiting": awaiting, "note": " · ".join(n for n in notes if n)}
 
     async def _told(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` with each hand-off's prompt line and whether it is a refused send (this host's journal:
@@ -179,6 +187,7 @@ class WebFeed:
         while True:
             views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
             self.recent = [asdict(v) for v in views]
+            self.awaiting = await anyio.to_thread.run_sync(read_awaiting, self.local.journal, self.within)
             frame = orjson.dumps(await self._told(self.body()))
             if frame != self.last:
                 self.last = frame

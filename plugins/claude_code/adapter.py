@@ -278,9 +278,12 @@ class ClaudeCodeAdapter(FileFollowing):
     def recognizes_file(cls, path: Path) -> bool:
         """A transcript's records name their session (``sessionId``) beside their ``type``, from the first
         ones on. Gemini CLI's session file names its session in a header without a ``type``, Copilot CLI's
-        events inside ``data``: neither is a transcript."""
-        return any(isinstance(r.get("sessionId"), str) and isinstance(r.get("type"), str)
-                   for r in json_head(path))
+        events inside ``data``: neither is a transcript; a Qwen Code session file's records have both, with
+        a ``provenance`` Claude Code never writes."""
+        head = json_head(path)
+        qwen = any("provenance" in r for r in head)
+        return not qwen and any(isinstance(r.get("sessionId"), str) and isinstance(r.get("type"), str)
+                                for r in head)
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:

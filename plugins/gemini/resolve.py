@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.plugin.agents import ResolveStep
+from pipeline.plugin.node_cli import deepest, home_of, runs_script
 from pipeline.plugin.tools import proc
 from plugins.gemini.session import parse_time
 
@@ -41,20 +42,14 @@ SESSION_NAME = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([0-9a-f]{8})
 CLOCK_SLACK_S = 2.0
 #: how much of a prompt must show on a pane's screen to say the prompt was typed there
 PROMPT_SHOWN = 40
+GEMINI_NAMES = frozenset({"gemini"})
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def is_gemini(p: proc.Proc) -> bool:
     """A ``node`` running Gemini CLI's command (``…/bin/gemini``, ``…/@google/gemini-cli/…``), or a
     process named ``gemini``."""
-    if "gemini" in (p.comm, p.exe_name):
-        return True
-    if p.comm != "node" and not p.exe_name.startswith("node"):
-        return False
-    for arg in proc.cmdline(p.pid)[1:4]:
-        if not arg.startswith("-") and (os.path.basename(arg) == "gemini" or "/gemini-cli/" in arg):
-            return True
-    return False
+    return runs_script(p, GEMINI_NAMES, ("/gemini-cli/",))
 
 
 @dataclass(frozen=True)
@@ -89,20 +84,14 @@ class GeminiProcess:
 
 def find_gemini(pane_pid: int) -> GeminiProcess | None:
     """The deepest gemini process under the pane (the relaunched child does the work)."""
-    found = [p for p in proc.subtree(pane_pid) if is_gemini(p)]
-    if not found:
+    found = deepest(pane_pid, is_gemini)
+    if found is None:
         return None
-    worker = found[-1]
-    env = proc.environ(worker.pid)
-    if env.get("GEMINI_CLI_HOME"):
-        home, home_from = Path(env["GEMINI_CLI_HOME"]), "$GEMINI_CLI_HOME of the process"
-    elif env.get("HOME"):
-        home, home_from = Path(env["HOME"]), "$HOME of the process"
-    else:
-        home, home_from = Path(os.path.expanduser("~")), "batonpass's home (environment unreadable)"
-    cwd = proc.cwd(worker.pid)
-    return GeminiProcess(proc=worker, argv=tuple(proc.cmdline(worker.pid)), cwd=cwd,
-                         gemini_dir=home / ".gemini", home_from=home_from, started_at=proc.started_at(worker),
+    env = proc.environ(found.pid)
+    home, home_from = home_of(env, "GEMINI_CLI_HOME")
+    cwd = proc.cwd(found.pid)
+    return GeminiProcess(proc=found, argv=tuple(proc.cmdline(found.pid)), cwd=cwd,
+                         gemini_dir=home / ".gemini", home_from=home_from, started_at=proc.started_at(found),
                          relaunched=env.get("GEMINI_CLI_NO_RELAUNCH") == "true")
 
 

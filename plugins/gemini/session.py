@@ -14,14 +14,14 @@ looks exactly like that (the hook or the screen decides, :mod:`plugins.gemini.fo
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.plugin.events import Outcome
-from pipeline.plugin.tools import AppendedLines, json_object
+from pipeline.plugin.session_file import FollowedFile
 from pipeline.plugin.tools import iso_time as parse_time
+from pipeline.plugin.tools import json_object
 
 __all__ = ["CANCELLED", "SessionFile", "SessionState", "Turn", "parse_time", "prompt_text"]
 
@@ -168,25 +168,8 @@ def _close(turn: Turn, last: dict[str, Any] | None, *, final: bool) -> None:
         turn.detail = "no answer before the next prompt"
 
 
-class SessionFile:
+class SessionFile(FollowedFile[SessionState]):
     """A session file and its state, read incrementally; a file replaced or cut short is read again."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.state = SessionState()
-        self._tail = AppendedLines(self.path)
-        self._ino: int | None = None
-
-    def read(self, *, final: bool = False) -> bool:
-        """Read what was appended; whether anything was."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return False
-        if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._tail.offset):
-            self.state, self._tail = SessionState(), AppendedLines(self.path)
-        self._ino = st.st_ino
-        records = self._tail.read(final=final)
-        for record in records:
-            self.state.feed(record)
-        return bool(records)
+        super().__init__(path, SessionState)

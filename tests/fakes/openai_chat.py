@@ -9,10 +9,13 @@ without chunked framing, so the connection closes after ``data: [DONE]``.
 What it answers, from the last user message:
 
 * a title request → :data:`TITLE`;
-* ``TOOLTEST`` in the prompt and a ``bash`` tool offered (Cline's ``run_commands``) → a streamed ``bash`` tool call; once the tool
+* ``TOOLTEST`` in the prompt and a ``bash`` tool offered → a streamed ``bash`` tool call; once the tool
   result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
-  ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it);
+  ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it); the
+  shell tool is ``bash``, Qwen Code's ``run_shell_command`` or Cline's ``run_commands``;
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
+* Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
+  next prompt; Qwen shows it in its input box), never a queued answer;
 * anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
 
 Every request is recorded; every streamed reply records the wall-clock time of its last chunk, which is
@@ -30,9 +33,13 @@ from typing import Any
 
 from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
 
-__all__ = ["TITLE", "FakeChat", "RecordedChat", "opencode_config"]
+__all__ = ["SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
 
 TITLE = "Fake session title"
+#: what Qwen Code's follow-up suggestion request gets by default: a next prompt its filters let through
+SUGGESTION = "run the tests"
+SUGGESTION_MODE = "[SUGGESTION MODE"
+SHELL_TOOLS = ("bash", "run_shell_command", "run_commands")
 SLOW_CHUNK_S = 0.5
 DEFAULT_ANSWER = ("FAKE_ANSWER_BEGIN\nHere is the function:\n\n```python\ndef hello():\n"
                   "    print(\"hello from the fake model\")\n```\n\nFAKE_ANSWER_END")
@@ -60,6 +67,7 @@ class FakeChat(LoopbackServer[RecordedChat]):
         super().__init__(_handler(self), name="fake-openai-chat", port=port)
         self.chunk_delay_s = chunk_delay_s
         self.default = DEFAULT_ANSWER
+        self.suggestion = SUGGESTION
         self._answers: deque[str] = deque()
 
     @property
@@ -89,20 +97,22 @@ class FakeChat(LoopbackServer[RecordedChat]):
         if tool_results:
             out = _text_of(tool_results[-1].get("content")).strip()
             return "tool-final", f"TOOL_FINAL_BEGIN\nThe tool said:\n{out[:400]}\nTOOL_FINAL_END"
-        for word, command, what in (("TOOLTEST", "ls -1 && echo FAKE_TOOL_OK", "List files"),
-                                    # a command agents ask before running
-                                    ("TOOLASK", "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")):
-            if word in record.last_user_text and tools & {"bash", "run_commands"}:
-                return "tool", _shell_call(tools, command, what)
+        if SUGGESTION_MODE in record.last_user_text:
+            return "suggestion", self.suggestion
+        shell = next((name for name in SHELL_TOOLS if name in tools), None)
+        if "TOOLTEST" in record.last_user_text and shell:
+            return "tool", _shell_call(shell, "ls -1 && echo FAKE_TOOL_OK", "List files")
+        if "TOOLASK" in record.last_user_text and shell:  # a command agents ask before running
+            return "tool", _shell_call(shell, "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")
         with self._lock:
             return "answer", self._answers.popleft() if self._answers else self.default
 
 
-def _shell_call(tools: set[str], command: str, what: str) -> dict[str, str]:
-    """A call of the shell tool offered: ``bash`` (OpenCode, Copilot) or Cline's ``run_commands``."""
-    if "bash" in tools:
-        return {"name": "bash", "arguments": json.dumps({"command": command, "description": what})}
-    return {"name": "run_commands", "arguments": json.dumps({"commands": [command]})}
+def _shell_call(tool: str, command: str, what: str) -> dict[str, str]:
+    """A call of the shell tool offered; Cline's ``run_commands`` takes a list of commands."""
+    if tool == "run_commands":
+        return {"name": tool, "arguments": json.dumps({"commands": [command]})}
+    return {"name": tool, "arguments": json.dumps({"command": command, "description": what})}
 
 
 def _last_user(body: dict[str, Any]) -> str:

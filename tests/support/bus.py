@@ -262,14 +262,17 @@ def hosts(tmp_path: Path, nats: NatsServer):
         host.close()
 
 
-def two_hosts(tmp_path: Path, hosts, b_work_s: float = 0.2, **settings) -> tuple[Host, Host, Path, Path]:
+def two_hosts(tmp_path: Path, hosts, b_work_s: float = 0.2, route: dict | None = None,
+              **settings) -> tuple[Host, Host, Path, Path]:
+    """Tile a on host alpha, b on beta, a route a->b ("from a: {response}"; ``route`` adds to it)."""
     config = write_routes(
         tmp_path / "routes.yaml",
         {
             "a": {"pane": "title:a", "agent": "demo", "host": "alpha"},
             "b": {"pane": "title:b", "agent": "demo", "host": "beta"},
         },
-        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"}}],
+        [{"from": "a", "to": "b", "transform": {"type": "template", "template": "from a: {response}"},
+          **(route or {})}],
         **settings,
     )
     alpha, beta = hosts("alpha", config), hosts("beta", config)

@@ -34,6 +34,8 @@ class Daemon:
         self.config, self.tmp, self.starts, self.kills = config, tmp, 0, 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.verbose = ["-v"] if os.environ.get("BATON_TEST_VERBOSE") else []
+        #: set in the next start's environment on top of the test's own
+        self.env: dict[str, str] = {}
 
     def start(self) -> None:
         self.starts += 1
@@ -43,6 +45,7 @@ class Daemon:
                 [sys.executable, "-m", "pipeline.cli", *self.verbose, "run", "-c", str(self.config)],
                 stdout=subprocess.DEVNULL,
                 stderr=errs,
+                env={**os.environ, **self.env},
             )
 
     def wait_running(self) -> None:

@@ -296,6 +296,10 @@ class CopilotSource(StandinSource):
     agent = "copilot"
 
 
+class QwenSource(StandinSource):
+    agent = "qwen"
+
+
 SOURCES: dict[str, type[Source]] = {
     "demo": DemoSource,
     "claude": ClaudeSource,
@@ -303,4 +307,5 @@ SOURCES: dict[str, type[Source]] = {
     "opencode": OpenCodeSource,
     "gemini": GeminiSource,
     "copilot": CopilotSource,
+    "qwen": QwenSource,
 }

@@ -17,10 +17,10 @@ from tests.support.tmux import TmuxServer
 __all__ = ["TARGETS", "StandinTarget", "press_enter", "say"]
 
 #: every target the fault matrix and the recovery tests hand off to
-TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot")
+TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot", "qwen")
 
 _HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
-         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME"}
+         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME", "qwen": "QWEN_HOME"}
 
 
 def press_enter(server: TmuxServer, pane: str) -> None:

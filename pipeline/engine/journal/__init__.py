@@ -4,6 +4,7 @@ It is what makes batonpass exactly-once across crashes. State is written *before
 
     pending ──> transformed ──> delivering ──> delivered | unconfirmed | failed
         │            └──> held (its route's max_per_hour) ──┘
+        ├──> awaiting (a route's ``gate: person``) ──> transformed (passed) | dropped | expired
         └──────────────> skipped (no match, max_hops, too old, transform said so)
 
 A hand-off to a tile on another host ends ``published`` here once the bus acknowledged it; the target

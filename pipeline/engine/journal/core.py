@@ -69,6 +69,7 @@ class Journal(Handoffs, Actions, Tiles, FaultPauses):
             self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
             self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
             self.db.execute("DELETE FROM actions WHERE updated < ?", (cutoff,))
+            self.db.execute("DELETE FROM gates WHERE key NOT IN (SELECT key FROM handoffs)")
         return gone
 
 

@@ -94,14 +94,15 @@ class Handoffs(JournalBase):
                      now),
                 )
 
-    def record_incoming(self, prompt: Prompt, note: str = "") -> bool:
-        """A prompt that came over the bus from another host, as ``transformed``; False when its key is
-        already here (a redelivery: it must not be typed twice)."""
+    def record_incoming(self, prompt: Prompt, note: str = "", state: HandoffState = "transformed") -> bool:
+        """A prompt that came over the bus from another host, as ``transformed`` (``awaiting`` when its
+        route has a person's gate); False when its key is already here (a redelivery: it must not be typed
+        twice)."""
         now = time.time()
         cur = self.db.execute(
             "INSERT OR IGNORE INTO handoffs (key, route, source, target, turn_id, hop, state, prompt, "
             "prompt_digest,"
-            " note, created, updated) VALUES (?,?,?,?,?,?,'transformed',?,?,?,?,?)",
+            " note, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 prompt.key,
                 prompt.route,
@@ -109,6 +110,7 @@ class Handoffs(JournalBase):
                 prompt.target,
                 prompt.turn_id,
                 prompt.hop,
+                state,
                 prompt.text,
                 digest(prompt.text),
                 redact(note),

@@ -10,12 +10,12 @@ from typing import Any, Literal, get_args
 from pipeline.plugin.events import Prompt, handoff_key
 
 HandoffState = Literal[
-    "pending", "transformed", "held", "delivering", "delivered", "unconfirmed", "failed", "skipped",
-    "published",
+    "pending", "transformed", "awaiting", "held", "delivering", "delivered", "unconfirmed", "failed",
+    "skipped", "published", "dropped", "expired",
 ]
 #: every state, in the order a hand-off passes them (``baton history --outcome`` takes these)
 STATES: tuple[HandoffState, ...] = get_args(HandoffState)
-FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published")
+FINAL_STATES = ("delivered", "unconfirmed", "failed", "skipped", "published", "dropped", "expired")
 
 
 @dataclass(frozen=True)

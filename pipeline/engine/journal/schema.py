@@ -8,6 +8,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from pipeline.engine import crash_points
 from pipeline.spool import state_dir
 
 SCHEMA = """
@@ -30,6 +31,8 @@ CREATE TABLE IF NOT EXISTS actions (
     outcome TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', created REAL NOT NULL, updated REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS actions_created ON actions (created);
 CREATE TABLE IF NOT EXISTS holds (route TEXT PRIMARY KEY, origin TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS gates (
+    key TEXT PRIMARY KEY, notified REAL, decision TEXT, decided_by TEXT, decided_at REAL, original TEXT);
 """
 #: columns added after the first release, and their types
 _ADDED_COLUMNS = {"usage": "TEXT"}
@@ -51,7 +54,9 @@ def connect(path: Path, memory: bool) -> sqlite3.Connection:
         return sqlite3.connect(MEMORY, isolation_level=None, check_same_thread=False)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fresh = not path.exists()
-    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    # a test-only switch may count this connection's writes and crash after one (docs/testing.md)
+    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False,
+                         factory=crash_points.connection_class())
     if fresh:
         os.chmod(path, 0o600)
     db.execute("PRAGMA journal_mode=WAL")

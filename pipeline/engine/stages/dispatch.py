@@ -4,12 +4,15 @@ For each prompt the target's adapter is asked whether the pane can take it. ``bu
 (the user's own typing is never interleaved with ours). ``absent`` (the pane runs something other than the
 tile's agent — typically a bare shell after the agent exited) or ``gone``: nothing is typed; the hand-off
 is reported, kept, and retried with backoff until ``settings.give_up_s``. Once typed, a prompt is never
-typed again: it ends ``delivered`` (the agent showed it started), ``unconfirmed`` or ``failed``.
+typed again: it ends ``delivered`` (the agent showed it started), ``unconfirmed`` or ``failed`` — and a
+hand-off queued twice (two recoveries of it after a crash), or again once the journal has it final, is
+typed once.
 
 A route with ``max_per_hour`` that already typed that many hand-offs in the last hour holds the next one
 (``held`` in the journal, logged once) until the oldest of them is an hour old: kept, never dropped, and
 still held after a restart; so does a route a person holds (``baton hold``) until ``baton resume``. A held
 route steps aside: its hand-offs wait in their order, and other routes' hand-offs to the same tile go on.
+A hand-off awaiting a person (``gate: person``: :mod:`pipeline.engine.gate`) steps aside alone, until passed.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
+from pipeline.engine.gate import Gate
 from pipeline.engine.hops import HopLedger, origin_of
-from pipeline.engine.journal import MEMORY, Journal, is_fault
+from pipeline.engine.journal import FINAL_STATES, MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState
@@ -144,12 +148,14 @@ class PromptDispatcher:
     def __init__(self, tiles: dict[str, TileRuntime], hops: HopLedger, *, give_up_s: float = 600.0,
                  dry_run: bool = False, report: Callable[[Delivery], None] | None = None,
                  queue_size: int = 256, journal: Journal | None = None,
-                 notifier: Notifier | None = None, limits: dict[str, int] | None = None) -> None:
+                 notifier: Notifier | None = None, limits: dict[str, int] | None = None,
+                 gate: Gate | None = None) -> None:
         self.tiles, self.hops, self.give_up_s, self.dry_run = tiles, hops, give_up_s, dry_run
         #: each rate-limited route's max_per_hour, by route label
         self.limits = limits or {}
         self.journal = journal if journal is not None else Journal(MEMORY)
         self.notifier = notifier if notifier is not None else Notifier()
+        self.gate = gate if gate is not None else Gate(self.journal)
         #: hand-offs a crash left with an unknown outcome: confirmed against the target before any retyping
         self.unsure: set[str] = set()
         self.report = report or (lambda delivery: None)
@@ -157,11 +163,18 @@ class PromptDispatcher:
         self._queues: dict[str, ObjectSendStream[Prompt]] = {}
         #: hand-offs whose route holds them, and by what ("person" or "rate"): said once, and once released
         self._held: dict[str, str] = {}
+        #: the keys queued and not yet done with: a hand-off queued twice (two recoveries of it after a
+        #: crash) is typed once
+        self._queued: set[str] = set()
 
     async def run(self, receive: ObjectReceiveStream[Prompt]) -> None:
         async with receive, anyio.create_task_group() as tg:
             try:
                 async for prompt in receive:
+                    if prompt.key in self._queued:
+                        log.info("queued      %s already; not queued twice", prompt.key)
+                        continue
+                    self._queued.add(prompt.key)
                     queue = self._queues.get(prompt.target)
                     if queue is None:
                         queue, queue_out = anyio.create_memory_object_stream[Prompt](self.queue_size)
@@ -169,6 +182,7 @@ class PromptDispatcher:
                         tg.start_soon(self._serve, prompt.target, queue_out)
                     log.info("queued      %s -> %s (route %s, hop %d)", prompt.source, prompt.target,
                              prompt.route, prompt.hop)
+                    self.gate.arrived(prompt)
                     await queue.send(prompt)
             finally:
                 for queue in self._queues.values():
@@ -201,15 +215,30 @@ class PromptDispatcher:
                             await anyio.sleep(look_in)
                     continue
                 waiting.remove(prompt)
-                await self._serve_one(prompt)
+                try:
+                    if not await self._done_already(prompt):
+                        await self._serve_one(prompt)
+                finally:
+                    self._queued.discard(prompt.key)
+
+    async def _done_already(self, prompt: Prompt) -> bool:
+        """Whether the journal has ``prompt``'s hand-off in a final state (a second recovery of it queued it
+        again): once typed, a prompt is never typed again."""
+        record = await self.journal.until_read(partial(self.journal.handoff, prompt.key))
+        if record is None or record.state not in FINAL_STATES:
+            return False
+        log.info("%-11s %s already; not typed again", record.state, prompt.key)
+        return True
 
     async def _first_free(self, waiting: list[Prompt]) -> tuple[Prompt | None, float]:
         """The first waiting hand-off whose route lets it go, or (None, when to look again). A held route's
-        later hand-offs are not asked about: they stay behind its first one."""
+        later hand-offs are not asked about: they stay behind its first one. One awaiting a person is stepped
+        over alone (the gate also takes out of ``waiting`` what a person dropped, or expired)."""
+        awaiting = await self.gate.sort(waiting)
         held: set[str] = set()
-        look_in = HOLD_TICK_S
+        look_in = HELD_ROUTE_TICK_S if awaiting else HOLD_TICK_S
         for prompt in waiting:
-            if prompt.route in held:
+            if prompt.route in held or prompt.key in awaiting:
                 continue
             wait = await self._held_for(prompt)
             if wait is None:

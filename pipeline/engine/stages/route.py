@@ -41,7 +41,7 @@ class RouteDecision:
     route: str
     target: str
     prompt: Prompt | None
-    state: str  # transformed | skipped | failed
+    state: str  # transformed | awaiting (a person's gate) | skipped | failed
     reason: str = ""
     #: what the route's AI transform's model call used (None: no model was called)
     usage: Usage | None = None
@@ -144,7 +144,8 @@ class PromptRouter:
             result = TransformResult(result.text, note, result.usage, target)
         prompt = Prompt(route=route.label, source=completion.tile, target=target, text=result.text,
                         turn_id=completion.turn_id, hop=completion.hop + 1, note=result.note, branch=branch)
-        return RouteDecision(route.label, target, prompt, "transformed", result.note, result.usage, branch)
+        state = "awaiting" if route.gate == "person" else "transformed"  # a person's gate: until they decide
+        return RouteDecision(route.label, target, prompt, state, result.note, result.usage, branch)
 
     @staticmethod
     def chosen(route: Route, result: TransformResult) -> tuple[str, str] | None:

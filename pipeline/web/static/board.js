@@ -27,7 +27,7 @@ function stateText(t) {
 // a hand-off's state in the words the tile and the list share (a refused send: nothing was typed)
 function handoffWord(h) {
   if (h.refused) return "refused";
-  return {pending: "queued", transformed: "queued", delivering: "typing"}[h.state] || h.state;
+  return {pending: "queued", transformed: "queued", delivering: "typing", awaiting: "awaiting you"}[h.state] || h.state;
 }
 
 function handoffText(t) {
@@ -37,7 +37,8 @@ function handoffText(t) {
   return where + " " + handoffWord(h) + " " + ago(now() - h.updated) + " ago";
 }
 
-const LABELS = {approve: "Approve", deny: "Deny", send: "Send", retry: "Retry", hold: "Hold", resume: "Resume"};
+const LABELS = {approve: "Approve", deny: "Deny", send: "Send", retry: "Retry", hold: "Hold", resume: "Resume",
+                pass: "Pass", drop: "Drop"};
 const NOTICE_MS = {ok: 6000, fail: 15000};
 const notices = new Map();  // where a button was pressed (data-place) -> {ok, text}
 let toastTimer = 0;
@@ -193,6 +194,55 @@ function renderRoutes(routes) {
   }));
 }
 
+// each hand-off awaiting a person (a route's gate: person), its whole prompt in a box to edit, Pass and Drop.
+// A card is made once per hand-off and kept while it awaits: a new frame never overwrites what is being
+// typed. Pass sends the box's text only when it was edited (else the route's own prompt goes).
+const gated = new Map();
+
+function gatedCard(a) {
+  let li = gated.get(a.key);
+  if (li) return li;
+  li = $("awaiting-card").content.firstElementChild.cloneNode(true);
+  li.dataset.key = a.key;
+  li.dataset.place = "awaiting:" + a.key;
+  const box = li.querySelector("textarea");
+  if (a.prompt === null) {  // another host's: its prompt stays there; Pass and Drop go to it over the bus
+    li.querySelector(".edit").replaceChildren(Object.assign(document.createElement("span"),
+      {className: "hint", textContent: "the prompt is on host " + a.host + ": Pass types it as it is"}));
+  }
+  box.value = a.prompt || "";
+  box.addEventListener("input", () => { li.dataset.edited = "true"; });
+  li.querySelector(".pass").addEventListener("click", (e) =>
+    act("pass", a.key, li.dataset.edited === "true" ? box.value : null, e.target));
+  li.querySelector(".drop").addEventListener("click", (e) => act("drop", a.key, null, e.target));
+  gated.set(a.key, li);
+  return li;
+}
+
+function awaitingWhen(a) {
+  const waited = "waiting " + ago(now() - a.created);
+  return a.expires ? waited + " · expires in " + ago(a.expires - now()) : waited;
+}
+
+function renderAwaiting(awaiting) {
+  const list = $("awaiting");
+  const seen = new Set();
+  awaiting.forEach((a, i) => {
+    const li = gatedCard(a);
+    seen.add(a.key);
+    li.querySelector(".what").textContent = a.route + ": " + a.source + " → " + a.target + " (" + a.key + ")";
+    li.dataset.created = String(a.created);
+    li.dataset.expires = a.expires ? String(a.expires) : "";
+    li.querySelector(".when").textContent = awaitingWhen(a);
+    showNotice(li);
+    if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+  });
+  for (const [key, li] of gated) {
+    if (!seen.has(key)) { li.remove(); gated.delete(key); }
+  }
+  $("awaiting-box").hidden = !awaiting.length;
+}
+
 // a failed hand-off can be retried; a refused send (nothing typed) is an outcome already said, not one
 function retryable(h) { return h.state === "failed" && !h.refused; }
 
@@ -215,8 +265,9 @@ function renderRecent(recent) {
 // "1 waiting · 1 failed · 2 working", and the count of waiting tiles in the tab's title
 function renderSummary(f) {
   const count = (kind) => f.tiles.filter((t) => t.kind === kind).length;
-  const parts = [["waiting", count("waiting")], ["failed", f.recent.filter(retryable).length],
-                 ["working", count("working")], ["idle", count("idle")], ["absent", count("absent")],
+  const awaiting = (f.awaiting || []).length;
+  const parts = [["awaiting", awaiting], ["waiting", count("waiting")],
+                 ["failed", f.recent.filter(retryable).length], ["working", count("working")], ["idle", count("idle")], ["absent", count("absent")],
                  ["gone", count("gone")]].filter(([, n]) => n);
   $("summary").replaceChildren(...parts.map(([word, n], i) => {
     const span = document.createElement("span");
@@ -224,7 +275,7 @@ function renderSummary(f) {
     span.textContent = (i ? " · " : "") + n + " " + word;
     return span;
   }));
-  const waiting = count("waiting");
+  const waiting = count("waiting") + awaiting;
   document.title = (waiting ? "(" + waiting + ") " : "") + "batonpass";
 }
 
@@ -250,6 +301,7 @@ function connect() {
     render();
     renderRoutes(frame.routes);
     renderRecent(frame.recent);
+    renderAwaiting(frame.awaiting || []);
     renderSummary(frame);
     document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
   });
@@ -273,6 +325,10 @@ setInterval(() => {
   render();
   for (const li of $("recent").querySelectorAll("li[data-updated]")) {
     li.querySelector(".when").textContent = ago(now() - Number(li.dataset.updated)) + " ago";
+  }
+  for (const li of $("awaiting").querySelectorAll("li[data-created]")) {
+    li.querySelector(".when").textContent = awaitingWhen({created: Number(li.dataset.created),
+                                                           expires: Number(li.dataset.expires) || null});
   }
 }, 1000);
 connect();

