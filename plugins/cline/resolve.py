@@ -1,0 +1,165 @@
+"""Which session belongs to a pane: the Cline resolution chain (docs/agents.md, Cline).
+
+Cline is one compiled binary (comm ``cline``). The TUI starts a hub daemon, the same binary run as ``cline
+--cline-hub-daemon``, as its child in a session of its own: it outlives the pane (and ``tmux kill-server``)
+and is never the pane's agent. The chain:
+
+1. **process** — the ``cline`` under the pane that is not the hub daemon;
+2. **data folder** — its ``--data-dir``, else ``$CLINE_DATA_DIR``, else ``data`` in its ``--config``,
+   ``$CLINE_DIR`` or ``$HOME/.cline``; sessions in ``$CLINE_SESSION_DATA_DIR``, else ``sessions`` there;
+3. **session** — the newest session whose record names the process (``"pid"``) and that started since it
+   did (its id begins with that time in ms: only those folders are read; a new task in the same process is
+   a newer session); else the one ``--id ID`` resumes.
+
+The session folder appears at the first prompt: before it, there is no session yet (not an error).
+Blocking /proc and file work: callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.plugin.agents import ResolveStep
+from pipeline.plugin.tools import proc
+
+__all__ = ["DAEMON_ARG", "ClineProcess", "Resolution", "cline_data_dir", "find_cline", "is_cline",
+           "resolve_session"]
+
+DAEMON_ARG = "--cline-hub-daemon"
+#: a session's id (its start in ms) may precede its process's start by this much (clock granularity)
+CLOCK_SLACK_S = 2.0
+
+
+def is_cline(p: proc.Proc) -> bool:
+    """A ``cline`` process that is not its hub daemon (nor another of its background helpers)."""
+    if "cline" not in (p.comm, p.exe_name):
+        return False
+    return DAEMON_ARG not in proc.cmdline(p.pid)[1:]
+
+
+def _arg(argv: tuple[str, ...], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def cline_data_dir(argv: tuple[str, ...], env: dict[str, str]) -> tuple[Path, str]:
+    """Cline's data folder for a process with this ``argv`` and ``env``, and where that came from."""
+    if (value := _arg(argv, "--data-dir")) is not None:
+        return Path(value).expanduser(), "--data-dir"
+    if env.get("CLINE_DATA_DIR"):
+        return Path(env["CLINE_DATA_DIR"]).expanduser(), "$CLINE_DATA_DIR"
+    config = _arg(argv, "--config") or env.get("CLINE_DIR")
+    if config:
+        return Path(config).expanduser() / "data", "--config / $CLINE_DIR"
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Path(home) / ".cline" / "data", "$HOME/.cline/data"
+
+
+@dataclass(frozen=True)
+class ClineProcess:
+    """The pane's Cline and where it keeps its sessions."""
+
+    proc: proc.Proc
+    argv: tuple[str, ...]
+    cwd: str | None
+    data_dir: Path
+    data_from: str
+    sessions_dir: Path
+    started_at: float
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.running()
+
+
+def find_cline(pane_pid: int) -> ClineProcess | None:
+    """The pane's Cline: the first ``cline`` under the pane's shell that is not the hub daemon."""
+    p = proc.find_first(pane_pid, is_cline)
+    if p is None:
+        return None
+    argv, env = tuple(proc.cmdline(p.pid)), proc.environ(p.pid)
+    data, data_from = cline_data_dir(argv, env)
+    sessions = Path(env["CLINE_SESSION_DATA_DIR"]) if env.get("CLINE_SESSION_DATA_DIR") else data / "sessions"
+    return ClineProcess(proc=p, argv=argv, cwd=proc.cwd(p.pid), data_dir=data, data_from=data_from,
+                        sessions_dir=sessions, started_at=proc.started_at(p))
+
+
+def _record(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _id_time(name: str) -> float | None:
+    """The start a session id (``<ms>_<5 chars>``) carries, in epoch seconds."""
+    head = name.split("_", 1)[0]
+    return int(head) / 1000.0 if head.isdigit() else None
+
+
+def own_sessions(process: ClineProcess) -> list[Path]:
+    """The session records of ``process``: started since it did and naming its pid, oldest first."""
+    since = process.started_at - CLOCK_SLACK_S
+    try:
+        names = [d.name for d in os.scandir(process.sessions_dir) if d.is_dir()]
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        at = _id_time(name)
+        record = process.sessions_dir / name / f"{name}.json"
+        if at is not None and at >= since and _record(record).get("pid") == process.pid:
+            found.append((at, record))
+    return [p for _, p in sorted(found)]
+
+
+@dataclass
+class Resolution:
+    process: ClineProcess | None
+    session: Path | None = None
+    rule: str = ""
+    steps: list[ResolveStep] = field(default_factory=list)
+
+    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
+        self.steps.append(ResolveStep(step, ok, detail, value))
+
+
+def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Resolution:
+    """Run the chain for the pane whose shell is ``pane_pid``; see the module docstring."""
+    process = process or find_cline(pane_pid)
+    res = Resolution(process)
+    if process is None:
+        res.add("process", False, f"no cline process under pid {pane_pid} (its hub daemon is never one)")
+        return res
+    res.add("process", True, f"cline pid {process.pid}, cwd {process.cwd}", process.pid)
+    res.add("data folder", True, f"{process.data_dir} ({process.data_from})", str(process.data_dir))
+    own = own_sessions(process)
+    if own:
+        res.session, res.rule = own[-1], "pid"
+        more = f" (the newest of {len(own)})" if len(own) > 1 else ""
+        res.add("session", True, f"{own[-1].parent.name}: its record names pid {process.pid}{more}",
+                own[-1].parent.name)
+    else:
+        named = _arg(process.argv, "--id")
+        record = process.sessions_dir / named / f"{named}.json" if named else None
+        if record is not None and record.exists():
+            res.session, res.rule = record, "--id"
+            res.add("session", True, f"{named}: resumed by `--id {named}`", named)
+        else:
+            res.add("session", True, f"none yet: no session in {process.sessions_dir} names pid "
+                    f"{process.pid} (it is made at the first prompt)")
+            return res
+    res.add("transcript", True, f"{res.session.with_name(res.session.stem + '.messages.json')} "
+            f"(rule: {res.rule})", str(res.session))
+    return res
