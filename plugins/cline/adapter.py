@@ -9,6 +9,7 @@ from the files and from the hook.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, Tmu
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import json_head, proc, sanitize, strip_ansi
+from pipeline.plugin.tools import proc, sanitize, strip_ansi
 from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.cline.follow import ClineFollowing
@@ -40,6 +41,8 @@ from plugins.cline.usage import session_usage
 
 __all__ = ["ClineAdapter"]
 
+#: a top-level key of a JSON object written with an indent of 2
+_TOP_KEY = re.compile(r'^  "([A-Za-z_]+)": ', re.M)
 #: how long a hook waits for the session's messages to show the turn's end
 ANSWER_WAIT_S = 1.0
 
@@ -126,14 +129,18 @@ class ClineAdapter(ClineFollowing):
 
     @classmethod
     def recognizes_file(cls, path: Path) -> bool:
-        """A session record ``{"version", "session_id", "messages_path", …}`` or its messages
-        ``{"version", "sessionId", "messages": […], "agent", …}`` (one JSON object each)."""
-        head = json_head(path)
-        if len(head) != 1:
+        """A session record or its messages: one JSON object written indented by 2, whose top-level keys
+        include ``session_id`` and ``messages_path`` (the record) or ``sessionId``, ``agent`` and
+        ``messages`` (the messages), read from the file's first 64 KiB."""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(65536).decode("utf-8", "replace")
+        except OSError:
             return False
-        record = head[0]
-        return ("session_id" in record and "messages_path" in record) or \
-            ("sessionId" in record and isinstance(record.get("messages"), list) and "agent" in record)
+        if not head.startswith("{\n  \""):
+            return False
+        keys = set(_TOP_KEY.findall(head))
+        return {"session_id", "messages_path"} <= keys or {"sessionId", "agent", "messages"} <= keys
 
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:
@@ -166,18 +173,18 @@ class ClineAdapter(ClineFollowing):
         return install_hooks(cline_config_dir() / "hooks", hook_command)
 
     async def _mine(self, record: HookRecord, session: str | None) -> bool:
-        """Whether a hook record is this tile's: its pane, else its session."""
+        """Whether a hook record is this tile's: by its session (a session the hub daemon runs fires its
+        hooks from the hub, with the ``$TMUX_PANE`` of the pane that started the hub), else by its pane."""
         try:
-            pane_id = (await self.ctx.pane()).pane_id
+            await self.refresh(force=self.file is None)
         except TmuxError:
             return False
-        if record.pane:
-            return record.pane == pane_id
+        if self.file is not None and session is not None:
+            return session == self.file.state.session_id
         try:
-            await self.refresh()
+            return record.pane is not None and record.pane == (await self.ctx.pane()).pane_id
         except TmuxError:
             return False
-        return self.file is not None and session == self.file.state.session_id
 
     async def hook_completion(self, record: HookRecord) -> Completion | None:
         """``TaskComplete`` / ``TaskError``: the turn ended; the turn and its answer are the files'."""

@@ -7,9 +7,10 @@ and is never the pane's agent. The chain:
 1. **process** — the ``cline`` under the pane that is not the hub daemon;
 2. **data folder** — its ``--data-dir``, else ``$CLINE_DATA_DIR``, else ``data`` in its ``--config``,
    ``$CLINE_DIR`` or ``$HOME/.cline``; sessions in ``$CLINE_SESSION_DATA_DIR``, else ``sessions`` there;
-3. **session** — the newest session whose record names the process (``"pid"``) and that started since it
-   did (its id begins with that time in ms: only those folders are read; a new task in the same process is
-   a newer session); else the one ``--id ID`` resumes.
+3. **session** — the newest session that started since the process did (its id begins with that time in
+   ms: only those folders are read; a new task in the same process is a newer session), in its folder
+   (``cwd``), run by it or by the hub daemon (a session's ``pid`` is the hub's when the hub runs it), less
+   another TUI's in the same folder (the first that started after it); else the one ``--id ID`` resumes.
 
 The session folder appears at the first prompt: before it, there is no session yet (not an error).
 Blocking /proc and file work: callers run it in a worker thread.
@@ -108,20 +109,62 @@ def _id_time(name: str) -> float | None:
     return int(head) / 1000.0 if head.isdigit() else None
 
 
-def own_sessions(process: ClineProcess) -> list[Path]:
-    """The session records of ``process``: started since it did and naming its pid, oldest first."""
-    since = process.started_at - CLOCK_SLACK_S
+def _sessions_since(sessions_dir: Path, since: float) -> list[tuple[float, Path, dict[str, object]]]:
+    """``(start, record path, record)`` of the sessions whose id says they started at or after ``since``,
+    oldest first (only those folders are read)."""
     try:
-        names = [d.name for d in os.scandir(process.sessions_dir) if d.is_dir()]
+        names = [d.name for d in os.scandir(sessions_dir) if d.is_dir()]
     except OSError:
         return []
     found = []
     for name in names:
         at = _id_time(name)
-        record = process.sessions_dir / name / f"{name}.json"
-        if at is not None and at >= since and _record(record).get("pid") == process.pid:
-            found.append((at, record))
-    return [p for _, p in sorted(found)]
+        if at is not None and at >= since:
+            path = sessions_dir / name / f"{name}.json"
+            found.append((at, path, _record(path)))
+    return sorted(found, key=lambda f: f[0])
+
+
+def other_tuis(process: ClineProcess) -> list[ClineProcess]:
+    """The other Cline TUIs (not hub daemons) that keep their sessions where ``process`` does and work in
+    its folder. Reads every process's ``/proc`` entry: asked only when several sessions could be its."""
+    out = []
+    for name in os.listdir("/proc"):
+        p = proc.read_proc(int(name)) if name.isdigit() and int(name) != process.pid else None
+        if p is None or not is_cline(p) or proc.cwd(p.pid) != process.cwd:
+            continue
+        other = find_cline(p.ppid)
+        if other is not None and other.pid == p.pid and other.sessions_dir == process.sessions_dir:
+            out.append(other)
+    return out
+
+
+def own_sessions(process: ClineProcess) -> list[Path]:
+    """The session records ``process`` made, oldest first: those started since it did, in its folder, run
+    by it or by the hub daemon (whose pid a session's record names when the hub runs it, seen on 3.0.65),
+    less the first such session of each other TUI working in the same folder (another pane's)."""
+    found = [(at, path, record) for at, path, record in
+             _sessions_since(process.sessions_dir, process.started_at - CLOCK_SLACK_S)
+             if record.get("cwd") in (None, process.cwd)]
+    if len(found) > 1 and (others := other_tuis(process)):
+        taken: dict[Path, int] = {}
+        for tui in sorted([process, *others], key=lambda t: t.started_at):
+            first = next((path for at, path, record in found if at >= tui.started_at - CLOCK_SLACK_S
+                          and path not in taken and not _runs_other(record, tui)), None)
+            if first is not None:
+                taken[first] = tui.pid
+        found = [f for f in found if taken.get(f[1], process.pid) == process.pid]
+    return [path for _, path, record in found if not _runs_other(record, process)]
+
+
+def _runs_other(record: dict[str, object], tui: ClineProcess) -> bool:
+    """Whether a session record names another live Cline TUI than ``tui`` as the process that runs it (the
+    hub daemon is none)."""
+    pid = record.get("pid")
+    if not isinstance(pid, int) or pid == tui.pid:
+        return False
+    p = proc.read_proc(pid)
+    return p is not None and is_cline(p)
 
 
 @dataclass
@@ -146,9 +189,10 @@ def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Re
     res.add("data folder", True, f"{process.data_dir} ({process.data_from})", str(process.data_dir))
     own = own_sessions(process)
     if own:
-        res.session, res.rule = own[-1], "pid"
+        res.session, res.rule = own[-1], "start time"
         more = f" (the newest of {len(own)})" if len(own) > 1 else ""
-        res.add("session", True, f"{own[-1].parent.name}: its record names pid {process.pid}{more}",
+        res.add("session", True, f"{own[-1].parent.name}: started since pid {process.pid} did, in its "
+                f"folder{more}",
                 own[-1].parent.name)
     else:
         named = _arg(process.argv, "--id")
@@ -157,8 +201,8 @@ def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Re
             res.session, res.rule = record, "--id"
             res.add("session", True, f"{named}: resumed by `--id {named}`", named)
         else:
-            res.add("session", True, f"none yet: no session in {process.sessions_dir} names pid "
-                    f"{process.pid} (it is made at the first prompt)")
+            res.add("session", True, f"none yet: no session in {process.sessions_dir} started since pid "
+                    f"{process.pid} did (it is written at the first prompt)")
             return res
     res.add("transcript", True, f"{res.session.with_name(res.session.stem + '.messages.json')} "
             f"(rule: {res.rule})", str(res.session))
