@@ -32,6 +32,7 @@ from plugins.cline.screen import (
     approval_answer,
     approval_question,
     input_draft,
+    is_busy,
     paste_placeholder,
     sent_prompts,
     waiting_for,
@@ -69,6 +70,9 @@ class ClineAdapter(ClineFollowing):
         return is_cline(p)
 
     # ---- the screen --------------------------------------------------------------------------------------
+
+    def is_busy(self, screen: str) -> bool:
+        return is_busy(screen)
 
     def waiting_for(self, screen: str) -> str | None:
         return waiting_for(screen)

@@ -1,7 +1,8 @@
 """Cline's screen (3.0.65, tests/fixtures/cline-3.0.65/screens): its busy line, its dialogs, its input box
 and the placeholder a long paste shows as.
 
-- busy: ``⠙ Thinking... (esc to cancel)`` above the input box;
+- busy: a braille spinner at a transcript line's start: ``⠙ Thinking... (esc to cancel)`` before the first
+  token, then in place of the ``*`` of the message being streamed (``⠋ FAKE_ANSWER_BEGIN``);
 - approval (auto-approve off): ``Cline needs permission`` / ``Approve tool call?`` / the tool
   (``run_commands``) / ``$ command`` / ``[y] Approve   [n] Deny`` in place of the input box;
 - first run: the provider picker (``Connect a model provider to get started.``) without auth; start-up
@@ -19,14 +20,15 @@ import re
 from pipeline.plugin.dialogs import asked
 from pipeline.plugin.tools import line_count, strip_ansi
 
-__all__ = ["BUSY", "PLACEHOLDERS", "approval_answer", "approval_question", "input_draft", "paste_placeholder",
-           "sent_prompts", "waiting_for"]
+__all__ = ["BUSY", "PLACEHOLDERS", "approval_answer", "approval_question", "input_draft", "is_busy",
+           "paste_placeholder", "sent_prompts", "waiting_for"]
 
 BUSY = ("(esc to cancel)",)
 PLACEHOLDERS = ("Ask anything...", "What can I do for you?")
 #: a paste of this many lines or more is drawn as its placeholder (measured on 3.0.65)
 PASTE_LINES = 5
 PASTED = re.compile(r"^\[(.*)\.\.\. Pasted \+(\d+) lines\]$")
+_SPINNER = re.compile(r"^ ?[\u2801-\u28ff] ")
 _RULE = re.compile(r"^\s*─{8,}\s*$")
 _PERMISSION = "Cline needs permission"
 _APPROVE = re.compile(r"\[y\] Approve\s+\[n\] Deny")
@@ -47,6 +49,13 @@ def _approval(lines: list[str]) -> int | None:
     if at is None or not any(_APPROVE.search(ln) for ln in lines[at:]):
         return None
     return at
+
+
+def is_busy(screen: str) -> bool:
+    """Whether a spinner shows above the input box (Cline works)."""
+    lines = _lines(screen)
+    box = _box(lines)
+    return any(_SPINNER.match(ln) for ln in (lines[: box[0]] if box is not None else lines))
 
 
 def waiting_for(screen: str) -> str | None:
