@@ -1,0 +1,145 @@
+"""Cline in tests: the real CLI (a compiled binary from npm: no Node) in an isolated home that starts
+straight into its input box, offline, against :class:`tests.fakes.openai_chat.FakeChat`.
+
+What Cline 3.0.65 needs for that (seen on the real CLI): ``cline auth --provider openai --apikey K --modelid
+M --baseurl URL`` with ``HOME`` set (it writes ``~/.cline/data/settings/providers.json``, provider
+``openai-compatible``; without it the TUI opens its provider picker); the start-up notices marked shown in
+``~/.cline/data/settings/cli-notices.json``; ``CLINE_NO_AUTO_UPDATE=1``; and a hub port of its own
+(``CLINE_HUB_PORT``: the TUI starts a hub daemon, ``cline --cline-hub-daemon``, on a fixed port by default).
+The hub daemon runs in its own session and outlives the pane and ``tmux kill-server``: :meth:`ClineHome.
+end_hub` ends it (its pid is in ``~/.cline/data/locks/hub/production.json``; any other hub of this home is
+found by its environment). The pane runs ``env -i``, so nothing of the machine's environment leaks in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugins.cline.resolve import DAEMON_ARG
+from plugins.cline.screen import input_draft
+from plugins.cline.session import SessionFile
+from tests.support.polling import wait_for
+from tests.support.tmux import TmuxServer
+
+__all__ = ["ClineHome", "make_cline_home"]
+
+NOTICES = {"shown": {"cline-cli-cline-pass-intro": True, "cline-cli-desktop-launch": True}}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class ClineHome:
+    home: Path
+    project: Path
+    env: dict[str, str]
+    cline_bin: Path
+
+    @property
+    def data(self) -> Path:
+        return self.home / ".cline" / "data"
+
+    def shell_command(self) -> str:
+        pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
+        return f'env -i {pairs} TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" bash --norc --noprofile'
+
+    def session_records(self) -> list[Path]:
+        return sorted(self.data.glob("sessions/*/*[0-9].json"))
+
+    def prompts(self) -> list[str]:
+        """Every prompt typed into any of its sessions, as the session files hold them."""
+        out = []
+        for path in self.session_records():
+            session = SessionFile(path)
+            session.read()
+            out += [t.prompt for t in session.state.turns()]
+        return out
+
+    def start(self, server: TmuxServer, *args: str) -> str:
+        """A pane running ``cline`` in the project, at its empty input box; returns the pane id."""
+        pane = server.new_pane(self.shell_command(), cwd=self.project, width=120, height=40)
+        server.type(pane, shlex.join(["cline", *args]))
+        wait_for(lambda: self.draft(server, pane) == "", 60, what="Cline's input box")
+        time.sleep(0.5)  # shapes the scenario: keys typed while it still starts are dropped
+        return pane
+
+    @staticmethod
+    def draft(server: TmuxServer, pane: str) -> str | None:
+        return input_draft(server.capture(pane))
+
+    @staticmethod
+    def say(server: TmuxServer, pane: str, text: str) -> None:
+        """Type ``text`` and submit it as a person would."""
+        server.type(pane, text, enter=False)
+        time.sleep(0.2)  # shapes the scenario (a person's pause before Enter)
+        server.run("send-keys", "-t", pane, "Enter")
+
+    def hubs(self) -> list[int]:
+        """The pids of the hub daemons of this home: the lock's, and any whose environment names it."""
+        found = set()
+        with contextlib.suppress(OSError, ValueError):
+            lock = json.loads((self.data / "locks" / "hub" / "production.json").read_text())
+            found.add(int(lock["pid"]))
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+                env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if DAEMON_ARG.encode() in argv and f"HOME={self.home}".encode() in env:
+                found.add(int(name))
+        return sorted(p for p in found if _is_hub(p))
+
+    def end_hub(self) -> None:
+        """End this home's hub daemons (they outlive the pane and the tmux server)."""
+        for pid in self.hubs():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while self.hubs() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in self.hubs():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _is_hub(pid: int) -> bool:
+    try:
+        return DAEMON_ARG.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | None = None) -> ClineHome:
+    """A home with Cline signed in to ``api_url`` (by the real ``cline auth``) and its notices shown."""
+    home, project = root / "home", root / "proj" / "my-app"
+    project.mkdir(parents=True)
+    (project / "app.py").write_text('print("hello from my-app")\n')
+    env = {"HOME": str(home), "CLINE_NO_AUTO_UPDATE": "1", "CLINE_HUB_PORT": str(_free_port()),
+           "PATH": f"{cline_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
+           "LANG": "C.UTF-8", "PS1": "$ "}
+    if state is not None:
+        env["XDG_STATE_HOME"] = str(state)  # where the hooks spool their records
+    settings = home / ".cline" / "data" / "settings"
+    settings.mkdir(parents=True)
+    (settings / "cli-notices.json").write_text(json.dumps(NOTICES))
+    done = subprocess.run([str(cline_bin), "auth", "--provider", "openai", "--apikey", "sk-fake", "--modelid",
+                           "fake-model", "--baseurl", api_url], env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return ClineHome(home=home, project=project, env=env, cline_bin=cline_bin)
