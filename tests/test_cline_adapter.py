@@ -31,6 +31,7 @@ from plugins.cline.screen import (
 from plugins.cline.session import SessionFile
 from plugins.cline.usage import session_usage
 from tests.support.cli import baton
+from tests.support.crash_at_paste import LONG_TEMPLATE
 from tests.support.paths import FIXTURES
 from tests.support.polling import wait_for
 
@@ -38,6 +39,7 @@ ROOT = FIXTURES / "cline-3.0.65"
 FIRST = ROOT / "sessions" / "1796611381136_b3872" / "1796611381136_b3872.json"
 HUBBED = ROOT / "sessions" / "1796611691105_fwr23" / "1796611691105_fwr23.json"
 FOURTEEN = "\n".join(f"line {i} of the long paste" for i in range(1, 15))
+CRASH = LONG_TEMPLATE.format(marker="CLINE-1").replace("{response}", "demo answer text here")
 
 
 def screen(name: str) -> str:
@@ -87,6 +89,9 @@ def test_the_screen_busy_draft_placeholder_and_dialogs() -> None:
     placeholder = input_draft(screen("paste_placeholder"))
     assert placeholder == "[line 1 of the long paste line 2 of the long past... Pasted +14 lines]"
     assert paste_placeholder(placeholder, FOURTEEN)
+    welcome = input_draft(screen("paste_placeholder_welcome"))  # the first prompt's narrow box wraps it
+    assert welcome == "[CRASH-AT-PASTE CLINE-1: review this answer demo... Pasted +14\nlines]"
+    assert paste_placeholder(welcome, sanitize(CRASH))
     assert waiting_for(screen("approval")) == "permission prompt: Approve tool call?"
     assert input_draft(screen("approval")) is None  # no input box: never typed into
     assert approval_question(screen("approval")) == \

@@ -10,7 +10,8 @@ and the placeholder a long paste shows as.
 - the input box: ``❯ draft`` between two rules (centred on the welcome screen), further lines indented by
   2; ``❯ Ask anything...`` (``❯ What can I do for you?`` before the first prompt) when empty;
 - a bracketed paste of 5 lines or more shows as ``[<its first 48 characters, whitespace made single
-  spaces>... Pasted +N lines]`` (a trailing line end not counted); shorter ones, of any length, inline.
+  spaces>... Pasted +N lines]`` (a trailing line end not counted; wrapped like any draft in the welcome
+  screen's narrow box); shorter ones, of any length, inline.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def sent_prompts(screen: str) -> list[str]:
 def paste_placeholder(draft: str, text: str) -> bool:
     """Whether ``draft`` is Cline's placeholder for ``text`` (sanitized) pasted: its line count, and the
     start of its words."""
-    found = PASTED.match(draft.strip())
+    found = PASTED.match(" ".join(draft.split()))  # wrapped in the welcome screen's narrow box
     lines = line_count(text)
     if found is None or lines < PASTE_LINES or int(found.group(2)) != lines:
         return False
