@@ -58,7 +58,7 @@ def test_the_session_folds_into_turns_a_tool_turn_an_interrupt_a_failure_and_a_p
     hello, tool = turns["Say hello please"], turns["TOOLTEST now"]
     assert hello.outcome == "completed" and (hello.answer or "").startswith("FAKE_ANSWER_BEGIN")
     assert hello.turn_id == "cline:1796611381136_b3872:f3a2156b-1f11-4ef0-a700-86c15e31f180"
-    assert tool.outcome == "completed" and (tool.answer or "").startswith("TOOL_FINAL_BEGIN")  # after the tool call
+    assert tool.outcome == "completed" and (tool.answer or "").startswith("TOOL_FINAL_BEGIN")  # after a tool
     assert (turns["SLOWTEST interrupt me"].outcome, turns["SLOWTEST interrupt me"].answer) == ("failed", None)
     failed = turns["this will fail"]
     assert failed.outcome == "failed" and failed.detail.startswith("error: Cannot connect to API")

@@ -175,7 +175,7 @@ async def test_real_cline_tool_turns_approve_and_interrupt_without_hooks(
         assert final.startswith("TOOL_FINAL_BEGIN") and "FAKE_TOOL_OK" in final
 
         tmux_server.run("send-keys", "-t", cl_pane, "BTab")
-        await until(lambda: "Auto-approve all disabled" in tmux_server.capture(cl_pane), 10, "auto-approve off")
+        await until(lambda: "Auto-approve all disabled" in tmux_server.capture(cl_pane), 10, "approvals on")
         cline.say(tmux_server, cl_pane, "TOOLASK: create approved.txt")
         ctx = pipeline.tiles["cl"].ctx
         await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30,

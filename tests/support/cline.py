@@ -28,7 +28,7 @@ from plugins.cline.resolve import DAEMON_ARG
 from plugins.cline.screen import input_draft
 from plugins.cline.session import SessionFile
 from tests.support.polling import wait_for
-from tests.support.tmux import TmuxServer
+from tests.support.tmux import RUN_MARK, TmuxServer
 
 __all__ = ["ClineHome", "make_cline_home"]
 
@@ -57,7 +57,8 @@ class ClineHome:
         return f'env -i {pairs} TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" bash --norc --noprofile'
 
     def session_records(self) -> list[Path]:
-        return sorted(self.data.glob("sessions/*/*[0-9].json"))
+        records = (d / f"{d.name}.json" for d in self.data.glob("sessions/*"))
+        return sorted(r for r in records if r.exists())
 
     def prompts(self) -> list[str]:
         """Every prompt typed into any of its sessions, as the session files hold them."""
@@ -131,6 +132,7 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
     project.mkdir(parents=True)
     (project / "app.py").write_text('print("hello from my-app")\n')
     env = {"HOME": str(home), "CLINE_NO_AUTO_UPDATE": "1", "CLINE_HUB_PORT": str(_free_port()),
+           RUN_MARK: os.environ[RUN_MARK],  # its hub daemon is this run's (tests/support/tmux.left_behind)
            "PATH": f"{cline_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
            "LANG": "C.UTF-8", "PS1": "$ "}
     if state is not None:
