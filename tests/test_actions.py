@@ -242,6 +242,7 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("qwen-code-0.24.4/screens/permission.ansi", ["Enter"], ["Down", "Down", "Down", "Enter"]),
+    ("cline-3.0.65/screens/approval.ans", ["y"], ["n"]),  # [y] Approve   [n] Deny
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
@@ -258,9 +259,10 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
     "claude-code-2.1.332/screens/screen_done.txt",
     "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
     "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
-    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi"])
+    "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi",
+    "cline-3.0.65/screens/idle.ans"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "cline", "demo", "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 
