@@ -73,8 +73,8 @@ def _screen(name: str) -> str:
 
 
 @pytest.mark.parametrize(("cls", "screen", "asks"), ASKED,
-                         ids=[f"{s.split('/')[0]}:{Path(s).stem}" if s.endswith((".txt", ".ans")) else f"{c.name}:drawn"
-                              for c, s, _ in ASKED])
+                         ids=[f"{s.split('/')[0]}:{Path(s).stem}" if s.endswith((".txt", ".ans"))
+                              else f"{c.name}:drawn" for c, s, _ in ASKED])
 def test_each_agent_says_what_its_recorded_dialog_asks(cls: type[AgentAdapter], screen: str,
                                                         asks: str) -> None:
     adapter = _reader(cls)
