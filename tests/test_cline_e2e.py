@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,8 +27,9 @@ from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE, install
 from tests.fakes.openai_chat import FakeChat
+from tests.support.agent_e2e import baton, completions, installed, signals_seen
 from tests.support.agents import messages, start_agent
 from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
@@ -46,18 +44,9 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 CLINE = resolve("cline")  # pinned, or npm latest with BATON_AGENTS=latest
 
 
-def _installed(what: str, get: object) -> Path:
-    try:
-        return get()  # type: ignore[operator,no-any-return]
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {what} from npm: {exc}")
-        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def cline_bin() -> Path:
-    return _installed(f"{CLINE[0]}@{CLINE[1]}", lambda: install(*CLINE))
+    return installed(f"{CLINE[0]}@{CLINE[1]}", lambda: install(*CLINE))
 
 
 @pytest.fixture
@@ -77,32 +66,8 @@ def cline(tmp_path: Path, cline_bin: Path, chat: FakeChat, tmux_server: TmuxServ
         assert not home.hubs()
 
 
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
 def claude_answer(prompt: str) -> str:
     return f"Claude read {len(prompt)} characters and agrees"
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
 
 
 def prompts_sent(chat: FakeChat) -> list[str]:
@@ -117,7 +82,7 @@ async def test_real_cline_and_claude_code_hand_off_once_each_way(
     for expected in ("added the TaskComplete hook", "already installed"):
         result = baton("hooks", "install", "--agent", "cline", env={"HOME": str(cline.home)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
-    claude_bin = _installed("Claude Code", lambda: install(*CLAUDE_CODE))
+    claude_bin = installed("Claude Code", lambda: install(*CLAUDE_CODE))
     chat.script("CLINE-ANSWER-1: the middleware looks right", "CLINE-ANSWER-2: thanks, done")
     with ClaudeAPI(answer=claude_answer) as claude_api:
         cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,

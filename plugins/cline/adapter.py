@@ -20,6 +20,7 @@ from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, Tmu
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.pastes import holds
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
 from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
@@ -91,14 +92,9 @@ class ClineAdapter(ClineFollowing):
 
     async def input_holds(self, text: str) -> InputHolds | None:
         try:
-            draft = input_draft(await self.ctx.capture())
+            return holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
         except TmuxError:
             return None
-        if draft is None:
-            return None  # no input box: a dialog, or starting
-        if not draft.strip():
-            return "empty"
-        return "prompt" if self.shows_paste(draft.strip(), text) else "other"
 
     # ---- answers -----------------------------------------------------------------------------------------
 
