@@ -34,7 +34,7 @@ def _asking(tmux_server: TmuxServer, tmp_path: Path, agent: str) -> tuple[Standi
     asks = "allow? [y/n]" if agent == "demo" else ""
     wait_for(lambda: any(w in tmux_server.capture(standin.pane) for w in (
         asks or "Do you want to proceed?", "Would you like to run", "Permission required",
-        "Allow execution of", "Do you want to run this command?")),
+        "Allow execution of", "Do you want to run this command?", "Approve tool call?")),
         what=f"the {agent} stand-in asking")
     return standin, config
 

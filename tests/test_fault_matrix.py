@@ -145,7 +145,9 @@ def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) 
     paste and its Enter. False when no paste showed within ``timeout`` (the daemon is killed anyway)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if "[Paste" in server.capture(pane):  # [Pasted …], Copilot's [Paste #K - N lines]
+        screen = server.capture(pane)
+        # [Pasted …], Copilot's [Paste #K - N lines], Cline's [<its start>... Pasted +N lines]
+        if "[Paste" in screen or "... Pasted +" in screen:
             daemon.kill()
             return True
         time.sleep(0.01)  # shapes the scenario: how often the screen is looked at (tmux answers in ~2 ms)
@@ -163,7 +165,7 @@ def fault_schedule(rng: random.Random, turns: int) -> list[str]:
     return schedule
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen", "cline"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

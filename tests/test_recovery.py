@@ -91,7 +91,8 @@ async def recover(server: TmuxServer, journal: Journal, target: StandinTarget) -
 def shown(server: TmuxServer, target: StandinTarget, text: str) -> bool:
     """The paste is in the target's input: its last line, or its agent's placeholder."""
     screen = server.capture(target.pane)
-    return text.split("\n")[-1] in screen or "[Paste" in screen  # [Pasted …], Copilot's [Paste #K - N lines]
+    # [Pasted …], Copilot's [Paste #K - N lines], Cline's [<its start>... Pasted +N lines]
+    return text.split("\n")[-1] in screen or "[Paste" in screen or "... Pasted +" in screen
 
 
 @pytest.mark.parametrize("size", TEXTS)

@@ -17,10 +17,11 @@ from tests.support.tmux import TmuxServer
 __all__ = ["TARGETS", "StandinTarget", "press_enter", "say"]
 
 #: every target the fault matrix and the recovery tests hand off to
-TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot", "qwen")
+TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot", "qwen", "cline")
 
 _HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
-         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME", "qwen": "QWEN_HOME"}
+         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME", "qwen": "QWEN_HOME",
+         "cline": "CLINE_DATA_DIR"}
 
 
 def press_enter(server: TmuxServer, pane: str) -> None:
