@@ -83,13 +83,13 @@ def test_an_interrupted_last_turn_fails_once_the_session_is_idle_and_stays_open_
 def test_the_screen_busy_draft_placeholder_and_dialogs() -> None:
     adapter = ClineAdapter.__new__(ClineAdapter)
     assert adapter.is_busy(screen("busy")) and adapter.is_busy(screen("thinking"))
-    assert not any(adapter.is_busy(screen(n)) for n in ("idle", "draft", "paste_placeholder"))
+    assert not any(adapter.is_busy(screen(n)) for n in ("idle", "draft", "placeholder_14_lines"))
     assert input_draft(screen("idle")) == "" and input_draft(screen("busy")) == ""
     assert input_draft(screen("draft")) == "a short draft\nof two lines"
-    placeholder = input_draft(screen("paste_placeholder"))
+    placeholder = input_draft(screen("placeholder_14_lines"))
     assert placeholder == "[line 1 of the long paste line 2 of the long past... Pasted +14 lines]"
     assert paste_placeholder(placeholder, FOURTEEN)
-    welcome = input_draft(screen("paste_placeholder_welcome"))  # the first prompt's narrow box wraps it
+    welcome = input_draft(screen("placeholder_welcome"))  # the first prompt's narrow box wraps it
     assert welcome == "[CRASH-AT-PASTE CLINE-1: review this answer demo... Pasted +14\nlines]"
     assert paste_placeholder(welcome, sanitize(CRASH))
     assert waiting_for(screen("approval")) == "permission prompt: Approve tool call?"
@@ -101,7 +101,7 @@ def test_the_screen_busy_draft_placeholder_and_dialogs() -> None:
     assert approval_answer(screen("idle"), True) is None
     assert waiting_for(screen("provider_picker")) == "provider picker: sign in or bring your own provider"
     assert waiting_for(screen("notice")) == "start-up notice"
-    assert all(waiting_for(screen(n)) is None for n in ("idle", "busy", "draft", "paste_placeholder"))
+    assert all(waiting_for(screen(n)) is None for n in ("idle", "busy", "draft", "placeholder_14_lines"))
     assert sent_prompts(screen("busy"))[-2:] == [placeholder, "SLOWTEST busy screen"]
 
 

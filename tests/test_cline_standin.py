@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.tmux, pytest.mark.anyio]
 
 SCREENS = FIXTURES / "cline-3.0.65" / "screens"
 PASTES = {
-    "paste_placeholder": "\n".join(f"line {i} of the long paste" for i in range(1, 15)),
+    "placeholder_14_lines": "\n".join(f"line {i} of the long paste" for i in range(1, 15)),
     "draft": "a short draft\nof two lines",
 }
 

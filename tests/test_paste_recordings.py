@@ -1,5 +1,5 @@
 """The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py):
-for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI and left
+for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI and Cline and left
 unsubmitted, the adapter reads the input as the screen shows it, takes it for that paste (the text drawn
 inline, or the agent's placeholder with the matching count), and not for a paste of another text. The
 stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for
@@ -20,6 +20,8 @@ from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
+from plugins.cline.adapter import ClineAdapter
+from plugins.cline.screen import input_draft as cline_draft
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.screen import composer_draft
 from plugins.copilot.adapter import CopilotAdapter
@@ -38,6 +40,7 @@ READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], b
     "opencode": ("opencode-1.18.33", OpenCodeAdapter, input_draft, False),
     "gemini": ("gemini-cli-0.61.0", GeminiAdapter, gemini_draft, False),
     "copilot": ("copilot-1.0.102", CopilotAdapter, copilot_draft, False),
+    "cline": ("cline-3.0.65", ClineAdapter, cline_draft, False),
 }
 #: recorded with more than one paste in the input, or after the Enter: not one unsubmitted paste
 NOT_ONE_PASTE = {"two_pastes", "same_twice", "submitted", "after_turn"}

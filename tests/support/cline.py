@@ -131,11 +131,12 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
     project.mkdir(parents=True)
     (project / "app.py").write_text('print("hello from my-app")\n')
     env = {"HOME": str(home), "CLINE_NO_AUTO_UPDATE": "1", "CLINE_HUB_PORT": str(_free_port()),
-           RUN_MARK: os.environ[RUN_MARK],  # its hub daemon is this run's (tests/support/tmux.left_behind)
            "PATH": f"{cline_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
            "LANG": "C.UTF-8", "PS1": "$ "}
     if state is not None:
         env["XDG_STATE_HOME"] = str(state)  # where the hooks spool their records
+    if RUN_MARK in os.environ:  # its hub daemon is this test run's (tests/support/tmux.left_behind)
+        env[RUN_MARK] = os.environ[RUN_MARK]
     settings = home / ".cline" / "data" / "settings"
     settings.mkdir(parents=True)
     (settings / "cli-notices.json").write_text(json.dumps(NOTICES))
