@@ -8,6 +8,7 @@ pipeline:
   session, ``baton extract`` prints the answer;
 * without hooks: a tool turn hands over only its final answer, a tool waiting for approval is ``waiting``
   until ``baton approve`` allows it once, an interrupt is a failed turn handed to no one;
+* without auth, Cline's provider picker: the tile is ``waiting`` and takes no hand-off;
 * ``baton run`` killed between the paste and its Enter: the paste shown as ``[… Pasted +N lines]`` is
   recognised after the restart and submitted once.
 
@@ -164,6 +165,29 @@ async def test_real_cline_tool_turns_approve_and_interrupt_without_hooks(
     assert [o for _, o, _ in completions(caplog, "cl")] == ["completed", "completed", "failed"]
     usage = await pipeline.tiles["cl"].adapter.usage()
     assert usage is not None and usage.models == ("fake-model",) and usage.input > 0
+
+
+async def test_real_cline_without_auth_is_waiting_at_its_provider_picker(
+        tmux_server: TmuxServer, tmp_path: Path, cline_bin: Path, chat: FakeChat) -> None:
+    """Never signed in, the TUI opens its provider picker: the board says waiting (what for), and the tile
+    is busy to a hand-off (typing would pick a provider)."""
+    home = make_cline_home(tmp_path / "na", api_url=chat.url, cline_bin=cline_bin, auth=False)
+    try:
+        pane = tmux_server.new_pane(home.shell_command(), cwd=home.project, width=120, height=40)
+        tmux_server.type(pane, "cline")
+        wait_for(lambda: "Connect a model provider" in tmux_server.capture(pane), 60, what="the picker")
+        target = start_agent(tmux_server, tmp_path / "target.jsonl", "target")
+        config = make_config({"cl": {"pane": pane, "agent": "cline"}, "t": {"pane": target, "agent": "demo"}},
+                             [{"from": "t", "to": "cl", "transform": "raw"}])
+        async with running(config, tmux_server) as pipeline:
+            ctx = pipeline.tiles["cl"].ctx
+            await until(lambda: (ctx.waiting_for or "").startswith("provider picker"), 20,
+                        "the provider picker, waiting")
+            assert await pipeline.tiles["cl"].adapter.target_state() == "busy"
+    finally:
+        tmux_server.kill()
+        home.end_hub()
+        assert not home.hubs()
 
 
 def test_real_cline_as_target_killed_between_paste_and_enter_takes_the_prompt_once(

@@ -125,8 +125,10 @@ def _is_hub(pid: int) -> bool:
         return False
 
 
-def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | None = None) -> ClineHome:
-    """A home with Cline signed in to ``api_url`` (by the real ``cline auth``) and its notices shown."""
+def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | None = None,
+                    auth: bool = True) -> ClineHome:
+    """A home with Cline signed in to ``api_url`` (by the real ``cline auth``; not with ``auth=False``:
+    it then opens its provider picker) and its notices shown."""
     home, project = root / "home", root / "proj" / "my-app"
     project.mkdir(parents=True)
     (project / "app.py").write_text('print("hello from my-app")\n')
@@ -140,6 +142,8 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
     settings = home / ".cline" / "data" / "settings"
     settings.mkdir(parents=True)
     (settings / "cli-notices.json").write_text(json.dumps(NOTICES))
+    if not auth:
+        return ClineHome(home=home, project=project, env=env, cline_bin=cline_bin)
     done = subprocess.run([str(cline_bin), "auth", "--provider", "openai", "--apikey", "sk-fake", "--modelid",
                            "fake-model", "--baseurl", api_url], env=env, capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
