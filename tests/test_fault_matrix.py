@@ -2,14 +2,14 @@
 as the source of the hand-offs, and as their target.
 
 As a source: one test body, parametrized over the source agents of tests/support/fault_sources.py (Claude
-Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins writing their files as the recorded ones, and the
-demo agent). Each turn is
+Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and Cline stand-ins writing their files as the
+recorded ones, and the demo agent). Each turn is
 begun, finished a random moment later, and the daemon is killed at a random moment before, during or after
 that end, down for a while, and started again. What counts is what reached the target (a demo agent's own
 log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
 (default 30) sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
 
-As a target: the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins of
+As a target: the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and Cline stand-ins of
 tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
 input until Enter. Besides kills at random moments, the daemon is killed in the window between a paste and
 its Enter: the test watches the target's screen from outside and kills the moment the paste shows. What

@@ -300,6 +300,10 @@ class QwenSource(StandinSource):
     agent = "qwen"
 
 
+class ClineSource(StandinSource):
+    agent = "cline"
+
+
 SOURCES: dict[str, type[Source]] = {
     "demo": DemoSource,
     "claude": ClaudeSource,
@@ -308,4 +312,5 @@ SOURCES: dict[str, type[Source]] = {
     "gemini": GeminiSource,
     "copilot": CopilotSource,
     "qwen": QwenSource,
+    "cline": ClineSource,
 }
