@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, TmuxError
+from pipeline.plugin import HookRecord, PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
@@ -26,7 +26,7 @@ from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.cline.follow import ClineFollowing
 from plugins.cline.hooks import cline_config_dir, hook_kind, hook_session, install_hooks
-from plugins.cline.resolve import is_cline, resolve_session
+from plugins.cline.resolve import find_cline, is_cline, resolve_session
 from plugins.cline.screen import (
     BUSY,
     PLACEHOLDERS,
@@ -233,6 +233,11 @@ class ClineAdapter(ClineFollowing):
         if draft is None:
             return "busy"  # no input box: starting, or a dialog of its own
         return "draft" if draft else "ready"
+
+    async def presence_state(self, info: PaneInfo) -> TargetState:
+        """Asked every second: whether the pane runs Cline (not only its hub daemon), from /proc alone."""
+        found = await anyio.to_thread.run_sync(find_cline, info.pid)
+        return "ready" if found is not None else "absent"
 
     async def received(self, text: str) -> bool | None:
         """After a crash mid-delivery: the session's messages, else (they are written at the turn's first
