@@ -63,8 +63,7 @@ def cline(tmp_path: Path, cline_bin: Path, chat: FakeChat, tmux_server: TmuxServ
         yield home
     finally:
         tmux_server.kill()  # the TUI first (it would start the hub again), then its hub
-        home.end_hub()
-        assert not home.hubs()
+        home.end()
 
 
 def claude_answer(prompt: str) -> str:
@@ -186,8 +185,7 @@ async def test_real_cline_without_auth_is_waiting_at_its_provider_picker(
             assert await pipeline.tiles["cl"].adapter.target_state() == "busy"
     finally:
         tmux_server.kill()
-        home.end_hub()
-        assert not home.hubs()
+        home.end()
 
 
 def test_real_cline_as_target_killed_between_paste_and_enter_takes_the_prompt_once(

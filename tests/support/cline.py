@@ -6,9 +6,9 @@ M --baseurl URL`` with ``HOME`` set (it writes ``~/.cline/data/settings/provider
 ``openai-compatible``; without it the TUI opens its provider picker); the start-up notices marked shown in
 ``~/.cline/data/settings/cli-notices.json``; ``CLINE_NO_AUTO_UPDATE=1``; and a hub port of its own
 (``CLINE_HUB_PORT``: the TUI starts a hub daemon, ``cline --cline-hub-daemon``, on a fixed port by default).
-The hub daemon runs in its own session and outlives the pane and ``tmux kill-server``: :meth:`ClineHome.
-end_hub` ends it (its pid is in ``~/.cline/data/locks/hub/production.json``; any other hub of this home is
-found by its environment). The pane runs ``env -i``, so nothing of the machine's environment leaks in.
+The hub daemon runs in its own session and outlives the pane and ``tmux kill-server``: :meth:`ClineHome.end`
+ends it and any Cline of the home still there (found by its executable and the ``HOME`` in its
+environment). The pane runs ``env -i``, so nothing of the machine's environment leaks in.
 """
 
 from __future__ import annotations
@@ -88,34 +88,43 @@ class ClineHome:
         time.sleep(0.2)  # shapes the scenario (a person's pause before Enter)
         server.run("send-keys", "-t", pane, "Enter")
 
-    def hubs(self) -> list[int]:
-        """The pids of the hub daemons of this home: the lock's, and any whose environment names it."""
-        found = set()
-        with contextlib.suppress(OSError, ValueError):
-            lock = json.loads((self.data / "locks" / "hub" / "production.json").read_text())
-            found.add(int(lock["pid"]))
+    def processes(self) -> list[int]:
+        """The pids of every Cline of this home (its environment names it): TUIs and hub daemons."""
+        found = []
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             try:
-                argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+                exe = os.readlink(f"/proc/{name}/exe")
                 env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if DAEMON_ARG.encode() in argv and f"HOME={self.home}".encode() in env:
-                found.add(int(name))
-        return sorted(p for p in found if _is_hub(p))
+            if os.path.basename(exe) == "cline" and f"HOME={self.home}".encode() in env:
+                found.append(int(name))
+        return found
 
-    def end_hub(self) -> None:
-        """End this home's hub daemons (they outlive the pane and the tmux server)."""
-        for pid in self.hubs():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        with contextlib.suppress(AssertionError):  # one that ignores SIGTERM is killed
-            wait_for(lambda: not self.hubs(), timeout=10, interval=0.1, what="the hub daemon to end")
-        for pid in self.hubs():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    def hubs(self) -> list[int]:
+        """The pids of the hub daemons of this home."""
+        return [pid for pid in self.processes() if _is_hub(pid)]
+
+    def end(self) -> None:
+        """End every Cline of this home once the tmux server is gone: the TUIs (they may linger a moment, and
+        one may start its hub daemon as it goes) and the hub daemons, which outlive them. Done when none has
+        run for a second; SIGKILL for one still there after 5 s."""
+        began, calm = time.monotonic(), []
+
+        def settled() -> bool:
+            pids = self.processes()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM if time.monotonic() - began < 5 else signal.SIGKILL)
+            if pids:
+                calm.clear()
+                return False
+            calm.append(time.monotonic())
+            return calm[-1] - calm[0] >= 1.0
+
+        wait_for(settled, timeout=30, interval=0.1, what="every Cline process of this home to end")
 
 
 def _is_hub(pid: int) -> bool:
