@@ -143,8 +143,12 @@ async def test_real_cline_tool_turns_approve_and_interrupt_without_hooks(
         await until(lambda: "Auto-approve all disabled" in tmux_server.capture(cl_pane), 10, "approvals on")
         cline.say(tmux_server, cl_pane, "TOOLASK: create approved.txt")
         ctx = pipeline.tiles["cl"].ctx
-        await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30,
-                    "the permission prompt, waiting")
+        try:
+            await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30,
+                        "the permission prompt, waiting")
+        except AssertionError as exc:  # what Cline showed and wrote, to tell why
+            records = [p.read_text()[:400] for p in cline.session_records()]
+            raise AssertionError(f"{exc}\n{tmux_server.capture(cl_pane)}\n{records}\n{caplog.text[-3000:]}")
         await aquiet_for(1.5, "a hand-off of the call before the tool")
         assert len(messages(log)) == 1
         assert await pipeline.tiles["cl"].adapter.target_state() == "busy"
