@@ -148,7 +148,8 @@ async def test_real_cline_tool_turns_approve_and_interrupt_without_hooks(
                         "the permission prompt, waiting")
         except AssertionError as exc:  # what Cline showed and wrote, to tell why
             records = [p.read_text()[:400] for p in cline.session_records()]
-            raise AssertionError(f"{exc}\n{tmux_server.capture(cl_pane)}\n{records}\n{caplog.text[-3000:]}")
+            shown = tmux_server.capture(cl_pane)
+            raise AssertionError(f"{exc}\n{shown}\n{records}\n{caplog.text[-3000:]}") from exc
         await aquiet_for(1.5, "a hand-off of the call before the tool")
         assert len(messages(log)) == 1
         assert await pipeline.tiles["cl"].adapter.target_state() == "busy"
