@@ -170,3 +170,19 @@ def test_the_hub_daemon_is_never_the_panes_agent(tmp_path: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p.pid, 15)
         shell.wait(timeout=10)
+
+
+def test_a_status_rewritten_within_one_clock_tick_is_read(tmp_path: Path) -> None:
+    """``running`` → ``pending`` (an approval) keeps the record's size, and two writes within a clock tick
+    keep its mtime: the record is read at every look, not by its stamp."""
+    folder = tmp_path / "s_1"
+    folder.mkdir()
+    record = folder / "s_1.json"
+    record.write_text(json.dumps({"session_id": "s_1", "status": "running"}))
+    file = read(record)
+    stat_before = record.stat()
+    record.write_text(json.dumps({"session_id": "s_1", "status": "pending"}))
+    os.utime(record, ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
+    assert record.stat().st_size == stat_before.st_size
+    assert file.read() and file.state.status == "pending" and file.state.busy
+    assert not file.read()  # nothing changed since

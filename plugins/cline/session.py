@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,36 +137,39 @@ class SessionFile:
         #: the session record, ``<id>.json``
         self.path = Path(path)
         self.state = SessionState(session_id=self.path.stem)
-        self._stamp: tuple[int, int, int, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        self._record: dict[str, Any] | None = None
 
     @property
     def messages_path(self) -> Path:
         return self.path.with_name(f"{self.path.stem}.messages.json")
 
-    def _stamps(self) -> tuple[int, int, int, int]:
-        out = []
-        for p in (self.path, self.messages_path):
-            try:
-                st = os.stat(p)
-                out += [st.st_mtime_ns, st.st_size]
-            except OSError:
-                out += [0, 0]
-        return out[0], out[1], out[2], out[3]
-
     def read(self) -> bool:
-        """Read both files if either changed since the last read; whether anything changed. A file caught
-        half rewritten is read again at the next look."""
-        stamp = self._stamps()
-        if stamp == self._stamp:
-            return False
+        """Read the session record (small: read at every look — ``running`` and ``pending`` are the same
+        size, and two writes within a clock tick leave the same mtime) and the messages when their file
+        changed; whether anything changed. A file caught half rewritten is read again at the next look."""
         record = _load(self.path)
         if record is None:
             return False
-        raw = _load(self.messages_path)
-        messages = raw.get("messages") if raw is not None else []
-        if raw is None and os.path.exists(self.messages_path):
-            return False  # caught half written
-        self._stamp = stamp
+        try:
+            st = os.stat(self.messages_path)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = (0, 0, 0)
+        if stamp != self._stamp:
+            raw = _load(self.messages_path)
+            if raw is None and stamp != (0, 0, 0):
+                return False  # caught half written
+            messages = raw.get("messages") if raw is not None else []
+            self.state.messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) \
+                else []
+        elif record == self._record:
+            return False
+        self._stamp, self._record = stamp, record
+        self._take(record)
+        return True
+
+    def _take(self, record: dict[str, Any]) -> None:
         state = self.state
         state.session_id = str(record.get("session_id") or self.path.stem)
         pid = record.get("pid")
@@ -173,6 +177,7 @@ class SessionFile:
         state.cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
         state.status = str(record.get("status") or "")
         state.started_at = iso_time(record.get("started_at"))
-        state.written_at = stamp[0] / 1e9
-        state.messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-        return True
+        try:
+            state.written_at = os.stat(self.path).st_mtime
+        except OSError:
+            state.written_at = time.time()
