@@ -18,10 +18,10 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-__all__ = ["AGENTS", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode", "npm_latest",
-           "resolve",
-           "version"]
+__all__ = ["AGENTS", "MIXED_FILES", "PINNED", "PI_PREVIOUS", "AgentVersionError", "canary_files", "mode",
+           "npm_latest", "resolve", "version"]
 
 #: package and pinned version per agent (docs/agents.md: Claude Code 2.1.332, Codex, OpenCode)
 PINNED: dict[str, tuple[str, str]] = {
@@ -92,12 +92,22 @@ def version(agent: str) -> str:
     return resolve(agent)[1]
 
 
+#: real-CLI test files that run several agents: each is run again when any of its agents' ``latest`` moved
+MIXED_FILES: dict[str, tuple[str, ...]] = {"tests/test_workflow_e2e.py": ("claude", "codex")}
+
+
 def canary_files() -> list[str]:
-    """The real-CLI test files (``tests/test_<agent>_e2e.py``) of the agents whose npm ``latest`` is not the
-    pin: what the canary must run again. An agent whose ``latest`` is its pin was tested at that very version
-    by the pinned run, so running it again would test nothing new."""
-    return [f"tests/test_{agent}_e2e.py" for agent, (package, pinned) in PINNED.items()
-            if npm_latest(package) != pinned]
+    """The real-CLI test files of the agents whose npm ``latest`` is not the pin: what the canary must run
+    again — ``tests/test_<agent>_e2e.py``, ``tests/test_<agent>_states.py`` (the board's states proven on the
+    CLI, docs/board.md) where there is one, and each of :data:`MIXED_FILES` holding one of them. An agent
+    whose ``latest`` is its pin was tested at that very version by the pinned run, so running it again would
+    test nothing new."""
+    here = Path(__file__).parent
+    moved = [agent for agent, (package, pinned) in PINNED.items() if npm_latest(package) != pinned]
+    return [f"tests/{name}" for agent in moved
+            for name in (f"test_{agent}_e2e.py", f"test_{agent}_states.py")
+            if name.endswith("_e2e.py") or (here / name).is_file()] + [
+        path for path, agents in MIXED_FILES.items() if set(agents) & set(moved)]
 
 
 def main(argv: list[str] | None = None) -> int:

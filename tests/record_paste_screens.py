@@ -1,7 +1,7 @@
 """Record what the REAL agent CLIs show for a pasted prompt that was not submitted (issue 31).
 
-    .venv/bin/python -m tests.record_paste_screens [--agents claude,codex,opencode,gemini,copilot,cline]
-        [--latest]
+    .venv/bin/python -m tests.record_paste_screens [--agents claude,codex,opencode,gemini,copilot,qwen,pi,
+                                                             pi-previous,cline] [--latest]
 
 For each agent: the real CLI from npm (tests/fakes/npm_agents.py; the pins, or npm's ``latest`` with
 ``--latest``) runs in a private tmux server (``tmux -L baton-rec-…``, ``-f /dev/null``) with its own HOME,
@@ -50,10 +50,13 @@ from plugins.codex.screen import composer_draft
 from plugins.copilot.screen import input_draft as copilot_draft
 from plugins.gemini.screen import input_draft as gemini_draft
 from plugins.opencode.screen import input_draft
+from plugins.pi.screen import input_draft as pi_draft
+from plugins.qwen.screen import input_draft as qwen_draft
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FOLDER = {"claude": "claude-code", "codex": "codex", "opencode": "opencode", "gemini": "gemini-cli",
-          "copilot": "copilot", "cline": "cline"}
+          "copilot": "copilot", "qwen": "qwen-code", "pi": "pi", "pi-previous": "pi",
+          "cline": "cline"}
 START_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 10.0
 TURN_TIMEOUT_S = 60.0
@@ -104,6 +107,9 @@ CASES: dict[str, str] = {
     "lines3_short": lines("lines3_short", 3, 120),
     "lines2_short": lines("lines2_short", 2, 80),
     "lines4": lines("lines4", 4, 100),
+    "lines10_100": lines("lines10_100", 10, 100),  # pi's and Qwen Code's edge: more than 10 lines
+    "lines11_110": lines("lines11_110", 11, 110),
+    "lines10_trailing_newline": lines("lines10_trailing_newline", 10, 100) + "\n",  # pi: 11 lines
     "lines12_280": lines("lines12_280", 12, 280),
     "line150": line("line150", 150),
     "line151": line("line151", 151),
@@ -119,6 +125,7 @@ CASES: dict[str, str] = {
     "emoji_cp145": emoji_line("emoji_cp145", 145),
     "emoji_cp795": emoji_line("emoji_cp795", 795),
     "emoji_cp995": emoji_line("emoji_cp995", 995),
+    "emoji_cp991": emoji_line("emoji_cp991", 991),  # 1001 UTF-16 units: pi counts units, Qwen code points
     "trailing_newlines": lines("trailing_newlines", 3, 90) + "\n\n",
     "tabs": "PASTE tabs:\tone\ttab\tbetween\twords " + words(60),
 }
@@ -137,6 +144,7 @@ ANSWER = "Noted: the pasted text arrived.\n\n" + "\n".join(f"- point {i}: " + wo
 #: every placeholder form seen on these agents' screens (for the summary in paste_cases.json only)
 PLACEHOLDER = re.compile(r"\[Pasted (?:text #\d+(?: \+\d+ lines)?|Content \d+ chars|~\d+ lines)\](?: #\d+)?"
                          r"|\[Pasted Text: \d+ (?:lines|chars)(?: #\d+)?\]|\[Paste #\d+ - \d+ lines\]"
+                         r"|\[paste #\d+ (?:\+\d+ lines|\d+ chars)\]"
                          r"|\[[^\[\]]*?\.\.\. Pasted \+\d+\s+lines\]")  # Cline's, maybe wrapped
 
 
@@ -235,6 +243,22 @@ def _copilot_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
     return Launch(f"{home.shell_command()} -c copilot", home.project, {})
 
 
+def _qwen_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
+    from tests.fakes.npm_agents import node_22_dir
+    from tests.support.qwen import make_qwen_home
+
+    home = make_qwen_home(root, api_url=url, qwen_bin=binary, node_dir=node_22_dir())
+    return Launch(f"{home.shell_command()} -c qwen", home.project, {})
+
+
+def _pi_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
+    from tests.fakes.npm_agents import node_22
+    from tests.support.pi import make_pi_home
+
+    home = make_pi_home(root, api_url=url, pi_bin=binary, node=node_22())
+    return Launch(f"{home.shell_command()} -c pi", home.project, {})
+
+
 def _cline_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
     from tests.support.cline import make_cline_home
 
@@ -260,6 +284,10 @@ AGENTS: dict[str, Agent] = {
     "gemini": Agent("gemini", 200, 50, _gemini_launch, gemini_draft, "Type your message",
                     (("C-c",), ("C-u",))),
     "copilot": Agent("copilot", 200, 50, _copilot_launch, copilot_draft, "❯", (("C-c",), ("C-u",))),
+    # the size of the recordings made with the adapters (tests/fixtures/qwen-code-0.24.4, pi-1.6.0)
+    "qwen": Agent("qwen", 120, 40, _qwen_launch, qwen_draft, "Type your message", (("C-c",), ("C-u",))),
+    "pi": Agent("pi", 120, 40, _pi_launch, pi_draft, "fake-model", (("C-c",), ("C-u",))),
+    "pi-previous": Agent("pi-previous", 120, 40, _pi_launch, pi_draft, "fake-model", (("C-c",), ("C-u",))),
     # Ctrl+C clears a draft (on an empty input it exits: the recorder starts it again)
     "cline": Agent("cline", 120, 40, _cline_launch, cline_draft, "❯", (("C-c",),)),
 }
@@ -441,20 +469,20 @@ class Session:
 
 
 async def record_agent(name: str, latest: bool) -> Path:
-    from tests.agent_versions import PINNED
-    from tests.fakes.npm_agents import install
+    from tests.agent_versions import PI_PREVIOUS, PINNED
+    from tests.fakes.npm_agents import install, node_22
 
     agent = AGENTS[name]
-    package, version = PINNED[name]
-    if latest:
+    package, version = PI_PREVIOUS if name == "pi-previous" else PINNED[name]
+    if latest and name != "pi-previous":  # the old package is frozen: it has no newer release
         os.environ["BATON_AGENTS"] = "latest"
         from tests.agent_versions import resolve
 
         package, version = resolve(name)
-    binary = install(package, version)
+    binary = install(package, version, node=node_22() if name in ("pi", "qwen") else None)
     out = FIXTURES / f"{FOLDER[name]}-{version}" / "screens"
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("paste_*"):  # a run replaces the whole set: no screen of an older run stays behind
+    for old in _recorded_before(out):  # a run replaces its whole set: no screen of an older run stays behind
         old.unlink()
     print(f"{name}: {package}@{version} -> {out.relative_to(FIXTURES.parent.parent)}", flush=True)
     socket = f"baton-rec-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -481,6 +509,18 @@ async def record_agent(name: str, latest: bool) -> Path:
     finally:
         await anyio.to_thread.run_sync(lambda: stop_everything(tmux, session, root))
     return out
+
+
+def _recorded_before(out: Path) -> list[Path]:
+    """The files an earlier run wrote (those its paste_cases.json lists, and itself); screens recorded by
+    hand beside them (pi's ``paste_lines14.txt``) stay."""
+    facts = out / "paste_cases.json"
+    if not facts.exists():
+        return []
+    shots = json.loads(facts.read_text(encoding="utf-8"))["session"]
+    names = {f for shot in shots for entry in (shot, *(v for v in shot.values() if isinstance(v, dict)))
+             for f in entry.get("files", ())}
+    return [facts, *(out / n for n in sorted(names) if (out / n).exists())]
 
 
 def write_cases(out: Path, name: str, package: str, version: str, agent: Agent, session: Session) -> None:

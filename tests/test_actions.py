@@ -16,6 +16,7 @@ from pipeline.engine.journal import Journal, default_journal_path
 from pipeline.plugin.agents import AgentAdapter
 from pipeline.plugin.manager import load_registries
 from pipeline.system.tmux import Tmux
+from plugins.pi.screen import input_draft as pi_draft
 from tests.support.agents import demo_agent_command, messages, read_log, start_agent
 from tests.support.cli import baton, following_history, json_lines, shell_ready, start_baton, write_routes
 from tests.support.daemons import wait_followed, write_config
@@ -27,9 +28,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _asking(tmux_server: TmuxServer, tmp_path: Path, agent: str) -> tuple[StandinTarget, Path]:
-    """A stand-in of ``agent`` in tile ``b``, showing its permission prompt."""
-    standin = StandinTarget(tmux_server, tmp_path, agent, work_s=0.1)
+    """A stand-in of ``agent`` in tile ``b``, showing its permission prompt (pi, which asks nothing before a
+    tool: its question at start whether to trust the folder)."""
+    standin = StandinTarget(tmux_server, tmp_path, agent, work_s=0.1, trust_dialog=agent == "pi")
     config = write_routes(tmp_path, tmux_server.socket, {"b": standin.tile})
+    if agent == "pi":
+        wait_for(lambda: "Trust project folder?" in tmux_server.capture(standin.pane), what="pi asking")
+        return standin, config
     say(tmux_server, standin.pane, "NEEDS_APPROVAL: touch a file")
     asks = "allow? [y/n]" if agent == "demo" else ""
     wait_for(lambda: any(w in tmux_server.capture(standin.pane) for w in (
@@ -44,9 +49,13 @@ def _answers(standin: StandinTarget) -> list[str]:
             if "approval" in r or r.get("event") == "approval" and r.get("answer")]
 
 
-def _went_on(screen: str, agent: str) -> bool:
-    """The agent answered the prompt's turn (the demo agent, an echo, repeats the prompt)."""
-    return screen.count("NEEDS_APPROVAL: touch a file") == 2 if agent == "demo" else "answer to:" in screen
+def _went_on(screen: str, agent: str, approved: bool) -> bool:
+    """The agent went on as the answer says: answered the prompt's turn (the demo agent, an echo, repeats
+    the prompt), or said it was refused; pi, trusted or not, shows its input box."""
+    if agent == "pi":
+        return pi_draft(screen) == ""
+    went_on = screen.count("NEEDS_APPROVAL: touch a file") == 2 if agent == "demo" else "answer to:" in screen
+    return went_on if approved else not went_on and "efused" in screen
 
 
 @pytest.mark.parametrize("agent", TARGETS)
@@ -60,8 +69,8 @@ def test_approve_and_deny_answer_each_agents_prompt_with_its_own_keys(
     assert "it left the screen" in done.out and "Traceback" not in done.err
     said = "approved" if approve else "denied"
     wait_for(lambda: _answers(standin) == [said], what=f"the stand-in {said}")
-    wait_for(lambda: _went_on(tmux_server.capture(standin.pane), agent) == approve and (
-        approve or "efused" in tmux_server.capture(standin.pane)), what=f"the agent after {verb}")
+    wait_for(lambda: _went_on(tmux_server.capture(standin.pane), agent, approve),
+             what=f"the agent after {verb}")
     # the second answer finds no prompt: nothing typed, and it says so
     again = baton(verb, "b", "-c", str(config), env=standin.env())
     again.one_line_error(1, "shows no permission prompt now", "nothing typed")
@@ -242,12 +251,15 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     ("gemini-cli-0.61.0/screens/screen_11_approval_prompt.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("copilot-1.0.102/screens/screen_09_approval_prompt.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("qwen-code-0.24.4/screens/permission.ansi", ["Enter"], ["Down", "Down", "Down", "Enter"]),
+    # pi asks nothing before a tool; its question at start: trust for this session only, or not (ditto)
+    ("pi-1.6.0/screens/trust_dialog.ansi.txt", ["Down", "Down", "Enter"], ["Down"] * 4 + ["Enter"]),
+    ("pi-1.6.0/screens/trust_dialog_third.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
     ("cline-3.0.65/screens/approval.ans", ["y"], ["n"]),  # [y] Approve   [n] Deny
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
     folder = re.sub(r"-\d+(?:\.\d+)*$", "", screen.split("/")[0])  # the agent, without its version
-    names = {"claude-code": "claude", "gemini-cli": "gemini", "qwen-code": "qwen"}
+    names = {"claude-code": "claude", "gemini-cli": "gemini", "qwen-code": "qwen"}  # pi is pi
     adapter = _adapter(names.get(folder, folder))
     text = (FIXTURES / screen).read_text()
     assert adapter.answer_keys(text, True) == approve
@@ -260,9 +272,11 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
     "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
     "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
     "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi",
+    "pi-1.6.0/screens/idle.ansi.txt", "pi-0.73.1/screens/busy.ansi.txt",
     "cline-3.0.65/screens/idle.ans"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "cline", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline", "demo",
+                  "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 

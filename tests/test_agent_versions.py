@@ -46,8 +46,9 @@ def test_latest_is_resolved_by_npm_and_keys_the_cache(monkeypatch: pytest.Monkey
 
 def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
         monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """``.ci/run`` runs ``tests/test_<agent>_e2e.py`` again on ``latest`` only where ``latest`` differs from
-    the pin (a stand-in npm answers: Codex has a newer release, every other agent's latest is its pin)."""
+    """``.ci/run`` runs ``tests/test_<agent>_e2e.py`` (and its ``_states.py``) again on ``latest`` only
+    where ``latest`` differs from the pin (a stand-in npm answers: Codex has a newer release, every other
+    agent's latest is its pin)."""
     codex_package = agent_versions.PINNED["codex"][0]
     answers = "".join(f'[ "$2" = "{package}" ] && echo {"99.0.0" if agent == "codex" else pinned} && exit 0\n'
                       for agent, (package, pinned) in agent_versions.PINNED.items())
@@ -57,9 +58,15 @@ def test_the_canary_runs_again_only_the_agents_whose_latest_is_not_the_pin(
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     agent_versions.npm_latest.cache_clear()
     try:
-        assert agent_versions.canary_files() == ["tests/test_codex_e2e.py"]
+        # its states' proof where there is one, and the workflow's file, one of whose reviewers is Codex
+        proof = "test_codex_states.py"
+        states = [f"tests/{proof}"] if (Path(__file__).parent / proof).is_file() else []
+        expected = ["tests/test_codex_e2e.py", *states, "tests/test_workflow_e2e.py"]
+        assert agent_versions.canary_files() == expected
         assert agent_versions.npm_latest(codex_package) == "99.0.0"
     finally:
         agent_versions.npm_latest.cache_clear()
     for agent in agent_versions.AGENTS:
         assert (Path(__file__).parent / f"test_{agent}_e2e.py").is_file(), agent
+    for path in agent_versions.MIXED_FILES:
+        assert (Path(__file__).parents[1] / path).is_file(), path

@@ -27,7 +27,8 @@ from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.paste import unwrap_paste
 from plugins.claude_code.screen import input_box
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE
+from tests.support import claude as claude_support
 from tests.support.agents import demo_agent_command, messages, read_log
 from tests.support.claude import make_claude_home
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
@@ -36,6 +37,8 @@ from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
+#: the real Claude Code from npm (a fixture, shared by the files that run it)
+claude_bin = claude_support.claude_bin
 
 SLOW = "SLOWTEST"
 
@@ -47,16 +50,6 @@ def answer_for(prompt: str) -> str:
 
 def delay_for(prompt: str) -> float:
     return 0.3 if SLOW in prompt else 0.01
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    try:
-        return install(*CLAUDE_CODE)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install Claude Code from npm: {exc}")
-        pytest.skip(f"cannot install Claude Code from npm (not in CI, so skipped): {exc}")
 
 
 @pytest.fixture(scope="module")

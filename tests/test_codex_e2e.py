@@ -8,19 +8,14 @@ notify chained to a notify program that was there before, and the real pipeline 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import psutil
 import pytest
 
 from pipeline.cli import main as baton
@@ -32,117 +27,19 @@ from pipeline.plugin.manager import load_registries
 from pipeline.spool import spool_dir
 from pipeline.views.tile_status import tile_status
 from plugins.codex.adapter import CodexAdapter
-from plugins.codex.hooks import install_notify
 from plugins.codex.screen import composer_draft
-from tests.agent_versions import resolve
-from tests.fakes.npm_agents import NpmInstallError, install
-from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
+from tests.fakes.openai_responses import Reply
 from tests.fakes.webhook import WebhookReceiver
+from tests.support import codex_cli
 from tests.support.agents import demo_agent_command, messages, read_log
+from tests.support.codex_cli import CodexWorld, start_codex
 from tests.support.crash_at_paste import LONG_TEMPLATE, SHORT_TEMPLATE, crash_at_paste
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
-
-#: the release the facts of docs/agents.md (Codex) were recorded from
-CODEX = resolve("codex")  # pinned, or npm latest with BATON_AGENTS=latest
-NOTIFY_LOGGER = """import json, os, sys, time
-with open(os.environ["BATON_TEST_NOTIFY_LOG"], "a") as f:
-    f.write(json.dumps({"t": time.time(), "payload": json.loads(sys.argv[-1])}) + "\\n")
-"""
-
-
-@dataclass
-class CodexWorld:
-    command: Path
-    home: Path
-    project: Path
-    state: Path
-    notify_log: Path
-    api: FakeResponses
-
-    def env(self) -> dict[str, str]:
-        return {
-            "HOME": str(self.home.parent / "home"),
-            "CODEX_HOME": str(self.home),
-            "FAKE_KEY": "sk-fake-test",
-            "XDG_STATE_HOME": str(self.state),
-            "BATON_TEST_NOTIFY_LOG": str(self.notify_log),
-        }
-
-    def notified(self) -> list[dict]:
-        if not self.notify_log.exists():
-            return []
-        return [
-            json.loads(line)["payload"] for line in self.notify_log.read_text().splitlines() if line.strip()
-        ]
-
-
-@pytest.fixture(scope="session")
-def codex_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodexWorld]:
-    try:
-        command = install(*CODEX)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {CODEX[0]}@{CODEX[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {CODEX[0]}@{CODEX[1]} from npm (CI would fail here): {exc}")
-    root = tmp_path_factory.mktemp("codex")
-    home, project, state = root / "codex-home", root / "api", root / "state"
-    for folder in (home, project, state, root / "home"):
-        folder.mkdir()
-    api = FakeResponses().start()
-    logger = root / "notify_logger.py"
-    logger.write_text(NOTIFY_LOGGER)
-    (home / "config.toml").write_text(codex_config(api.base_url, trusted=(str(project),),
-                                                   notify=[sys.executable, str(logger)]))
-    # what `baton hooks install --codex` does, on this CODEX_HOME: chain to the notify program already there
-    install_notify(home / "config.toml", [sys.executable, "-m", "pipeline.spool", "codex"])
-    world = CodexWorld(command, home, project, state, root / "notify.jsonl", api)
-    try:
-        yield world
-    finally:
-        _stop_daemon(home)
-        api.stop()
-        shutil.rmtree(home / "packages", ignore_errors=True)  # the 315 MB binary copy
-
-
-def _stop_daemon(home: Path) -> None:
-    """Stop the app-server daemon (and its pid-update loop) that the first TUI started in ``home``: by the
-    PIDs it recorded, and only if that PID really runs a binary from ``home``."""
-    pids = []
-    for name in ("daemon.pid", "daemon-updater.pid"):
-        try:
-            pid = int(json.loads((home / "app-server-daemon" / name).read_text())["pid"])
-            if os.readlink(f"/proc/{pid}/exe").startswith(str(home) + "/"):
-                pids.append(pid)
-        except (OSError, ValueError, KeyError):
-            continue
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            procs.append(psutil.Process(pid))
-            procs[-1].terminate()
-    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
-        with contextlib.suppress(psutil.NoSuchProcess):
-            left.kill()
-
-
-def start_codex(server: TmuxServer, world: CodexWorld, count: int = 1, args: str = "") -> list[str]:
-    """``count`` Codex TUIs started together (with command line ``args``), once all show their input line."""
-    panes = [
-        server.new_pane(f"{world.command} {args}".strip(), cwd=world.project, env=world.env(), height=48)
-        for _ in range(count)
-    ]
-
-    def ready(pane: str) -> bool:
-        screen = server.run("capture-pane", "-p", "-e", "-J", "-t", pane)
-        return "gpt-fake" in screen and composer_draft(screen) == ""
-
-    wait_for(lambda: all(ready(pane) for pane in panes), timeout=120, interval=0.1,
-             what="the Codex TUI's input line")
-    return panes
-
+#: the session's Codex home and fake API (a fixture, shared with tests/test_workflow_e2e.py)
+codex_world = codex_cli.codex_world
 
 def start_peer(server: TmuxServer, log: Path) -> str:
     pane = server.new_pane(demo_agent_command("peer", log=log, work_s=0.1))

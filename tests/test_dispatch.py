@@ -15,7 +15,8 @@ from pipeline.engine.context import (
     pane_lookups_shared,
     readiness_check,
 )
-from pipeline.engine.stages.dispatch import target_state, type_prompt
+from pipeline.engine.stages.dispatch import target_state
+from pipeline.engine.stages.submit import type_prompt
 from pipeline.plugin.events import Delivery, Prompt
 from tests.support.agents import demo_agent_command, messages, read_log, start_agent
 from tests.support.pipelines import REGISTRIES, first_look, make_config, running

@@ -2,17 +2,17 @@
 as the source of the hand-offs, and as their target.
 
 As a source: one test body, parametrized over the source agents of tests/support/fault_sources.py (Claude
-Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and Cline stand-ins writing their files as the
-recorded ones, and the demo agent). Each turn is
-begun, finished a random moment later, and the daemon is killed at a random moment before, during or after
-that end, down for a while, and started again. What counts is what reached the target (a demo agent's own
-log): every turn exactly once, and ``baton history`` has one delivered hand-off for each. BATON_FAULT_TURNS
-(default 30) sets the turns, BATON_FAULT_SEED the seed (printed, so that a failing run can be replayed).
+Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline stand-ins writing their files as the
+recorded ones, and the demo agent). Each turn is begun, finished a random moment later, and the daemon is
+killed at a random moment before, during or after that end, down for a while, and started again. What counts
+is what reached the target (a demo agent's own log): every turn exactly once, and ``baton history`` has one
+delivered hand-off for each. BATON_FAULT_TURNS (default 30) sets the turns, BATON_FAULT_SEED the seed
+(printed, so that a failing run can be replayed).
 
-As a target: the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and Cline stand-ins of
+As a target: the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline stand-ins of
 tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
-input until Enter. Besides kills at random moments, the daemon is killed in the window between a paste and
-its Enter: the test watches the target's screen from outside and kills the moment the paste shows. What
+input until Enter. Besides kills at random moments, the daemon dies in the window between a paste and
+its Enter: started with ``BATON_CRASH_BEFORE_ENTER``, it kills itself once the paste shows in the input. What
 counts is what the target took as prompts.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.engine.crash_points import ENTER_ENV
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import messages, start_agent
 from tests.support.daemons import wait_followed, write_config
@@ -140,19 +141,20 @@ PADDING = "\n".join(f"context {k}: what the reviewer should keep in mind about p
                      for k in range(14))
 
 
-def kill_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
-    """Kill ``daemon`` the moment ``pane`` shows a paste in its input (an agent's placeholder): between the
-    paste and its Enter. False when no paste showed within ``timeout`` (the daemon is killed anyway)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        screen = server.capture(pane)
-        # [Pasted …], Copilot's [Paste #K - N lines], Cline's [<its start>... Pasted +N lines]
-        if "[Paste" in screen or "... Pasted +" in screen:
-            daemon.kill()
-            return True
-        time.sleep(0.01)  # shapes the scenario: how often the screen is looked at (tmux answers in ~2 ms)
-    daemon.kill()
-    return False
+def dies_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) -> bool:
+    """Wait for ``daemon``, started with ``BATON_CRASH_BEFORE_ENTER``, to kill itself once a paste shows in
+    the target's input, before its Enter (the Enter follows the paste's drawing within milliseconds: too soon
+    for a kill from outside). True when it died so and the paste is on the screen (an agent's placeholder);
+    False when it did not die within ``timeout`` (it is killed then)."""
+    try:
+        daemon.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        return False
+    daemon.kills += 1
+    screen = server.capture(pane)
+    # [Pasted …], Copilot's [Paste #K - N lines], pi's [paste #K …], Cline's [<its start>... Pasted +N lines]
+    return "[Paste" in screen or "[paste #" in screen or "... Pasted +" in screen
 
 
 def fault_schedule(rng: random.Random, turns: int) -> list[str]:
@@ -165,7 +167,7 @@ def fault_schedule(rng: random.Random, turns: int) -> list[str]:
     return schedule
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen", "cline"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,9 +193,13 @@ def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_t
     at_paste = 0
     for i, fault in enumerate(fault_schedule(rng, turns)):
         source.begin(i)
-        if fault == "paste":  # between the paste and its Enter
+        if fault == "paste":  # between the paste and its Enter: the daemon kills itself there
+            daemon.kill()
+            daemon.env = {ENTER_ENV: "1"}
+            daemon.start()
             source.finish(i)
-            at_paste += kill_at_paste(tmux_server, target.pane, daemon)
+            at_paste += dies_at_paste(tmux_server, target.pane, daemon)
+            daemon.env = {}
         elif fault == "random":  # at a random moment around the turn's end and its hand-off
             time.sleep(rng.uniform(0.0, 0.9))  # shapes the scenario: the moment of the kill
             daemon.kill()

@@ -21,24 +21,20 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from plugins.gemini.resolve import find_gemini
 from plugins.gemini.screen import input_draft
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
 from tests.fakes.gemini_api import SLOW_CHUNKS, TOOL_FINAL, FakeGemini
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE
+from tests.support import real_cli
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import json_lines, start_baton, write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.gemini import GeminiHome, make_gemini_home
@@ -51,18 +47,9 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 GEMINI = resolve("gemini")  # pinned, or npm latest with BATON_AGENTS=latest
 
 
-def _installed(package: tuple[str, str]) -> Path:
-    try:
-        return install(*package)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    return _installed(GEMINI)
+    return real_cli.npm_package(GEMINI)
 
 
 @pytest.fixture
@@ -75,30 +62,6 @@ def claude_answer(prompt: str) -> str:
     return f"Claude read {len(prompt)} characters and agrees ✓"
 
 
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
 async def test_real_gemini_and_claude_code_hand_off_once_each_way(
         tmux_server: TmuxServer, tmp_path: Path, gemini_bin: Path, gemini_api: FakeGemini,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
@@ -106,18 +69,16 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hooks write
     gem = make_gemini_home(tmp_path / "g", api_url=gemini_api.url, gemini_bin=gemini_bin, state=state)
     for expected in ("added the AfterAgent hook", "already installed"):
-        result = baton("hooks", "install", "--agent", "gemini", env={"GEMINI_CLI_HOME": str(gem.home)})
+        result = real_cli.baton("hooks", "install", "--agent", "gemini",
+                                env={"GEMINI_CLI_HOME": str(gem.home)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert gem.settings()["security"]["auth"]["selectedType"] == "gemini-api-key"
-    claude_bin = _installed(CLAUDE_CODE)
+    claude_bin = real_cli.npm_package(CLAUDE_CODE)
     with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+        cc, cc_pane = real_cli.launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                             claude_bin=claude_bin, version=CLAUDE_CODE[1])
         g_pane = gem.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        real_cli.wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"gem": {"pane": g_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "gem", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "gem", "transform": "raw"}], max_hops=2)
@@ -129,26 +90,26 @@ async def test_real_gemini_and_claude_code_hand_off_once_each_way(
             gem.say(tmux_server, g_pane, prompt)  # a person's prompt: hop 0
             first = gemini_api.answer(prompt)
             await until(lambda: len(gemini_api.prompts()) >= 2, 90, "Claude's answer typed into Gemini CLI")
-            await until(lambda: len(completions(caplog, "gem")) >= 2, 30, "Gemini's second turn")
+            await until(lambda: len(real_cli.completions(caplog, "gem")) >= 2, 30, "Gemini's second turn")
             await aquiet_for(2.0, "a third hand-off (max_hops=2)")
     typed = [r.last_user_text for r in claude_api.turns]  # as Claude Code sent them (a paste wrapped)
     assert [unwrap_paste(t).strip() for t in typed] == [first], typed
     second = claude_answer(typed[0])
     assert gemini_api.prompts() == [prompt, second]
-    ends = completions(caplog, "gem")
+    ends = real_cli.completions(caplog, "gem")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "gem"]
     print(f"\nGemini CLI e2e: model's last chunk -> completion "
           f"{(accepted[0].created - gemini_api.finished_at[0]) * 1e3:.0f} ms (via {accepted[0].args[3]})")
     for turn, _, _ in ends:  # the file and the AfterAgent hook, one id
-        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+        assert real_cli.signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
     [session] = gem.session_files()
-    resolved = baton("resolve", g_pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
+    resolved = real_cli.baton("resolve", g_pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["transcript"]["value"] == str(session), resolved.stdout
     assert steps["session"]["value"].startswith(session.name[-14:-6])  # its first 8 characters name the file
     assert "rule: start time" in steps["transcript"]["detail"]
-    extracted = baton("extract", "--agent", "gemini", str(session))
+    extracted = real_cli.baton("extract", "--agent", "gemini", str(session))
     assert extracted.returncode == 0 and extracted.stdout == gemini_api.answer(second) + "\n"
 
 
@@ -189,11 +150,11 @@ async def test_real_gemini_tool_turns_approval_and_interrupt_without_hooks(
         await until(lambda: SLOW_CHUNKS[0] + SLOW_CHUNKS[1] in tmux_server.capture(g_pane), 20,
                     "the slow answer streaming")
         tmux_server.run("send-keys", "-t", g_pane, "Escape")
-        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "gem")), 20,
+        await until(lambda: any(o == "failed" for _, o, _ in real_cli.completions(caplog, "gem")), 20,
                     "the failed completion")
         await aquiet_for(1.5, "a hand-off of the interrupted turn")
     assert len(messages(log)) == 2
-    outcomes = [o for _, o, _ in completions(caplog, "gem")]
+    outcomes = [o for _, o, _ in real_cli.completions(caplog, "gem")]
     assert outcomes == ["completed", "completed", "failed"], outcomes
     usage = await pipeline.tiles["gem"].adapter.usage()
     assert usage is not None and usage.models == ("gemini-2.5-flash",) and usage.cost_usd
@@ -224,7 +185,7 @@ TRUST_DIALOG = "Do you trust the files in this folder?"
 
 def delivered(route: str) -> list[dict]:
     """The hand-offs of ``route`` that ``baton history --json`` shows."""
-    shown = baton("history", "--json", "--route", route)
+    shown = real_cli.baton("history", "--json", "--route", route)
     assert shown.returncode == 0, shown
     return [r for r in json_lines(shown.stdout) if r.get("kind") != "action"]
 
@@ -316,7 +277,7 @@ def test_real_gemini_clear_without_hooks_hands_off_the_next_answer_once_and_neve
         two = hand_off(tmux_server, gem, pane, gemini_api, log, "E2E-C2: after the clear", [one])
         assert followed(err, second), err.read_text()
         assert first.read_bytes() == kept  # the cleared session's file is left as it was
-        resolved = baton("resolve", pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
+        resolved = real_cli.baton("resolve", pane, "-L", tmux_server.socket, "--agent", "gemini", "--json")
         steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
         assert steps["transcript"]["value"] == str(second), resolved.stdout
         quiet_for(2.0, "a third hand-off")

@@ -303,7 +303,7 @@ settings: {max_hops: 2}
     notifier = Recording()
     router = PromptRouter(cfg, stages.tiles(cfg), load_registries().transforms, notifier=notifier)
 
-    async def broken(route: object, response: object) -> str:
+    async def broken(route: object, response: object, target: object = None) -> str:
         raise RuntimeError("the model is down")
 
     router.transform = broken  # type: ignore[method-assign]

@@ -38,6 +38,7 @@ from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.fakes.webhook import WebhookReceiver
 from tests.support.agents import demo_agent_command, messages, read_log
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
+from tests.support.opencode import opencode_env, stop_left_behind
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.tmux import TmuxServer
 
@@ -49,16 +50,6 @@ ANSWER = (
     "- it takes a name\n- it returns the greeting\n\nE2E_ANSWER_END"
 )
 
-
-def stop_left_behind(started: list[proc.Proc]) -> None:
-    """OpenCode and what it started, if left behind: the very processes the test saw (pid and start time)."""
-    for seen in started:
-        live = proc.read_proc(seen.pid)
-        if live is not None and live.start_ticks == seen.start_ticks:
-            try:
-                os.kill(seen.pid, 15)
-            except OSError:
-                pass
 
 @pytest.fixture(scope="session")
 def opencode_bin() -> Path:
@@ -74,26 +65,6 @@ def opencode_bin() -> Path:
 def fake_chat() -> Iterator[FakeChat]:
     with FakeChat() as chat:
         yield chat
-
-
-def opencode_env(home: Path, command: Path) -> dict[str, str]:
-    env = {
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".local/state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "OPENCODE_DISABLE_MODELS_FETCH": "1",
-        "OPENCODE_DISABLE_AUTOUPDATE": "1",
-        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-        "OPENCODE_DISABLE_SHARE": "1",
-        "npm_config_registry": "http://127.0.0.1:9/",
-        "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
-        "PATH": f"{command.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-    }
-    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        Path(env[key]).mkdir(parents=True, exist_ok=True)
-    return env
 
 
 @pytest.mark.tmux

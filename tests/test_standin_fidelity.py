@@ -5,7 +5,8 @@ A stand-in runs in a real pane of the recorded size; it is driven into each stat
 drawn inline, a long one drawn as the agent's placeholder, busy, asking for approval — and its screen is
 read with the real agent's adapter, exactly as the recording is: what the input holds, whether the agent
 is busy, what it waits for, the keys that would answer its prompt. Every reading must be the same (a
-placeholder's running number aside).
+placeholder's running number aside). pi asks nothing before a tool: its stand-in is held to the recorded
+project-trust question at start instead (1.x; the old package's 0.73.1 asks none).
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from plugins.gemini.adapter import GeminiAdapter
 from plugins.gemini.screen import input_draft as gemini_draft
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft
+from plugins.pi.adapter import PiAdapter
+from plugins.pi.screen import input_draft as pi_draft
+from plugins.qwen.adapter import QwenAdapter
+from plugins.qwen.screen import input_draft as qwen_draft
 from tests.fakes.agent_tui import agent_tui_command
 from tests.support.paths import FIXTURES, REPO
 from tests.support.polling import wait_for
-from tests.support.standin_targets import say
+from tests.support.standin_targets import StandinTarget, adapter_name, say
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux]
@@ -52,12 +57,16 @@ AGENTS = {
     "copilot": (CopilotAdapter, copilot_draft, False, "copilot-1.0.102",
                 "copilot-1.0.102/screens/screen_13_slow_busy_3s.txt",
                 "copilot-1.0.102/screens/screen_09_approval_prompt.txt"),
+    "qwen": (QwenAdapter, qwen_draft, True, "qwen-code-0.24.4", "qwen-code-0.24.4/screens/busy.ansi",
+             "qwen-code-0.24.4/screens/permission.ansi"),
+    "pi": (PiAdapter, pi_draft, False, "pi-1.6.0", "pi-1.6.0/screens/busy.txt",
+           "pi-1.6.0/screens/trust_dialog.txt"),
+    "pi-0.73.1": (PiAdapter, pi_draft, False, "pi-0.73.1", "pi-0.73.1/screens/busy.txt", None),
 }
-#: the pastes compared: short ones drawn inline, long ones as placeholders, in every agent
+#: the pastes compared, in the order they were recorded: short ones drawn inline, long ones as placeholders,
+#: in every agent; two of one label (1001 chars), each cleared before the next: Qwen Code numbers the second
 CASES = ("line1_short", "lines2_short", "lines3_short", "lines4", "lines12_280", "line151", "line801",
-         "line1001", "lines30_2000")
-_HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
-         "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME"}
+         "lines3_chars1001", "line1001", "lines30_2000")
 
 
 def reading(agent: str, screen: str) -> dict[str, object]:
@@ -65,7 +74,8 @@ def reading(agent: str, screen: str) -> dict[str, object]:
     and indentation ignored), busy (from the screen's text, as the adapters look), what it waits for, and
     the keys ``baton approve`` and ``baton deny`` would type."""
     cls, read, *_ = AGENTS[agent]
-    adapter = cls(EngineContext(name="t", tile=Tile(pane="%0", agent=agent), tmux=None))  # type: ignore[arg-type]
+    tile = Tile(pane="%0", agent=adapter_name(agent))
+    adapter = cls(EngineContext(name="t", tile=tile, tmux=None))  # type: ignore[arg-type]
     draft = read(screen)
     shown = None if draft is None else re.sub(r"#\d+", "#K", "".join(draft.split()))
     busy = adapter.is_busy(strip_ansi(screen))
@@ -80,8 +90,9 @@ class Standin:
         size = self.facts["pane"]
         self.server, self.agent, self.escapes = server, agent, AGENTS[agent][2]
         self.log = tmp / "standin.jsonl"
+        env = StandinTarget.home_env(agent, tmp / "home")
         self.pane = server.new_pane(agent_tui_command(agent, self.log, work_s=work_s), cwd=tmp,
-                                    env={_HOME[agent]: str(tmp / "home"), "PYTHONPATH": str(REPO)},
+                                    env={**env, "PYTHONPATH": str(REPO)},
                                     width=size["width"], height=size["height"])
         wait_for(lambda: "stand-in" in server.capture(self.pane), what=f"the {agent} stand-in")
 
@@ -104,7 +115,28 @@ async def test_a_stand_in_draws_its_input_as_the_real_cli_does(agent: str, tmux_
                                                                tmp_path: Path) -> None:
     standin = Standin(tmux_server, tmp_path, agent)
     assert reading(agent, standin.screen()) == reading(agent, recorded_screen(agent, "idle")), "idle"
-    for case in CASES:
+    await draws_as_recorded(standin, CASES)
+
+
+#: the edges of the rules that count lines and UTF-16 units (recorded for Qwen Code and pi): 10 lines inline,
+#: 11 a placeholder; 1000 characters inline, 1001 a placeholder; 991 code points that are 1001 UTF-16 units
+#: (pi: a placeholder). Qwen Code scrolls a long inline paste in its box, which its stand-in does not draw.
+EDGES = ("lines10_100", "lines11_110", "lines3_chars1001", "line1000", "line1001", "emoji_cp991")
+EDGES_BY_AGENT = {"pi": EDGES, "pi-0.73.1": EDGES, "qwen": ("lines10_100", "lines11_110", "lines3_chars1001",
+                                                           "line1001")}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("agent", list(EDGES_BY_AGENT))
+async def test_a_stand_in_draws_the_edges_of_its_placeholder_rule_as_the_real_cli_does(
+        agent: str, tmux_server: TmuxServer, tmp_path: Path) -> None:
+    await draws_as_recorded(Standin(tmux_server, tmp_path, agent), EDGES_BY_AGENT[agent])
+
+
+async def draws_as_recorded(standin: Standin, cases: tuple[str, ...]) -> None:
+    """Each case pasted into the stand-in reads as its recording does; the input cleared after each."""
+    agent, tmux_server = standin.agent, standin.server
+    for case in cases:
         text = sanitize(standin.facts["cases"][case]["pasted"])
         want = reading(agent, recorded_screen(agent, case))
         await tmux_server.tmux.paste(standin.pane, text)
@@ -120,12 +152,38 @@ def test_a_stand_in_is_busy_and_asks_for_approval_as_the_real_cli_does(agent: st
     *_, working, asking = AGENTS[agent]
     standin = Standin(tmux_server, tmp_path, agent, work_s=3.0)
     real_busy = reading(agent, (FIXTURES / working).read_text())
-    real_asking = reading(agent, (FIXTURES / asking).read_text())
     say(tmux_server, standin.pane, "work on it")
     wait_for(lambda: reading(agent, standin.screen())["busy"], what="the stand-in busy")
-    assert reading(agent, standin.screen()) == real_busy
+    assert reading(agent, standin.screen()) == real_busy and real_busy["busy"]
     wait_for(lambda: not reading(agent, standin.screen())["busy"], what="the stand-in done")
+    if adapter_name(agent) == "pi":  # it asks nothing before a tool: the turn just runs
+        say(tmux_server, standin.pane, "NEEDS_APPROVAL: touch a file")
+        wait_for(lambda: "answer to: NEEDS_APPROVAL" in standin.screen(), what="the tool turn's end")
+        assert reading(agent, standin.screen())["waiting"] is None
+        return
+    real_asking = reading(agent, (FIXTURES / str(asking)).read_text())
     say(tmux_server, standin.pane, "NEEDS_APPROVAL: touch a file")
     wait_for(lambda: reading(agent, standin.screen())["waiting"], what="the stand-in asking")
     assert reading(agent, standin.screen()) == real_asking
-    assert str(real_asking["waiting"]).startswith("permission prompt") and real_busy["busy"]
+    assert str(real_asking["waiting"]).startswith("permission prompt")
+
+
+@pytest.mark.parametrize("agent", ["pi", "pi-0.73.1"])
+def test_the_pi_stand_in_asks_to_trust_a_folder_with_pi_settings_as_the_real_cli_does(
+        agent: str, tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """pi 1.x asks at start in a folder with ``.pi/`` settings (tests/fixtures/pi-1.6.0/screens/
+    trust_dialog.txt): the stand-in's question reads the same, and its answer keys take it; 0.73.1 asks
+    nothing there (docs/agent-versions.md)."""
+    target = StandinTarget(tmux_server, tmp_path, agent, trust_dialog=True)
+    screen = lambda: tmux_server.capture(target.pane)  # noqa: E731
+    if agent == "pi-0.73.1":
+        wait_for(lambda: reading(agent, screen())["input"] == "", what="the old pi's input box, no question")
+        return
+    real = reading(agent, (FIXTURES / "pi-1.6.0/screens/trust_dialog.txt").read_text())
+    wait_for(lambda: reading(agent, screen())["waiting"], what="the trust question")
+    assert reading(agent, screen()) == real
+    third = reading(agent, (FIXTURES / "pi-1.6.0/screens/trust_dialog_third.txt").read_text())
+    tmux_server.run("send-keys", "-t", target.pane, "Down", "Down")
+    wait_for(lambda: reading(agent, screen()) == third, what="the third choice selected, as recorded")
+    tmux_server.run("send-keys", "-t", target.pane, "Enter")
+    wait_for(lambda: reading(agent, screen())["input"] == "", what="the input box once trusted")

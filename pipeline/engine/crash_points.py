@@ -9,7 +9,11 @@ unset outside the tests (then the journal's connection is SQLite's own, untouche
 - ``BATON_CRASH_AFTER_WRITES=N``: right after the Nth committed write the process sends itself SIGKILL —
   from inside, so the kill lands at that write and nowhere else;
 - ``BATON_COUNT_WRITES=PATH``: one line per committed write appended to PATH, ``N<TAB>label``; the label
-  says what was written (``update handoffs delivering review/b@…``) for a failure message.
+  says what was written (``update handoffs delivering review/b@…``) for a failure message;
+- ``BATON_CRASH_BEFORE_ENTER=1``: the process sends itself SIGKILL once a paste shows in the target's
+  input, before its Enter (:func:`before_enter`) — the crash window of the crash-at-paste tests, which a
+  kill from outside no longer hits reliably since the Enter follows the paste's drawing within
+  milliseconds (docs/performance.md, "The latency a person feels").
 
 A write is a committed change: a transaction's COMMIT (one write, however many statements it held), or an
 INSERT, UPDATE or DELETE outside a transaction (SQLite commits it by itself). Reads, BEGIN, ROLLBACK and the
@@ -24,9 +28,10 @@ import signal
 import sqlite3
 from typing import Any
 
-__all__ = ["COUNT_ENV", "CRASH_ENV", "connection_class"]
+__all__ = ["COUNT_ENV", "CRASH_ENV", "ENTER_ENV", "before_enter", "connection_class"]
 
 CRASH_ENV = "BATON_CRASH_AFTER_WRITES"
+ENTER_ENV = "BATON_CRASH_BEFORE_ENTER"
 COUNT_ENV = "BATON_COUNT_WRITES"
 _WRITE = re.compile(r"\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+(\w+)", re.I)
 _COMMIT = re.compile(r"\s*(?:COMMIT|END)\b", re.I)
@@ -35,6 +40,12 @@ _LABEL_CHARS = 240
 
 #: committed writes so far in this process
 _written = 0
+
+
+def before_enter() -> None:
+    """Between a paste that shows in the target's input and its Enter: die here when the switch says so."""
+    if os.environ.get(ENTER_ENV):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def connection_class() -> type[sqlite3.Connection]:

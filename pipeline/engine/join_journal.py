@@ -25,7 +25,8 @@ from pathlib import Path
 
 from pipeline.engine.journal import Journal
 
-__all__ = ["GROUP_STATES", "Group", "JoinBook", "joining_by_target", "read_joining"]
+__all__ = ["GROUP_STATES", "Group", "JoinBook", "joining_by_target", "joining_groups", "joining_words",
+           "read_joining"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS join_groups (
@@ -195,23 +196,36 @@ class JoinBook:
         return [self._of(row) for row in rows]
 
 
-def joining_by_target(db: sqlite3.Connection) -> dict[str, list[str]]:
-    """What the board shows on each target tile: ``["verdicts: 1 of 2 (security)"]`` per joining group,
-    read-only (a journal without the join tables has none)."""
+def joining_groups(db: sqlite3.Connection) -> list[tuple[str, list[str], list[str], int]]:
+    """Each group still joining, oldest first: (route, its targets, the sources that answered in the
+    order of ``from:``, how many it needs), read-only (a journal without the join tables has none)."""
     try:
         rows = db.execute(
             "SELECT g.route, g.target, g.sources, g.needs, group_concat(a.source) FROM join_groups g "
             "LEFT JOIN join_answers a ON a.route=g.route AND a.grp=g.grp AND a.late=0 "
             "WHERE g.state='joining' GROUP BY g.route, g.grp ORDER BY g.started").fetchall()
     except sqlite3.OperationalError:
-        return {}
-    shown: dict[str, list[str]] = {}
+        return []
+    groups = []
     for route, targets, sources, needs, answered in rows:
         have = set(str(answered).split(",")) if answered else set()
-        names = [s for s in str(sources).split(",") if s in have]
-        for target in str(targets).split(","):
-            shown.setdefault(target, []).append(
-                f"{route}: {len(names)} of {needs} ({', '.join(names) or 'none yet'})")
+        groups.append((str(route), str(targets).split(","), [s for s in str(sources).split(",") if s in have],
+                       int(needs)))
+    return groups
+
+
+def joining_words(names: list[str], needs: int) -> str:
+    """A joining group's progress: ``1 of 2 (security)``."""
+    return f"{len(names)} of {needs} ({', '.join(names) or 'none yet'})"
+
+
+def joining_by_target(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """What the board shows on each target tile: ``["verdicts: 1 of 2 (security)"]`` per joining group,
+    read-only (a journal without the join tables has none)."""
+    shown: dict[str, list[str]] = {}
+    for route, targets, names, needs in joining_groups(db):
+        for target in targets:
+            shown.setdefault(target, []).append(f"{route}: {joining_words(names, needs)}")
     return shown
 
 

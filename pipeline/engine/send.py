@@ -4,7 +4,7 @@
 
 The dispatcher's checks (:func:`~pipeline.engine.stages.dispatch.target_state`: gone, then no agent of that
 kind, then the adapter's own busy/draft) and its one way of typing
-(:func:`~pipeline.engine.stages.dispatch.type_prompt`). A pane that is gone, runs no agent of the kind
+(:func:`~pipeline.engine.stages.submit.type_prompt`). A pane that is gone, runs no agent of the kind
 expected (a bare shell would run the text as a command; a pane with no agent at all, when none is named),
 is busy or holds a draft is refused: one line, nothing typed. ``wait`` waits for a busy agent or a draft as
 the dispatcher does; only ``force`` types into whatever runs there. What it leaves in the journal:
@@ -28,7 +28,8 @@ import anyio
 from pipeline.engine.context import EngineContext, look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.pane_target import Setup, TargetError, adapter_for, find_target, running_in
 from pipeline.engine.send_record import SendRecord
-from pipeline.engine.stages.dispatch import WAIT_TICK_S, target_state, type_prompt
+from pipeline.engine.stages.dispatch import WAIT_TICK_S, target_state
+from pipeline.engine.stages.submit import type_prompt
 from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.system.text import MAX_TEXT_BYTES, sanitize
 from pipeline.system.tmux import PaneGone, TmuxError

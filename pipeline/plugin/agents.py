@@ -140,8 +140,12 @@ class AgentAdapter(abc.ABC):
     name: ClassVar[str] = ""
     #: /proc/PID/comm (or exe basename) values that identify this agent in a pane's process tree
     process_names: ClassVar[frozenset[str]] = frozenset()
-    #: seconds between the paste and the Enter that submits it
+    #: the most seconds between the paste and the Enter that submits it: the Enter goes as soon as the input
+    #: shows the paste (:meth:`paste_landed`), at the latest this long after it
     submit_delay_s: ClassVar[float] = 0.2
+    #: the fewest seconds between the paste and its Enter, however soon the paste shows: what the agent needs
+    #: to take an Enter for a submit rather than part of the paste (measured per agent, docs/agents.md)
+    submit_min_s: ClassVar[float] = 0.0
     #: how long to wait for the target to show that the turn started, before calling it unconfirmed
     confirm_timeout_s: ClassVar[float] = 5.0
     #: for an agent that may take the Enter for a newline (it read the paste and the Enter at once, starved of
@@ -284,6 +288,13 @@ class AgentAdapter(abc.ABC):
         if not draft:
             return "empty"
         return "prompt" if self.shows_paste(draft, text) else "other"
+
+    async def paste_landed(self, text: str) -> bool:
+        """Between a paste and its Enter: whether the input shows ``text`` (sanitized) yet, as the text or as
+        the agent's placeholder for it — the Enter goes then (:attr:`submit_min_s` at the soonest). By
+        default :meth:`input_holds` says ``"prompt"``; an adapter that cannot read its input gets the full
+        :attr:`submit_delay_s`."""
+        return await self.input_holds(text) == "prompt"
 
     def shows_paste(self, draft: str, text: str) -> bool:
         """Whether the input line's ``draft`` is ``text`` pasted and not submitted. By default the text

@@ -15,10 +15,12 @@ from typing import Any
 
 from pipeline.system.jsonl import write_json
 
-__all__ = ["install_command_hooks"]
+__all__ = ["install_command_hooks", "load_settings"]
 
 
-def _load(settings: Path) -> dict[str, Any]:
+def load_settings(settings: Path) -> dict[str, Any]:
+    """An agent's settings file as a JSON object ({} when missing); ValueError when it is not one (then
+    nothing may be changed)."""
     if not settings.exists():
         return {}
     try:
@@ -50,7 +52,7 @@ def _names(events: tuple[str, ...]) -> str:
 def install_command_hooks(settings: Path, events: tuple[str, ...], hook_command: list[str], mark: str) -> str:
     """Put the batonpass hook (``hook_command``, recognised by ``mark``) under each of ``events`` in
     ``settings``; what was done, in a sentence. Idempotent."""
-    data = _load(settings)
+    data = load_settings(settings)
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError(f"{settings}: hooks is not an object; nothing was changed")

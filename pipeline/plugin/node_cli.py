@@ -4,17 +4,34 @@ of them does the work, and the home its settings and sessions are under.
 Such an agent is a ``node`` whose comm says nothing; its argv names the script (``…/bin/gemini``,
 ``…/@qwen-code/qwen-code/cli.js``). Both relaunch themselves as a child ``node`` (with more heap, an
 environment marker) that does the work: the deepest claiming process under the pane is the worker.
+:class:`AgentProc` is such a process as an adapter found it (pi's too: a ``node`` titled ``pi``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.system import proc
 
-__all__ = ["deepest", "home_of", "runs_script"]
+__all__ = ["AgentProc", "deepest", "home_of", "runs_script"]
+
+
+@dataclass(frozen=True)
+class AgentProc:
+    """The pane's working agent process, as an adapter found it (each agent adds where its files are)."""
+
+    proc: proc.Proc
+    cwd: str | None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.running()
 
 
 def runs_script(p: proc.Proc, names: frozenset[str], package_dirs: tuple[str, ...]) -> bool:

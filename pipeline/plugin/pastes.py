@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-__all__ = ["InputHolds", "MIN_PARTIAL", "collapsed", "holds", "line_count", "shows_text", "utf16_length"]
+__all__ = ["InputHolds", "MIN_PARTIAL", "box_holds", "collapsed", "line_count", "shows_text", "utf16_length"]
 
 #: what an agent's input holds, compared with a prompt batonpass pasted there: that ``prompt`` (as text or
 #: as the agent's placeholder for it), ``other`` text (a person's draft), or nothing (``empty``)
@@ -50,12 +50,11 @@ def shows_text(draft: str, text: str) -> bool:
     return shown == pasted or (len(shown) >= MIN_PARTIAL and pasted.endswith(shown))
 
 
-def holds(draft: str | None, text: str, shows_paste: Callable[[str, str], bool]) -> InputHolds | None:
-    """What an input box holds, compared with the pasted ``text``: None when no input box shows (a dialog,
-    the agent starting), ``empty``, ``prompt`` when ``shows_paste(draft, text)`` (as the text or as the
-    agent's placeholder), else ``other``. For an adapter whose screen parser tells "no input box" apart."""
-    if draft is None:
+def box_holds(box: str | None, text: str, shows_paste: Callable[[str, str], bool]) -> InputHolds | None:
+    """What an input ``box`` read off the screen holds, compared with the pasted ``text`` (judged by the
+    adapter's ``shows_paste``); None when there is no box (the agent starting, a dialog)."""
+    if box is None:
         return None
-    if not draft.strip():
+    if not box.strip():
         return "empty"
-    return "prompt" if shows_paste(draft.strip(), text) else "other"
+    return "prompt" if shows_paste(box.strip(), text) else "other"

@@ -1,5 +1,5 @@
 """An agent's JSON-lines session file and the state its records build, read as the file grows (Gemini CLI,
-Qwen Code): each read feeds the lines appended since the last one to the state; a file replaced (a new
+pi, Qwen Code): each read feeds the lines appended since the last one to the state; a file replaced (a new
 inode) or cut short is read again from its start, into a new state."""
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class FollowedFile(Generic[S]):
         self.state = new_state()
         self._tail = AppendedLines(self.path)
         self._ino: int | None = None
+        #: records fed to the current state: a look at an unchanged file is told from one at a changed one
+        self.fed = 0
 
     def read(self, *, final: bool = False) -> bool:
         """Read what was appended; whether anything was (``final``: a last line without its newline too)."""
@@ -38,9 +40,10 @@ class FollowedFile(Generic[S]):
         except OSError:
             return False
         if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._tail.offset):
-            self.state, self._tail = self._new_state(), AppendedLines(self.path)
+            self.state, self._tail, self.fed = self._new_state(), AppendedLines(self.path), 0
         self._ino = st.st_ino
         records = self._tail.read(final=final)
         for record in records:
             self.state.feed(record)
+        self.fed += len(records)
         return bool(records)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
 
 from pipeline.plugin.events import Completion, Outcome
 
-__all__ = ["Resolution", "ResolveStep", "TurnEnd", "TurnMark"]
+__all__ = ["FileResolution", "FileTurn", "Resolution", "ResolveStep", "TurnEnd", "TurnMark"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,38 @@ class Resolution:
     def stopped_at(self) -> str | None:
         """The first step that failed, if any."""
         return next((s.step for s in self.steps if not s.ok), None)
+
+
+@dataclass
+class FileResolution(Resolution):
+    """A chain that ends at one session file (Gemini CLI, pi, Qwen Code): ``session``, once a rule decided."""
+
+    session: Path | None = None
+
+    def decide(self, rule: str, path: Path, detail: str) -> Self:
+        """``rule`` names ``path`` the pane's session file (the last steps ``baton resolve`` shows)."""
+        self.session, self.rule = path, rule
+        self.add(rule, True, f"decided: {detail}", str(path))
+        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
+        return self
+
+
+@dataclass
+class FileTurn:
+    """One user turn of a session file, as far as the file tells (Gemini CLI, pi, Qwen Code: each agent's
+    reader adds what else it counts)."""
+
+    turn_id: str
+    prompt: str
+    started_at: float
+    #: None while open; ``completed`` or ``failed`` once the file shows an end
+    outcome: Outcome | None = None
+    #: an end that may not be the last word (a final-looking answer, an error a retry may follow): the
+    #: hook or the screen confirms it
+    provisional: bool = False
+    answer: str | None = None
+    ended_at: float | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from pipeline.engine.gate_journal import expires_after
 from pipeline.engine.tiles import TileRuntime
 from pipeline.views.awaiting import read_awaiting
 from pipeline.views.board import TileView, clean, dollars, read_recent, tokens
+from pipeline.views.edge_counts import EdgeCounts, graph_routes, read_edge_counts
 from pipeline.views.live_board import TileFeed, Wake
 
 __all__ = ["Listener", "WebFeed"]
@@ -126,6 +127,7 @@ class WebFeed:
         #: other hosts' come from the bus without theirs (a prompt stays on its host), passed there over it
         self.awaiting: list[dict[str, Any]] = []
         self.within = {r.label: s for r in config.routes if (s := expires_after(r)) is not None}
+        self.edges = EdgeCounts()
 
     def changed(self) -> None:
         self.wake.set()
@@ -154,8 +156,9 @@ class WebFeed:
             self.listeners.discard(listener)
 
     def body(self) -> dict[str, Any]:
-        """The frame's content: tiles (this host's first), routes, recent hand-offs, the hand-offs awaiting
-        a person (with their prompts), notes."""
+        """The frame's content: tiles (this host's first), routes (with what waits on each edge of the
+        graph the page draws), recent hand-offs, the hand-offs awaiting a person (with their prompts),
+        notes."""
         tiles = [_tile(v, self.host, True) for v in self.local.board.views.values()]
         notes, awaiting = [self.local.board.note], list(self.awaiting)
         if self.hosts is not None:
@@ -163,8 +166,7 @@ class WebFeed:
                       for name, v in self.hosts.board.views.items()]
             notes.append(self.hosts.board.note)
             awaiting += self.hosts.awaiting
-        routes = [{"name": r.label, "from": ",".join(r.sources), "to": ",".join(r.targets),
-                   "held": r.label in self.held} for r in self.config.routes]
+        routes = graph_routes(self.config, self.edges, self.held)
         return {"title": Path(self.config.path).name, "host": self.host, "tiles": tiles, "routes": routes,
                 "recent": self.recent, "awaiting": awaiting, "note": " · ".join(n for n in notes if n)}
 
@@ -186,6 +188,7 @@ class WebFeed:
         """One frame per change (a burst of changes: one frame), to every listener."""
         while True:
             views, self.held = await anyio.to_thread.run_sync(read_recent, self.local.journal, RECENT)
+            self.edges = await anyio.to_thread.run_sync(read_edge_counts, self.local.journal)
             self.recent = [asdict(v) for v in views]
             self.awaiting = await anyio.to_thread.run_sync(read_awaiting, self.local.journal, self.within)
             frame = orjson.dumps(await self._told(self.body()))

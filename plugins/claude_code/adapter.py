@@ -74,7 +74,9 @@ class ClaudeCodeAdapter(FileFollowing):
     summary = "Claude Code: transcript answers; completion from session status, transcript and Stop hook"
     file_kind = "a Claude Code transcript"
     process_names = PROCESS_NAMES
-    # Claude Code needs >= 150 ms between paste and Enter (docs/agents.md, Claude Code: typing)
+    #: an Enter read with the paste is part of it (docs/agents.md, Claude Code: typing): the dispatcher
+    #: presses Enter once the input shows the paste (measured on 2.1.332: 15–50 ms after it, every hand-off
+    #: whole, docs/performance.md); this is the most it waits for that
     submit_delay_s = 0.3
     busy_markers = BUSY_MARKERS
     #: how long response() waits for the transcript to show a turn first reported by the hook

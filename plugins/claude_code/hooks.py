@@ -7,10 +7,9 @@ whether or not a daemon runs — so it can never fail or slow the agent's turn.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
+from pipeline.plugin.hook_settings import load_settings
 from pipeline.plugin.tools import write_json
 
 __all__ = ["HOOK_MARK", "install_stop_hook"]
@@ -25,14 +24,7 @@ def install_stop_hook(settings: Path, command: str) -> str:
     Idempotent: a batonpass hook already there is left alone (or its command updated if the Python
     path changed). A settings file that is not valid JSON is not touched: the error says so.
     """
-    data: dict[str, Any] = {}
-    if settings.exists():
-        try:
-            data = json.loads(settings.read_text(encoding="utf-8") or "{}")
-        except ValueError as exc:
-            raise ValueError(f"{settings} is not valid JSON ({exc}); nothing was changed") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{settings} does not hold a JSON object; nothing was changed")
+    data = load_settings(settings)
     hooks = data.setdefault("hooks", {})
     stop = hooks.setdefault("Stop", []) if isinstance(hooks, dict) else None
     if not isinstance(stop, list):

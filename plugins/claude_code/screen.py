@@ -42,10 +42,15 @@ def _box_top(lines: list[str]) -> int | None:
     return None
 
 
+#: the menus Claude Code 2.1.332 may show at start, before any session file: the folder-trust dialog, and
+#: in the default permission mode an offer to make auto mode the default (``baton approve`` takes the "Yes",
+#: ``deny`` the "No")
+START_DIALOGS = ("Accessing workspace:", "Make auto mode your default permission mode?")
 #: the dialogs Claude Code draws in place of its input box, by a line of each, and what the session file
-#: calls them in ``waitingFor`` (docs/agents.md, Claude Code 2.1.332: the approval prompt, and the auto-mode
-#: dialog)
-DIALOGS = (("Do you want to proceed?", "permission prompt"), ("Enter to stay in auto mode", "dialog open"))
+#: calls them in ``waitingFor`` (docs/agents.md, Claude Code 2.1.332: the approval prompt, the auto-mode
+#: dialog, and the start-up dialogs)
+DIALOGS = (("Do you want to proceed?", "permission prompt"), ("Enter to stay in auto mode", "dialog open"),
+           *((line, "dialog open") for line in START_DIALOGS))
 
 
 def dialog(screen: str) -> str | None:
@@ -88,17 +93,24 @@ _NUMBERED = re.compile(r"^\d+\.\s*")
 
 
 def permission_answer(screen: str, approve: bool) -> list[str] | None:
-    """The keys that answer the permission prompt on ``screen``, or None when none shows. The choices
-    are the lines under ``Do you want to proceed?`` down to a blank line, the selected one marked ``❯``:
-    2.1.332 draws ``❯ No`` / ``Yes`` (No selected), older versions ``❯ 1. Yes`` / ``2. Yes, and always
-    allow …`` / ``3. No``. Approve takes a plain "Yes" (once, never "always"), deny the "No"."""
-    if dialog(screen) != "permission prompt":
-        return None
+    """The keys that answer the permission prompt or a start-up dialog on ``screen``, or None when none
+    shows. The choices are the lines under ``Do you want to proceed?`` (a start-up dialog: the lines around
+    the one marked ``❯``) down to a blank line, the selected one marked ``❯``: 2.1.332 draws ``❯ No`` /
+    ``Yes`` (No selected), older versions ``❯ 1. Yes`` / ``2. Yes, and always allow …`` / ``3. No``, the
+    trust dialog ``❯ No, exit`` / ``Yes, I trust this folder``. Approve takes a plain "Yes" (once, never
+    "always"), deny the "No"."""
     lines = [ln.strip() for ln in strip_ansi(screen).rstrip("\n").split("\n")]
-    ask = max(i for i, ln in enumerate(lines) if ln.startswith(DIALOGS[0][0]))
+    if dialog(screen) == "permission prompt":
+        first = max(i for i, ln in enumerate(lines) if ln.startswith(DIALOGS[0][0])) + 1
+    elif dialog(screen) is not None and any(ln.startswith(START_DIALOGS) for ln in lines):
+        first = max(i for i, ln in enumerate(lines) if ln.startswith("❯"))
+        while first > 0 and lines[first - 1]:
+            first -= 1
+    else:
+        return None
     labels: list[str] = []
     selected = 0
-    for line in lines[ask + 1:]:
+    for line in lines[first:]:
         if not line:
             break
         if line.startswith("❯"):

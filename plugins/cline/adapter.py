@@ -20,7 +20,7 @@ from pipeline.plugin import HookRecord, PaneGone, PaneInfo, RegisterAgent, Serve
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.pastes import holds
+from pipeline.plugin.pastes import box_holds
 from pipeline.plugin.tools import proc, sanitize, strip_ansi
 from pipeline.plugin.turns import TurnMark
 from pipeline.plugin.usage import SessionUsage
@@ -92,7 +92,7 @@ class ClineAdapter(ClineFollowing):
 
     async def input_holds(self, text: str) -> InputHolds | None:
         try:
-            return holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
+            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
         except TmuxError:
             return None
 

@@ -24,6 +24,7 @@ from pipeline.plugin import turns as Turns
 from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
+from pipeline.plugin.pastes import box_holds
 from pipeline.plugin.tools import AppendedLines, json_head, sanitize, strip_ansi
 from pipeline.plugin.usage import SessionUsage
 from plugins.copilot.events import Interaction, SessionEvents, turn_id
@@ -87,15 +88,11 @@ class CopilotAdapter(EventsFollowing):
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
     async def input_holds(self, text: str) -> InputHolds | None:
+        """What the input line holds; None when none shows (a dialog, or Copilot starting)."""
         try:
-            draft = input_draft(await self.ctx.capture())
+            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
         except TmuxError:
             return None
-        if draft is None:
-            return None  # no input line: a dialog, or Copilot starting
-        if not draft.strip():
-            return "empty"
-        return "prompt" if self.shows_paste(draft.strip(), text) else "other"
 
     # ---- the answer ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import anyio
 from pipeline.plugin import RegisterAgent, TmuxError
 from pipeline.plugin.agents import Emit, ResolveStep, TargetState
 from pipeline.plugin.dialogs import asked
-from pipeline.plugin.events import Completion, Response
+from pipeline.plugin.events import Completion, Outcome, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.screen import ScreenAdapter
 from pipeline.plugin.tools import AppendedLines, json_head, proc, sanitize, strip_ansi
@@ -168,7 +168,9 @@ class DemoAdapter(ScreenAdapter):
 
     @staticmethod
     def _end(r: dict[str, Any]) -> TurnEnd:
-        return TurnEnd(turn_id=f"demo:{r['turn_id']}", outcome="completed", text=str(r.get("text", "")),
+        """An answer record as the turn's end: ``"outcome": "failed"`` for an interrupted or failed turn."""
+        outcome: Outcome = "failed" if r.get("outcome") == "failed" else "completed"
+        return TurnEnd(turn_id=f"demo:{r['turn_id']}", outcome=outcome, text=str(r.get("text", "")),
                        ended_at=float(r.get("at") or time.time()))
 
     async def response(self, completion: Completion) -> Response | None:

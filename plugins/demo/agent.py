@@ -7,7 +7,10 @@ process tree tells it apart from a bare shell. Like Claude Code it keeps a trans
 JSONL file per process (:func:`transcript_dir`), written when a prompt arrives and when the answer is done.
 ``--log FILE`` appends every message it receives as JSON (for tests). A message holding ``NEEDS_APPROVAL``
 first asks the person, as the real agents' permission prompts do (:data:`ASK`), and reads keys until ``y``
-(it goes on) or ``n`` (it refuses the turn); each key is logged (``event: approval``).
+(it goes on) or ``n`` (it refuses the turn); each key is logged (``event: approval``). Esc while it works
+interrupts the turn, and a message holding ``FAIL_TURN`` fails after a moment as a model's error would:
+either way the transcript's answer record says ``"outcome": "failed"`` and nothing is handed on. The log
+says when the work began and ended (``event: work`` / ``event: end``), the model's log of a real agent.
 
 Run: ``python -m plugins.demo.agent --name alice --role writer``
 """
@@ -29,6 +32,9 @@ PROMPT = "demo❯ "
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 APPROVAL = "NEEDS_APPROVAL"
+#: a message holding this fails, as a turn whose model answered an error (500, overloaded) does
+FAIL = "FAIL_TURN"
+ESC = b"\x1b"
 #: the demo agent's permission prompt, the last line of its screen until y or n answers it
 ASK = "allow? [y/n]"
 
@@ -191,20 +197,35 @@ def _work(args: argparse.Namespace, turn: int, message: str, out: TextIO, fd: in
         _transcript(args, type="answer", turn_id=turn_id, text=reply)
         out.write(reply + "\r\n\r\n")
         return b""
-    end, i, early = time.monotonic() + args.work_s, 0, b""
+    _log(args, event="work", turn=turn)
+    failing = FAIL in message
+    end, i, early = time.monotonic() + (args.work_s / 3 if failing else args.work_s), 0, b""
     while time.monotonic() < end:
         out.write(f"\r{SPINNER[i % len(SPINNER)]} {args.name} is working… (esc to interrupt)\x1b[K")
         out.flush()
         i += 1
         if select.select([fd], [], [], 0.08)[0]:
             chunk = os.read(fd, 65536)
+            if chunk == ESC:  # a lone Esc: the person interrupts (an arrow key is Esc and more)
+                return _failed(args, turn, turn_id, "Interrupted by the person.", out)
             early += chunk
             _log(args, event="input-while-busy", turn=turn, data=chunk.decode("utf-8", "replace"))
+    if failing:
+        return _failed(args, turn, turn_id, "API Error: 500 overloaded (the model failed this turn)", out)
     out.write("\r\x1b[K")
     reply = message if args.role == "echo" else answer(args.role, args.name, turn, message)
     _transcript(args, type="answer", turn_id=turn_id, text=reply)
+    _log(args, event="end", turn=turn, outcome="completed")
     out.write(reply.replace("\n", "\r\n") + "\r\n\r\n")
     return early
+
+
+def _failed(args: argparse.Namespace, turn: int, turn_id: str, why: str, out: TextIO) -> bytes:
+    """End the turn as failed: said on the screen and in the transcript (``outcome``)."""
+    out.write(f"\r\x1b[K{why}\r\n\r\n")
+    _transcript(args, type="answer", turn_id=turn_id, text=why, outcome="failed")
+    _log(args, event="end", turn=turn, outcome="failed")
+    return b""
 
 
 def _allowed(args: argparse.Namespace, turn: int, out: TextIO, fd: int) -> bool:

@@ -27,19 +27,18 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.agents import ResolveStep
-from pipeline.plugin.node_cli import deepest, home_of, runs_script
+from pipeline.plugin.node_cli import AgentProc, deepest, home_of, runs_script
+from pipeline.plugin.started import CLOCK_SLACK_S, by_start, mtime, session_files, written_since
 from pipeline.plugin.tools import proc
+from pipeline.plugin.turns import FileResolution
 from plugins.gemini.session import parse_time
 
 __all__ = ["GeminiProcess", "Resolution", "SESSION_NAME", "find_gemini", "is_gemini", "resolve_session"]
 
 SESSION_NAME = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([0-9a-f]{8})\.jsonl$")
-#: a session starts this long before its process at most (clock granularity)
-CLOCK_SLACK_S = 2.0
 #: how much of a prompt must show on a pane's screen to say the prompt was typed there
 PROMPT_SHOWN = 40
 GEMINI_NAMES = frozenset({"gemini"})
@@ -53,20 +52,14 @@ def is_gemini(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class GeminiProcess:
+class GeminiProcess(AgentProc):
     """The pane's working Gemini CLI process and what it says about where its session is."""
 
-    proc: proc.Proc
     argv: tuple[str, ...]
-    cwd: str | None
     gemini_dir: Path
     home_from: str
     started_at: float
     relaunched: bool
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
 
     @property
     def session_id(self) -> str | None:
@@ -77,9 +70,6 @@ class GeminiProcess:
             if value and UUID.match(value.lower()):
                 return value.lower()
         return None
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_gemini(pane_pid: int) -> GeminiProcess | None:
@@ -169,22 +159,10 @@ def _typed_text(line: str) -> str | None:
 
 
 @dataclass
-class Resolution:
-    process: GeminiProcess | None
-    session: Path | None = None
-    rule: str = ""
-    steps: list[ResolveStep] = field(default_factory=list)
+class Resolution(FileResolution):
+    process: GeminiProcess | None = None
     #: another Gemini CLI works in this folder and a newer session may be its: ask again on each change
     unsure: bool = False
-
-    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
-        self.steps.append(ResolveStep(step, ok, detail, value))
-
-    def decide(self, rule: str, path: Path, detail: str) -> Resolution:
-        self.session, self.rule = path, rule
-        self.add(rule, True, f"decided: {detail}", str(path))
-        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
-        return self
 
 
 def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_prompt: str | None = None,
@@ -193,7 +171,7 @@ def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_p
     """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring); ``screen`` is
     the pane's, ``current`` the session followed until now (kept when the rules cannot tell)."""
     process = process or find_gemini(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no gemini process under pid {pane_pid}")
         return res
@@ -206,7 +184,7 @@ def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_p
     slug, slug_from = project_slug(process.gemini_dir, process.cwd)
     chats = process.gemini_dir / "tmp" / slug / "chats"
     res.add("project", True, f"slug {slug} ({slug_from}) -> {chats}", str(chats))
-    files = _session_files(chats)
+    files = session_files(chats, SESSION_NAME)
     if hook_transcript and Path(hook_transcript) in files:
         return res.decide("hook", Path(hook_transcript), "a hook of this pane named it")
     res.add("hook", True, "no: no hook from this pane named a session file of this project")
@@ -219,32 +197,14 @@ def resolve_session(pane_pid: int, *, hook_transcript: str | None = None, last_p
     return _by_start(res, process, files, last_prompt, prompt_sent_at, screen, current)
 
 
-def _session_files(chats: Path) -> list[Path]:
-    """The session files of a project, oldest modified first."""
-    try:
-        found = [p for p in chats.iterdir() if SESSION_NAME.match(p.name)]
-    except OSError:
-        return []
-    return sorted(found, key=lambda p: _mtime(p))
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
-
-
 def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_prompt: str | None,
               prompt_sent_at: float, screen: str | None, current: Path | None) -> Resolution:
     """The newest session that started since the worker (a ``/clear`` makes a new one) and is not another
     Gemini CLI's of this folder. With another one working here, a newer session may be its ``/clear``:
     the one whose last prompt this pane shows, else the one holding the prompt typed here, else the one
     followed until now, else the first (the resolution is then unsure: asked again on each change)."""
-    since = process.started_at - CLOCK_SLACK_S
-    every = sorted(((start, p) for p in files for _, start in [session_head(p)] if start is not None),
-                   key=lambda sp: sp[0])
-    started = [(start, p) for start, p in every if start >= since]
+    every = by_start(files, lambda p: session_head(p)[1])
+    started = [(start, p) for start, p in every if start >= process.started_at - CLOCK_SLACK_S]
     if len(started) > 1 and (others := _other_workers(process)):
         claimed = others_first_sessions(process, others, every)
         started = [(start, p) for start, p in started if p not in claimed] or started
@@ -263,7 +223,7 @@ def _by_start(res: Resolution, process: GeminiProcess, files: list[Path], last_p
         delay = f"{start - process.started_at:+.1f}s"
         return res.decide("start time", chosen, f"{chosen.name} started {delay} after the process{more}")
     res.add("start time", True, f"no: no session of this project started after pid {process.pid}")
-    written = [p for p in files if _mtime(p) >= since]
+    written = written_since(files, process.started_at)
     if written:  # ``--resume``: an older session, written to since the process started
         return res.decide("written since start", written[-1], f"{written[-1].name} was written to since "
                           "the process started (a resumed session)")
@@ -281,7 +241,7 @@ def _among(res: Resolution, started: list[Path], last_prompt: str | None, screen
         if shown:
             return res.decide("screen", shown[-1], f"{shown[-1].name}: the pane shows its last prompt")
     if prompt_sent_at is not None and last_prompt and last_prompt.strip():
-        holding = [p for p in started if _mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
+        holding = [p for p in started if mtime(p) >= prompt_sent_at - CLOCK_SLACK_S
                    and holds_prompt(p, last_prompt)]
         if holding:
             return res.decide("last prompt", holding[-1], f"{holding[-1].name} holds the prompt typed here")

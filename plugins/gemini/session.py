@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.events import Outcome
 from pipeline.plugin.session_file import FollowedFile
 from pipeline.plugin.tools import iso_time as parse_time
 from pipeline.plugin.tools import json_object
+from pipeline.plugin.turns import FileTurn
 
 __all__ = ["CANCELLED", "SessionFile", "SessionState", "Turn", "parse_time", "prompt_text"]
 
@@ -48,19 +48,9 @@ def prompt_text(message: dict[str, Any]) -> str | None:
 
 
 @dataclass
-class Turn:
-    """One user turn of a session, as far as the file tells."""
+class Turn(FileTurn):
+    """One user turn of a session; ``provisional``: a final-looking answer the hook or screen must confirm."""
 
-    turn_id: str
-    prompt: str
-    started_at: float
-    #: None while open; ``completed`` or ``failed`` once the file shows an end
-    outcome: Outcome | None = None
-    #: True when the end is only the file's look (a final-looking answer the hook or screen must confirm)
-    provisional: bool = False
-    answer: str | None = None
-    ended_at: float | None = None
-    detail: str = ""
     model_calls: int = 0
     tool_calls: int = 0
 

@@ -27,9 +27,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin import Resolution as BaseResolution
-from pipeline.plugin.started import mtime, started_since, written_since
+from pipeline.plugin.node_cli import AgentProc
+from pipeline.plugin.started import session_files, started_since, written_since
 from pipeline.plugin.tools import iso_time, proc
+from pipeline.plugin.turns import FileResolution
 
 __all__ = ["PiProcess", "Resolution", "find_pi", "is_pi", "node_check", "resolve_session", "session_folder"]
 
@@ -49,22 +50,13 @@ def is_pi(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class PiProcess:
+class PiProcess(AgentProc):
     """The pane's pi process and what it says about where its sessions are."""
 
-    proc: proc.Proc
-    cwd: str | None
     agent_dir: Path
     agent_dir_from: str
     session_dir: Path | None
     started_at: float
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_pi(pane_pid: int) -> PiProcess | None:
@@ -146,24 +138,16 @@ def holds_prompt(path: Path, prompt: str) -> bool:
     return False
 
 
-class Resolution(BaseResolution):
-    def __init__(self, process: PiProcess | None) -> None:
-        super().__init__()
-        self.process = process
-        self.session: Path | None = None
-
-    def decide(self, rule: str, path: Path, detail: str) -> Resolution:
-        self.session, self.rule = path, rule
-        self.add(rule, True, f"decided: {detail}", str(path))
-        self.add("transcript", True, f"{path} (rule: {rule})", str(path))  # the session file
-        return self
+@dataclass
+class Resolution(FileResolution):
+    process: PiProcess | None = None
 
 
 def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prompt: str | None = None,
                     process: PiProcess | None = None) -> Resolution:
     """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring)."""
     process = process or find_pi(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no pi process under pid {pane_pid}")
         node = node_check(pane_pid)
@@ -178,7 +162,7 @@ def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prom
         res.add("sessions", False, why)
         return res
     res.add("sessions", True, f"{folder} ({why})", str(folder))
-    files = _session_files(folder)
+    files = session_files(folder, SESSION_NAME)
     if hook_session and Path(hook_session) in files:
         return res.decide("hook", Path(hook_session), "a hook of this pane named it")
     res.add("hook", True, "no: no hook from this pane named a session file of this folder")
@@ -201,14 +185,6 @@ def resolve_session(pane_pid: int, *, hook_session: str | None = None, last_prom
     res.add("written since start", False, f"no session file of this folder was written to since pid "
             f"{process.pid} started ({len(files)} older): no prompt yet")
     return res
-
-
-def _session_files(folder: Path) -> list[Path]:
-    try:
-        found = [p for p in folder.iterdir() if SESSION_NAME.match(p.name)]
-    except OSError:
-        return []
-    return sorted(found, key=mtime)
 
 
 # ---- can the pane's pi start at all ---------------------------------------------------------------------

@@ -14,13 +14,14 @@ A turn begins at a ``user`` message and ends at its last assistant message with 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.plugin.events import Outcome
-from pipeline.plugin.tools import AppendedLines, iso_time, json_object
+from pipeline.plugin.session_file import FollowedFile
+from pipeline.plugin.tools import iso_time, json_object
+from pipeline.plugin.turns import FileTurn
 
 __all__ = ["SessionFile", "SessionState", "Turn", "message_text", "stop_outcome"]
 
@@ -44,19 +45,10 @@ def message_text(content: object) -> str:
 
 
 @dataclass
-class Turn:
-    """One user turn of a session, as far as the file tells."""
+class Turn(FileTurn):
+    """One user turn of a session; ``provisional``: an ``error`` end pi may still retry (confirmed by the
+    screen going idle or the hook)."""
 
-    turn_id: str
-    prompt: str
-    started_at: float
-    #: None while open; ``completed`` or ``failed`` once an assistant message ended it
-    outcome: Outcome | None = None
-    #: an ``error`` end pi may still retry: confirmed by the screen going idle or the hook
-    provisional: bool = False
-    answer: str | None = None
-    ended_at: float | None = None
-    detail: str = ""
     model_calls: int = 0
 
 
@@ -137,25 +129,8 @@ def _unanswered(turn: Turn, at: float) -> None:
     turn.outcome, turn.ended_at, turn.detail = "failed", at, "no answer before the next prompt"
 
 
-class SessionFile:
+class SessionFile(FollowedFile[SessionState]):
     """A session file and its state, read incrementally; a file replaced or cut short is read again."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.state = SessionState()
-        self._tail = AppendedLines(self.path)
-        self._ino: int | None = None
-
-    def read(self, *, final: bool = False) -> bool:
-        """Read what was appended; whether anything was."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return False
-        if self._ino is not None and (st.st_ino != self._ino or st.st_size < self._tail.offset):
-            self.state, self._tail = SessionState(), AppendedLines(self.path)
-        self._ino = st.st_ino
-        records = self._tail.read(final=final)
-        for record in records:
-            self.state.feed(record)
-        return bool(records)
+        super().__init__(path, SessionState)

@@ -13,22 +13,29 @@ Code).
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from pipeline.plugin import HookRecord, PaneGone, RegisterAgent, ServerGone, TmuxError
-from pipeline.plugin.agents import ResolveStep, TargetState
+from pipeline.plugin import HookRecord, RegisterAgent, TmuxError
+from pipeline.plugin.agents import ResolveStep
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.tools import json_head, proc, sanitize
-from pipeline.plugin.turns import TurnMark
+from pipeline.plugin.session_answers import (
+    SessionAnswers,
+    answer_of,
+    file_completion,
+    last_finished,
+    read_whole,
+    turn_step,
+)
+from pipeline.plugin.tools import json_head, proc
+from pipeline.plugin.turns import FileResolution, TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.qwen.follow import QwenFollowing
 from plugins.qwen.hooks import install_hooks, qwen_dir
-from plugins.qwen.resolve import is_qwen, resolve_session
+from plugins.qwen.resolve import QwenProcess, Resolution, is_qwen, resolve_session
 from plugins.qwen.screen import (
     BUSY,
     PLACEHOLDER,
@@ -41,17 +48,8 @@ from plugins.qwen.session import SessionFile, Turn
 
 __all__ = ["QwenAdapter"]
 
-#: how long a Stop hook waits for the session file to show the turn's end
-ANSWER_WAIT_S = 1.0
-#: an open turn that wrote nothing for this long, with no busy line on screen, is not trusted to run
-STALE_BUSY_S = 60.0
 
-
-def _norm(text: str) -> str:
-    return " ".join(sanitize(text).split())
-
-
-class QwenAdapter(QwenFollowing):
+class QwenAdapter(QwenFollowing, SessionAnswers[QwenProcess, SessionFile, Turn]):
     name = "qwen"
     summary = "Qwen Code: turns and answers from its session files, confirmed by its Stop hook"
     #: Qwen Code runs as ``node`` (:meth:`claims_process` looks at its argv)
@@ -75,35 +73,6 @@ class QwenAdapter(QwenFollowing):
 
     # ---- answers -----------------------------------------------------------------------------------------
 
-    def _turn(self, turn_id: str) -> Turn | None:
-        return next((t for t in self.turns() if t.turn_id == turn_id), None)
-
-    async def response(self, completion: Completion) -> Response | None:
-        if not completion.turn_id.startswith("qwen:"):
-            return await super().response(completion)  # a turn seen on the screen
-        try:
-            await self.refresh()
-        except (PaneGone, ServerGone):
-            pass
-        turn = self._turn(completion.turn_id)
-        if turn is None or turn.outcome is None:
-            return None
-        note = "" if turn.outcome == "completed" else f"turn ended: {turn.detail}"
-        return Response(completion=completion, text=turn.answer or "", source="transcript",
-                        cwd=self._process.cwd if self._process else None,
-                        note=note or (f"in {self.file.path}" if self.file else ""))
-
-    async def last_response(self) -> Response | None:
-        try:
-            await self.refresh()
-        except (PaneGone, ServerGone):
-            return None
-        done = [t for t in self.turns() if t.outcome is not None and t.answer is not None]
-        if not done:
-            return None
-        return Response(completion=self.completion(done[-1], "session file"), text=done[-1].answer or "",
-                        source="transcript")
-
     @classmethod
     def recognizes_file(cls, path: Path) -> bool:
         """A session file's records name their session and their ``provenance`` (``real_user``, …)."""
@@ -112,21 +81,9 @@ class QwenAdapter(QwenFollowing):
     @classmethod
     def extract_file(cls, path: Path, **options: Any) -> Response | None:
         """``baton extract --agent qwen SESSION.jsonl``: the last finished turn's answer."""
-        with open(path, "rb"):
-            pass  # a missing or unreadable file is the caller's error, not "no turn"
-        session = SessionFile(path)
-        session.read(final=True)
-        done = [t for t in session.state.turns if t.outcome is not None]
-        if not done:
-            why = "no prompt was written to it" if not session.state.turns else "the last turn is still open"
-            raise LookupError(f"{path} holds no finished turn: {why}")
-        turn = done[-1]
-        if turn.answer is None:
-            raise LookupError(f"{path}: the last turn ({turn.turn_id}) ended {turn.detail}; "
-                              "it left no answer")
-        completion = Completion(tile=Path(path).name, turn_id=turn.turn_id, signal="file", detail=turn.detail,
-                                outcome=turn.outcome or "completed", at=turn.ended_at or 0.0)
-        return Response(completion=completion, text=turn.answer, source="transcript")
+        turn = last_finished(path, read_whole(path, SessionFile).state.turns)
+        text = answer_of(path, turn)
+        return Response(completion=file_completion(path, turn), text=text, source="transcript")
 
     # ---- hooks -------------------------------------------------------------------------------------------
 
@@ -134,16 +91,8 @@ class QwenAdapter(QwenFollowing):
     def install_hooks(cls, hook_command: list[str]) -> str:
         return install_hooks(qwen_dir() / "settings.json", hook_command)
 
-    async def _mine(self, record: HookRecord) -> bool:
-        """Whether a hook record is this tile's: its pane, else its session."""
-        try:
-            pane_id = (await self.ctx.pane()).pane_id
-            if record.pane:
-                return record.pane == pane_id
-            await self.refresh()
-        except TmuxError:
-            return False
-        return self.session_id is not None and record.payload.get("session_id") == self.session_id
+    def _is_session(self, session_id: object) -> bool:
+        return self.session_id is not None and session_id == self.session_id
 
     async def hook_completion(self, record: HookRecord) -> Completion | None:
         """Stop: the turn ended (its answer is read from the file); StopFailure: it failed; Notification
@@ -171,43 +120,19 @@ class QwenAdapter(QwenFollowing):
 
     async def _hook_turn(self, prompt_id: str, *, wait: bool) -> Turn | None:
         """The turn a hook names (its ``prompt_id``, else the newest); for Stop, once the file shows its end
-        (waited for up to :data:`ANSWER_WAIT_S`)."""
-        deadline = time.monotonic() + ANSWER_WAIT_S
-        while True:
-            try:
-                await self.refresh()
-            except TmuxError:
-                return None
-            turns = self.turns()
+        (waited for up to :attr:`answer_wait_s`)."""
+        def pick(turns: list[Turn]) -> Turn | None:
             named = [t for t in turns if prompt_id and t.prompt_id == prompt_id]
-            turn = (named or turns)[-1] if turns else None
-            if not wait or (turn is not None and turn.outcome is not None):
-                return turn
-            if time.monotonic() >= deadline:
-                return None
-            await anyio.sleep(0.05)
+            return (named or turns)[-1] if turns else None
+        return await self._ended_turn(pick, wait=wait)
 
     # ---- as a target -------------------------------------------------------------------------------------
 
-    async def target_state(self) -> TargetState:
-        try:
-            info = await self.ctx.pane()
-            if info.dead:
-                return "gone"
-            if await self.refresh() is None:
-                return "absent"
-            screen = await self.ctx.capture(escapes=True)
-        except (PaneGone, ServerGone):
-            return "gone"
-        if self.waiting_for(screen) is not None or self.is_busy(screen):
-            return "busy"  # never type into a dialog (it would answer it) nor steer a running turn
-        turns = self.turns()
-        if turns and turns[-1].outcome is None and self.file_age() < STALE_BUSY_S:
-            return "busy"
-        draft = input_draft(screen)
-        if draft is None:
-            return "busy"  # no input box: starting, or a dialog of its own
-        return "draft" if draft else "ready"
+    async def _target_screen(self) -> str:
+        return await self.ctx.capture(escapes=True)
+
+    def input_box(self, screen: str) -> str | None:
+        return input_draft(screen)
 
     def waiting_for(self, screen: str) -> str | None:
         return waiting_for(screen)
@@ -228,16 +153,9 @@ class QwenAdapter(QwenFollowing):
     def shows_paste(self, draft: str, text: str) -> bool:
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
-    async def received(self, text: str) -> bool | None:
-        """After a crash mid-delivery: the session file knows whether ``text`` became a prompt."""
-        try:
-            await self.refresh(force=True)
-        except TmuxError:
-            return None
-        if self.file is None:
-            return None if self.session_id is None else False
-        want = _norm(text)
-        return any(_norm(t.prompt) == want for t in self.turns()[-20:])
+    async def _received_without_file(self, text: str) -> bool | None:
+        """A session with no file yet holds no prompt (its file is made at the first)."""
+        return None if self.session_id is None else False
 
     async def snapshot(self) -> TurnMark:
         try:
@@ -256,42 +174,18 @@ class QwenAdapter(QwenFollowing):
             return any(t.started_at >= before.at - 1.0 for t in self.turns())
         return len(self.turns()) > before.count
 
-    async def usage(self) -> SessionUsage | None:
-        if self.file is None:
-            try:
-                await self.refresh()
-            except TmuxError:
-                return None
-        return self.file.state.usage() if self.file is not None else None
+    def _usage_of(self, file: SessionFile) -> SessionUsage | None:
+        return file.state.usage()
 
-    async def working_since(self) -> float | None:
-        """The running turn's start: its prompt's timestamp."""
-        try:
-            await self.refresh()
-        except TmuxError:
-            return None
-        turns = self.turns()
-        return turns[-1].started_at if turns and turns[-1].outcome is None else None
+    def _resolution(self, pane_pid: int) -> FileResolution:
+        return resolve_session(pane_pid)
 
-    async def resolve(self) -> list[ResolveStep]:
-        info = await self.ctx.pane()
-        steps = [self.pane_step(info)]
-        waiting = await self.waiting_step()
-        if waiting is not None:
-            steps.append(waiting)
-        res = await anyio.to_thread.run_sync(resolve_session, info.pid)
-        steps += res.steps
-        if res.session is not None:
-            file = SessionFile(res.session)
-            await anyio.to_thread.run_sync(file.read)
-            turns = file.state.turns
-            last = next((t for t in reversed(turns) if t.outcome is not None), None)
-            busy = bool(turns) and turns[-1].outcome is None
-            ended = f"idle; last turn {last.turn_id} {last.outcome} {last.detail}".rstrip() if last \
-                else "idle, no finished turn"
-            steps.append(ResolveStep("turn", True, f"busy: turn {turns[-1].turn_id}" if busy else ended,
-                                     {"session": res.session_id, "busy": busy}))
-        return steps
+    async def _session_steps(self, res: FileResolution, session: Path) -> list[ResolveStep]:
+        """The turn step only (the pid file named the session); the file read afresh, not followed."""
+        file = SessionFile(session)
+        await anyio.to_thread.run_sync(file.read)
+        sid = res.session_id if isinstance(res, Resolution) else None
+        return [turn_step(file.state.turns, sid)]
 
 
 @hookimpl

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.agents import ResolveStep
-from pipeline.plugin.node_cli import deepest, home_of, runs_script
+from pipeline.plugin.node_cli import AgentProc, deepest, home_of, runs_script
 from pipeline.plugin.tools import proc
+from pipeline.plugin.turns import FileResolution
 
 __all__ = ["QwenProcess", "Resolution", "find_qwen", "is_qwen", "project_folder", "resolve_session"]
 
@@ -39,21 +39,12 @@ def is_qwen(p: proc.Proc) -> bool:
 
 
 @dataclass(frozen=True)
-class QwenProcess:
+class QwenProcess(AgentProc):
     """The pane's working Qwen Code process and where its files are."""
 
-    proc: proc.Proc
-    cwd: str | None
     qwen_dir: Path
     home_from: str
     relaunched: bool
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_qwen(pane_pid: int) -> QwenProcess | None:
@@ -86,14 +77,9 @@ def pid_session(qwen_dir: Path, pid: int) -> str | None:
 
 
 @dataclass
-class Resolution:
-    process: QwenProcess | None
+class Resolution(FileResolution):
+    process: QwenProcess | None = None
     session_id: str | None = None
-    session: Path | None = None
-    steps: list[ResolveStep] = field(default_factory=list)
-
-    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
-        self.steps.append(ResolveStep(step, ok, detail, value))
 
 
 def _session_path(qwen_dir: Path, cwd: str | None, sid: str) -> Path | None:
@@ -107,7 +93,7 @@ def _session_path(qwen_dir: Path, cwd: str | None, sid: str) -> Path | None:
 def resolve_session(pane_pid: int, process: QwenProcess | None = None) -> Resolution:
     """Run the chain for the pane whose shell is ``pane_pid`` (see the module docstring)."""
     process = process or find_qwen(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no Qwen Code process under pid {pane_pid}")
         return res

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.plugin.events import Outcome
 from pipeline.plugin.session_file import FollowedFile
 from pipeline.plugin.tools import iso_time
+from pipeline.plugin.turns import FileTurn
 from pipeline.plugin.usage import SessionUsage, count_of
 
 __all__ = ["SessionFile", "SessionState", "Turn", "prompt_text", "reply_text"]
@@ -33,18 +33,12 @@ ERROR = "qwen-code.api_error"
 
 
 @dataclass
-class Turn:
-    turn_id: str
-    prompt: str
-    started_at: float
+class Turn(FileTurn):
+    """One user turn of a session; ``provisional``: an API error a retry may yet follow (taken once the
+    screen is idle)."""
+
     #: Qwen's id of the turn (``<session>########N``, in its hooks), once a record after the prompt names it
     prompt_id: str | None = None
-    outcome: Outcome | None = None  # None: still running
-    answer: str | None = None
-    ended_at: float | None = None
-    detail: str = ""
-    #: the end is an API error that a retry may yet follow: taken once the screen is idle
-    provisional: bool = False
 
 
 def prompt_text(record: dict[str, Any]) -> str | None:

@@ -1,6 +1,6 @@
-"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and Cline as TARGETS: real
-raw-mode programs in real panes that draw what the real TUIs draw, state by state, and write the agent's own
-files when they take a prompt.
+"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline as TARGETS:
+real raw-mode programs in real panes that draw what the real TUIs draw, state by state, and write the agent's
+own files when they take a prompt.
 
 Each is a claim about its real agent, held to recordings of the real CLI by tests/test_standin_fidelity.py
 (the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
@@ -15,15 +15,19 @@ On Enter the stand-in writes the turn's start to the agent's files (Claude Code:
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
 Codex: ``task_started`` and the ``UserMessage`` in a rollout it holds open; OpenCode: a user message and a
 step in its store; Gemini CLI: ``projects.json`` and a chats file of ``user``/``gemini`` lines; Copilot
-CLI: ``inuse.<pid>.lock``, ``open-sessions-state.json``'s ``working`` and ``events.jsonl``), logs
+CLI: ``inuse.<pid>.lock``, ``open-sessions-state.json``'s ``working`` and ``events.jsonl``; pi: a session
+file made at the first prompt, not held open), logs
 ``{"message": …}`` to ``--log``, works ``--work-s`` seconds, writes the answer and logs ``{"answer": …}``.
 A prompt holding ``NEEDS_APPROVAL`` first shows the agent's approval dialog, its choices moved by the arrow
 keys and taken by Enter (Esc refuses), and logs each key it got (``{"key": …}``) and the answer
 (``{"approval": "approved"|"denied"}``): approved, the turn goes on; denied, the agent answers that it was
-refused.
+refused. pi asks nothing before a tool (it just runs it): its one dialog is the project-trust question
+1.x asks at start in a folder with ``.pi/`` settings, which its stand-in asks then too (``pi-0.73.1``, the
+old package's look, never asks it).
 
 Run: ``python -m tests.fakes.agent_tui --agent claude --log FILE`` (in a tmux pane; ``CLAUDE_CONFIG_DIR``,
-``CODEX_HOME``, ``XDG_DATA_HOME``, ``GEMINI_CLI_HOME`` or ``COPILOT_HOME`` set as for the real agent).
+``CODEX_HOME``, ``XDG_DATA_HOME``, ``GEMINI_CLI_HOME``, ``COPILOT_HOME``, ``QWEN_HOME`` or
+``PI_CODING_AGENT_DIR`` set as for the real agent).
 """
 
 from __future__ import annotations
@@ -96,6 +100,13 @@ def _copilot(text: str, count: int, rows: int) -> str | None:
     return f"[Paste #{count} - {line_count(text)} lines]" if line_count(text) > 10 else None
 
 
+def _pi(text: str, count: int, rows: int) -> str | None:
+    # more than 10 lines, else more than 1000 UTF-16 units
+    if line_count(text) > 10:
+        return f"[paste #{count} +{line_count(text)} lines]"
+    return f"[paste #{count} {utf16_length(text)} chars]" if utf16_length(text) > 1000 else None
+
+
 def _cline(text: str, count: int, rows: int) -> str | None:
     # 5 lines or more (characters play no part), its first 48 characters with whitespace made single spaces
     lines = line_count(text)
@@ -103,7 +114,7 @@ def _cline(text: str, count: int, rows: int) -> str | None:
 
 
 _RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _gemini, "copilot": _copilot,
-          "qwen": _qwen, "cline": _cline}
+          "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi, "cline": _cline}
 
 
 def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
@@ -145,6 +156,9 @@ class Look:
     #: the dialog's choices, in order, the first selected when it opens; whether they stand in a row
     choices: tuple[str, ...] = ()
     across = False
+    #: whether a prompt for a tool (``NEEDS_APPROVAL``) opens the dialog; whether it asks at start instead
+    asks_before_tools = True
+    asks_trust = False
 
     def dialog(self, selected: int = 0) -> list[str]:
         raise NotImplementedError
@@ -443,6 +457,79 @@ class QwenLook(Look):
         return [f"  ◆︎ {text[: self.width - 6]}", ""]
 
 
+class PiLook(Look):
+    """pi 1.6.0: the input box is the lines between two full-width rules, with no prompt sign, the cwd and
+    the usage line under it; busy, the top rule carries the spinner (``── ⠇ Working ───``). Its one dialog
+    is the project-trust question at start."""
+
+    comm = "pi"
+    #: asks nothing before a tool: a prompt for one just runs (NEEDS_APPROVAL shows no dialog)
+    asks_before_tools = False
+    #: asks ``Trust project folder?`` at start when the folder has ``.pi/`` settings
+    asks_trust = True
+
+    def rule(self, busy: bool) -> str:
+        head = "── ⠇ Working " if busy else ""
+        return head + "─" * (self.width - len(head))
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        return [
+            "",
+            self.rule(busy),
+            *(draft or [""]),
+            "─" * self.width,
+            "~/proj/my-app",
+            "0.0%/128k (auto)".ljust(self.width - len("fake-model")) + "fake-model",
+        ]
+
+    choices = ("Trust", "Trust parent folder (/home/dev/proj)", "Trust (this session only)", "Do not trust",
+               "Do not trust (this session only)")
+
+    def approves(self, choice: str) -> bool:
+        return choice.startswith("Trust")
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        return [
+            "─" * self.width,
+            "",
+            " Trust project folder?",
+            f" {os.getcwd()}",
+            "",
+            " This allows pi to load .pi settings and resources, install missing project packages, and "
+            "execute project extensions.",
+            "",
+            *[f" {'→' if i == selected else ' '} {c}" for i, c in enumerate(self.choices)],
+            "",
+            " ↑↓ navigate  enter select  escape/ctrl+c cancel",
+            "",
+            "─" * self.width,
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return ["", f" {text.split(chr(10))[0][: self.width - 4]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return ["", f" {text[: self.width - 4]}", ""]
+
+
+class PiOldLook(PiLook):
+    """pi 0.73.1 (``@mariozechner/pi-coding-agent``): the same box, but busy is a line of its own above it
+    (`` ⠇ Working...``), and it asks no trust question."""
+
+    asks_trust = False
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        return [
+            " ⠇ Working..." if busy else "",
+            "",
+            "─" * self.width,
+            *(draft or [""]),
+            "─" * self.width,
+            "~/proj/my-app",
+            "↑300 ↓60 $0.002 0.1%/128k (auto)".ljust(self.width - len("fake-model")) + "fake-model",
+        ]
+
+
 class ClineLook(Look):
     """Cline 3.0.65: ``❯`` between two full-width rules, the model and folder under them; a spinner line
     ``⠙ Thinking... (esc to cancel)`` above the box while busy; its approval in place of the box, answered
@@ -493,6 +580,7 @@ class ClineLook(Look):
         return [f" * {text[: self.width - 4]}", ""]
 
 
+
 LOOKS: dict[str, type[Look]] = {
     "claude": ClaudeLook,
     "codex": CodexLook,
@@ -500,6 +588,8 @@ LOOKS: dict[str, type[Look]] = {
     "gemini": GeminiLook,
     "copilot": CopilotLook,
     "qwen": QwenLook,
+    "pi": PiLook,
+    "pi-0.73.1": PiOldLook,
     "cline": ClineLook,
 }
 
@@ -990,6 +1080,60 @@ class QwenFiles:
                    message={"role": "model", "parts": [{"text": text}]}, usageMetadata=usage)
 
 
+class PiFiles:
+    """The session file under ``$PI_CODING_AGENT_DIR/sessions/--<cwd>--/``, made at the first prompt and not
+    held open, as 1.6.0 and 0.73.1 write it (docs/agents.md, pi): the header, then ``message`` entries — the
+    user's, then the assistant's with its ``stopReason`` (``toolUse`` while a tool runs, ``stop`` at the
+    end), its usage and cost."""
+
+    def __init__(self) -> None:
+        from plugins.pi.resolve import folder_name
+
+        self.cwd = os.getcwd()
+        self.folder = Path(os.environ["PI_CODING_AGENT_DIR"]) / "sessions" / folder_name(self.cwd)
+        self.file: Path | None = None
+        self.parent: str | None = None
+
+    def write(self, entry: dict[str, Any]) -> None:
+        me = uuid.uuid4().hex[:8]
+        record = {"type": "message", "id": me, "parentId": self.parent, "timestamp": _iso(time.time()),
+                  **entry}
+        self.parent = me
+        assert self.file is not None
+        with open(self.file, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def message(self, role: str, content: list[dict[str, Any]], **more: Any) -> None:
+        stamp = int(time.time() * 1000)
+        self.write({"message": {"role": role, "content": content, **more, "timestamp": stamp}})
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        if self.file is None:  # made at the first prompt
+            session, now = str(uuid.uuid4()), time.time()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.file = self.folder / f"{_iso(now).replace(':', '-').replace('.', '-')}_{session}.jsonl"
+            header = {"type": "session", "version": 3, "id": session, "timestamp": _iso(now), "cwd": self.cwd}
+            self.file.write_text(json.dumps(header) + "\n")
+        self.message("user", [{"type": "text", "text": text}])  # a placeholder is sent as its text
+
+    def said(self, content: list[dict[str, Any]], stop: str) -> None:
+        cost = {"input": 0.0003, "output": 0.0003, "cacheRead": 0, "cacheWrite": 0, "total": 0.0006}
+        usage = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120,
+                 "cost": cost}
+        self.message("assistant", content, api="openai-completions", provider="fake", model="fake-model",
+                     usage=usage, stopReason=stop)
+
+    def waiting(self) -> None:
+        """No question: the tool call is written, and the tool runs."""
+        call = {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "touch x"}}
+        self.said([call], "toolUse")
+        self.message("toolResult", [{"type": "text", "text": "ok"}], toolCallId="call_1", toolName="bash",
+                     isError=False)
+
+    def answer(self, text: str) -> None:
+        self.said([{"type": "text", "text": text}], "stop")
+
+
 class ClineFiles:
     """A session record ``sessions/<id>/<id>.json`` (``pid``, ``cwd``, ``status``) and its messages, as
     3.0.65 writes them (docs/agents.md, Cline), under ``$CLINE_DATA_DIR``: the record made at the first
@@ -1043,6 +1187,7 @@ def _replace(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+
 FILES = {
     "claude": ClaudeFiles,
     "codex": CodexFiles,
@@ -1050,6 +1195,8 @@ FILES = {
     "gemini": GeminiFiles,
     "copilot": CopilotFiles,
     "qwen": QwenFiles,
+    "pi": PiFiles,
+    "pi-0.73.1": PiFiles,
     "cline": ClineFiles,
 }
 
@@ -1070,6 +1217,7 @@ class Stand:
         self.text = ""  # what the input holds: typed keys and pastes
         self.pastes: list[tuple[str, str]] = []  # (pasted text, placeholder) in the input now
         self.count = 0  # the session's placeholder pastes
+        self.labels: list[str] = []  # the placeholders drawn since the last submit
         self.key_at = self.paste_at = 0.0  # when the last typed key and the last paste were taken
 
     def draw(self, *, busy: bool = False, dialog: int | None = None) -> None:
@@ -1090,11 +1238,16 @@ class Stand:
         count = self.count + 1
         if self.agent in ("gemini", "qwen"):  # they number the copies of one label in the input
             first = placeholder(self.agent, text, 1, self.height)
-            count = 1 + sum(mark.split(" #")[0].rstrip("]") + "]" == first for _, mark in self.pastes)
+            # Qwen Code counts those a cleared input held too (recorded: paste_cases.json, line1001)
+            marks = self.labels if self.agent == "qwen" else [mark for _, mark in self.pastes]
+            count = 1 + sum(mark.split(" #")[0].rstrip("]") + "]" == first for mark in marks)
+        elif self.agent == "pi":  # 1.x numbers the placeholders in the input (0.73.1: in the session)
+            count = 1 + len(self.pastes)
         mark = placeholder(self.agent, text, count, self.height)
         if mark is not None:  # only placeholders are numbered
             self.count += 1
             self.pastes.append((text, mark))
+            self.labels.append(mark)
         self.text += text
 
     def enter(self) -> None:
@@ -1109,6 +1262,7 @@ class Stand:
 
     def submit(self) -> None:
         message, long_paste = self.text, bool(self.pastes)
+        self.labels = []
         if self.look.fast_return_s:  # Gemini CLI submits its input trimmed (a newline an Enter left)
             message = message.strip()
         self.text, self.pastes = "", []
@@ -1121,7 +1275,9 @@ class Stand:
         self.files.prompt(message, long_paste)
         self.draw(busy=True)
         approved = True
-        if APPROVAL in message:
+        if APPROVAL in message and not self.look.asks_before_tools:
+            self.files.waiting()  # the tool just runs
+        elif APPROVAL in message:
             self.files.waiting()
             approved = self.ask()
             if hasattr(self.files, "answered"):
@@ -1135,6 +1291,12 @@ class Stand:
         self.draw()
         self.note({"answer": answer})  # after the screen: a source test waits for this, then for idle
 
+
+    def start(self) -> None:
+        """The first screen: the trust question first, for an agent that asks it in a folder with ``.pi/``."""
+        if self.look.asks_trust and Path(".pi").is_dir():
+            self.ask()
+        self.draw()
 
     def ask(self) -> bool:
         """The approval dialog until Enter takes a choice or Esc refuses; every key logged."""
@@ -1187,7 +1349,7 @@ def main(argv: list[str] | None = None) -> int:
     tty.setraw(fd)
     sys.stdout.write("\x1b[?2004h")
     stand = Stand(args.agent, args.log, args.work_s)
-    stand.draw()
+    stand.start()
     pending, pasting, pasted = b"", False, b""
     try:
         while True:

@@ -13,6 +13,9 @@ see what Claude Code asked.
 streamed
 as the real API streams them (``input_json_delta`` for a tool's input; ``stop_reason`` ``tool_use``) — as a
 function of the request; it returns None to leave a request to ``answers``/``answer``.
+
+A turn whose prompt holds :data:`OVERLOADED` is answered ``529 overloaded_error``, as the real API answers
+when it is overloaded. Every turn's :class:`~tests.fakes.loopback.StreamLog` is in ``streams``.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
-__all__ = ["ClaudeAPI", "RecordedRequest"]
+__all__ = ["OVERLOADED", "ClaudeAPI", "RecordedRequest"]
+
+#: a prompt holding this is answered 529 overloaded_error
+OVERLOADED = "OVERLOADED_TEST"
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,10 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                 return self.send_json(200, {"input_tokens": input_tokens})
             if self.route != "/v1/messages" or not isinstance(body, dict):
                 return self.send_json(200, {})
+            if request.is_turn and OVERLOADED in request.last_user_text:
+                api._stream_log().end(529)
+                return self.send_json(529, {"type": "error", "error": {"type": "overloaded_error",
+                                                                        "message": "Overloaded"}})
             scripted = api.blocks(request) if api.blocks is not None and request.is_turn else None
             if scripted is not None:
                 blocks = scripted
@@ -146,10 +156,11 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
             delay = api.chunk_delay_s
             if callable(delay):
                 delay = delay(request.last_user_text)
-            self._stream(message, blocks, stop, delay if request.is_turn else 0.0, request.is_turn)
+            log = api._stream_log() if request.is_turn else StreamLog(time.time())
+            self._stream(message, blocks, stop, delay if request.is_turn else 0.0, request.is_turn, log)
 
         def _stream(self, message: dict[str, Any], blocks: list[dict[str, Any]], stop: str, delay: float,
-                    is_turn: bool) -> None:
+                    is_turn: bool, log: StreamLog) -> None:
             self.start_events()
             n = api.chunk_chars
             try:
@@ -173,16 +184,18 @@ def _handler(api: ClaudeAPI) -> type[QuietJSONHandler]:
                         time.sleep(delay)  # shapes the scenario: the model streams at this pace
                         self.event("content_block_delta", {"type": "content_block_delta", "index": index,
                                                            "delta": delta})
+                        log.chunk()
                     self.event("content_block_stop", {"type": "content_block_stop", "index": index})
                 chars = sum(len(json.dumps(b)) for b in blocks)
                 self.event("message_delta", {"type": "message_delta", "delta": {
                     "stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": chars // 4}})
                 self.event("message_stop", {"type": "message_stop"})
                 self.end_events()
+                log.end()
                 if is_turn:
                     with api._lock:
                         api.turn_finished_at.append(time.time())
             except (BrokenPipeError, ConnectionResetError):
-                pass
+                log.end(499)  # the client went away (an interrupted turn)
 
     return Handler

@@ -15,12 +15,32 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Generic, Self, TypeVar
 
-__all__ = ["LoopbackServer", "QuietJSONHandler"]
+__all__ = ["LoopbackServer", "QuietJSONHandler", "StreamLog"]
 
 R = TypeVar("R")
+
+
+@dataclass
+class StreamLog:
+    """One model request as the model lived it (time.time()): received, its first and last chunk, or the
+    error it was answered with — the truth of "the agent is working" (tests/support/state_proof.py)."""
+
+    received: float
+    first_chunk: float | None = None
+    ended: float | None = None
+    status: int = 200
+
+    def chunk(self) -> None:
+        now = time.time()
+        self.first_chunk = self.first_chunk or now
+
+    def end(self, status: int = 200) -> None:
+        self.ended, self.status = time.time(), status
 
 
 class LoopbackServer(Generic[R]):
@@ -34,6 +54,8 @@ class LoopbackServer(Generic[R]):
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], *, name: str, port: int = 0) -> None:
         self.requests: list[R] = []
+        #: every model request's :class:`StreamLog`, in arrival order (the fakes that keep one)
+        self.streams: list[StreamLog] = []
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
@@ -67,6 +89,13 @@ class LoopbackServer(Generic[R]):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _stream_log(self) -> StreamLog:
+        """A new :class:`StreamLog`, received now."""
+        log = StreamLog(time.time())
+        with self._lock:
+            self.streams.append(log)
+        return log
 
     def _record(self, request: R) -> R:
         """Add ``request`` to :attr:`requests` (from a handler thread) and give it back."""

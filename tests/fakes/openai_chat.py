@@ -16,10 +16,15 @@ What it answers, from the last user message:
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
-* anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default`.
+* anything else → the answer queued with :meth:`FakeChat.script`, else :attr:`FakeChat.default` — or, after
+  :meth:`FakeChat.fail_next`, HTTP 500 (a server error agents retry) — or the status it was given, 400
+  one they do not — for that many such prompts first.
 
 Every request is recorded; every streamed reply records the wall-clock time of its last chunk, which is
-when the model finished speaking (the tests measure from there, or from the store, to the hand-off).
+when the model finished speaking (the tests measure from there, or from the store, to the hand-off). Every
+request but a title or a suggestion (side requests, not the agent's turn) also gets a
+:class:`~tests.fakes.loopback.StreamLog` in :attr:`FakeChat.streams` (499 when the client goes: an
+interrupted turn), the truth of "the agent is working" for tests/support/state_proof.py.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
 __all__ = ["SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
 
@@ -69,6 +74,8 @@ class FakeChat(LoopbackServer[RecordedChat]):
         self.default = DEFAULT_ANSWER
         self.suggestion = SUGGESTION
         self._answers: deque[str] = deque()
+        self._failures = 0
+        self._failure_status = 500
 
     @property
     def url(self) -> str:
@@ -79,6 +86,12 @@ class FakeChat(LoopbackServer[RecordedChat]):
         """Queue answers for the next prompts (title requests and tool steps do not use them)."""
         with self._lock:
             self._answers.extend(answers)
+
+    def fail_next(self, count: int = 1, status: int = 500) -> None:
+        """Answer the next ``count`` prompts with HTTP ``status`` (500: a server error an agent may retry;
+        400: a bad request it does not)."""
+        with self._lock:
+            self._failures, self._failure_status = self._failures + count, status
 
     def turns(self) -> list[RecordedChat]:
         """Replies that answered a prompt with text (not titles, not tool calls)."""
@@ -105,6 +118,9 @@ class FakeChat(LoopbackServer[RecordedChat]):
         if "TOOLASK" in record.last_user_text and shell:  # a command agents ask before running
             return "tool", _shell_call(shell, "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")
         with self._lock:
+            if self._failures:
+                self._failures -= 1
+                return "error", None
             return "answer", self._answers.popleft() if self._answers else self.default
 
 
@@ -152,17 +168,32 @@ def _handler(chat: FakeChat) -> type[QuietJSONHandler]:
             kind, payload = chat._choose(record)
             record.kind, record.text = kind, payload if isinstance(payload, str) else ""
             chat._record(record)
-            if body.get("stream"):
-                self._stream(body, kind, payload)
-                record.t_last_chunk = time.time()
-            else:
-                self.send_json(200, _completion(body, kind, payload))
+            # side requests are no turn of the agent's
+            log = StreamLog(time.time()) if kind in ("title", "suggestion") else chat._stream_log()
+            if kind == "error":
+                status = chat._failure_status
+                error = {"message": f"fake: scripted HTTP {status}",
+                         "type": "server_error" if status >= 500 else "invalid_request_error"}
+                self.send_json(status, {"error": error})
+                log.end(status)
+                return
+            try:
+                if body.get("stream"):
+                    self._stream(body, kind, payload, log)
+                    record.t_last_chunk = time.time()
+                else:
+                    self.send_json(200, _completion(body, kind, payload))
+            except (BrokenPipeError, ConnectionResetError):
+                log.end(499)  # the client went away (an interrupted turn)
+                return
+            log.end()
 
-        def _stream(self, body: dict[str, Any], kind: str, payload: Any) -> None:
+        def _stream(self, body: dict[str, Any], kind: str, payload: Any, log: StreamLog) -> None:
             self.start_events(chunked=False)
             cid, model = "chatcmpl-" + uuid.uuid4().hex[:12], body.get("model", "fake-model")
 
             def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> None:
+                log.chunk()
                 obj: dict[str, Any] = {
                     "id": cid,
                     "object": "chat.completion.chunk",

@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.loopback import LoopbackServer, QuietJSONHandler
+from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
 __all__ = ["DEFAULT_ANSWER", "TITLE", "FakeResponses", "RecordedRequest", "Reply", "codex_config"]
 
@@ -130,7 +130,9 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
             request = fake._record(RecordedRequest("POST", self.path, body, prompt=_prompt(body),
                                                    kind="title" if is_title else "answer"))
             reply = Reply(json.dumps({"title": TITLE}), chunk_delay_s=0) if is_title else fake._next()
+            log = StreamLog(time.time()) if is_title else fake._stream_log()
             if reply.status != 200:
+                log.end(reply.status)
                 self.send_json(
                     reply.status,
                     {
@@ -143,10 +145,15 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
                 )
                 request.done_at = time.time()
                 return
-            if reply.call is not None:
-                self._stream_call(body.get("model") or "gpt-fake", reply.call)
-            else:
-                self._stream(body.get("model") or "gpt-fake", reply)
+            try:
+                if reply.call is not None:
+                    self._stream_call(body.get("model") or "gpt-fake", reply.call)
+                else:
+                    self._stream(body.get("model") or "gpt-fake", reply, log)
+            except (BrokenPipeError, ConnectionResetError):
+                log.end(499)  # the client went away (an interrupted turn)
+                return
+            log.end()
             request.done_at = time.time()
 
         def _stream_call(self, model: str, call: tuple[str, dict[str, Any]]) -> None:
@@ -180,7 +187,7 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
             send({"type": "response.completed", "response": done})
             self.end_events()
 
-        def _stream(self, model: str, reply: Reply) -> None:
+        def _stream(self, model: str, reply: Reply, log: StreamLog) -> None:
             self.start_events()
             seq = iter(range(1_000_000))
             resp_id, msg_id = f"resp_{uuid.uuid4().hex[:24]}", f"msg_{uuid.uuid4().hex[:24]}"
@@ -219,6 +226,7 @@ def _handler(fake: FakeResponses) -> type[QuietJSONHandler]:
             for i in range(0, len(reply.text), step):
                 send({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
                       "content_index": 0, "delta": reply.text[i:i + step]})
+                log.chunk()
                 time.sleep(reply.chunk_delay_s)  # shapes the scenario: the model streams at this pace
             part = {"type": "output_text", "text": reply.text, "annotations": []}
             send(

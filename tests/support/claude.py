@@ -24,17 +24,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
 from pipeline.spool import HookRecord
 from pipeline.system import proc
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.files import project_folder_name
+from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
 from tests.support.paths import FIXTURES
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["API_KEY", "ClaudeHome", "SCREENS", "Scene", "Transcript", "make_claude_home", "text"]
+__all__ = ["API_KEY", "ClaudeHome", "SCREENS", "Scene", "Transcript", "claude_bin", "make_claude_home",
+           "text"]
 
 API_KEY = "sk-ant-fake-batonpass-tests-0123456789"
 
@@ -58,6 +62,18 @@ class ClaudeHome:
 
     def transcripts(self) -> list[Path]:
         return sorted((self.config / "projects").glob("*/*.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """The real Claude Code from npm (cached; the version of tests/agent_versions.py): a fixture for the
+    files that run it (tests/test_claude_e2e.py, tests/test_workflow_e2e.py)."""
+    try:
+        return install(*CLAUDE_CODE)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install Claude Code from npm: {exc}")
+        pytest.skip(f"cannot install Claude Code from npm (not in CI, so skipped): {exc}")
 
 
 def make_claude_home(

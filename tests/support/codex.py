@@ -5,6 +5,7 @@ such a stand-in showing a recorded screen in a pane, with its adapter."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 
 from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
@@ -34,7 +36,8 @@ from tests.support.tmux import TmuxServer
 
 __all__ = [
     "CODEX", "CodexHome", "ERROR_ROLLOUT", "SCREENS", "Scene", "StandIns", "TUI_ROLLOUT", "append",
-    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "turn_start", "upto",
+    "following", "iso", "older_turns", "prompt_lines", "recorded_turns", "rollout_path", "stop_daemon",
+    "turn_start", "upto",
     "uuid7",
 ]
 
@@ -312,3 +315,24 @@ def upto(records: list[dict], kind: str, nth: int = 1) -> int:
             if seen == nth:
                 return i + 1
     raise AssertionError(f"no {kind} #{nth}")
+
+
+def stop_daemon(home: Path) -> None:
+    """Stop the app-server daemon (and its pid-update loop) that the first TUI started in ``home``: by the
+    PIDs it recorded, and only if that PID really runs a binary from ``home``."""
+    pids = []
+    for name in ("daemon.pid", "daemon-updater.pid"):
+        try:
+            pid = int(json.loads((home / "app-server-daemon" / name).read_text())["pid"])
+            if os.readlink(f"/proc/{pid}/exe").startswith(str(home) + "/"):
+                pids.append(pid)
+        except (OSError, ValueError, KeyError):
+            continue
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(pid))
+            procs[-1].terminate()
+    for left in psutil.wait_procs(procs, timeout=5)[1]:  # a grace period, then SIGKILL
+        with contextlib.suppress(psutil.NoSuchProcess):
+            left.kill()

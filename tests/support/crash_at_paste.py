@@ -2,10 +2,12 @@
 moment the agent's input shows the hand-off, started again, and the prompt must reach the agent exactly once.
 
 A demo agent in another pane is the source; its answer reaches the real agent through a ``template`` route
-(long: every agent draws it as its placeholder; short: drawn inline). The test looks at the target's screen
-from outside — the agent's own input line, read by its adapter's screen parser — and kills the daemon as
-soon as the paste is there; it then checks the paste is still there unsubmitted (the kill did land between
-the paste and the Enter), restarts the daemon, and counts the prompt in the agent's own records.
+(long: every agent draws it as its placeholder; short: drawn inline). The daemon kills itself once the paste
+shows in the agent's input, before its Enter (``BATON_CRASH_BEFORE_ENTER``: the Enter follows the paste's
+drawing within milliseconds, too soon for a kill from outside); the test looks at the target's screen —
+the agent's own input line, read by its adapter's screen parser — and checks the paste is still there
+unsubmitted (the kill did land between the paste and the Enter), restarts the daemon, and counts the
+prompt in the agent's own records.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline.engine.crash_points import ENTER_ENV
 from tests.support.cli import json_lines
 from tests.support.daemons import Daemon, wait_followed, write_config
 from tests.support.fault_sources import DemoSource
@@ -50,12 +53,15 @@ def crash_at_paste(server: TmuxServer, tmp: Path, target: dict[str, str], templa
                             "transform": {"type": "template", "template": template.format(marker=marker)}}])
     daemon = Daemon(config, tmp)
     try:
+        daemon.env = {ENTER_ENV: "1"}  # it dies once the paste shows, before its Enter
         daemon.start()
         wait_followed(daemon, "a")
         source.begin(0)
         source.finish(0)
         wait_for(holds_paste, timeout=30, interval=0.005, what="the hand-off pasted into the agent's input")
-        daemon.kill()  # between the paste and its Enter
+        assert daemon.proc is not None
+        daemon.proc.wait(timeout=30)
+        daemon.env = {}
         quiet_for(1.0, "the Enter (the daemon is dead)")
         assert holds_paste(), "the kill came after the Enter: the paste is no longer in the agent's input"
         assert not [p for p in prompts() if marker in p], "the agent took the prompt before the restart"

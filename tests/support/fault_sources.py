@@ -300,6 +300,10 @@ class QwenSource(StandinSource):
     agent = "qwen"
 
 
+class PiSource(StandinSource):
+    agent = "pi"
+
+
 class ClineSource(StandinSource):
     agent = "cline"
 
@@ -312,5 +316,6 @@ SOURCES: dict[str, type[Source]] = {
     "gemini": GeminiSource,
     "copilot": CopilotSource,
     "qwen": QwenSource,
+    "pi": PiSource,
     "cline": ClineSource,
 }

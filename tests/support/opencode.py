@@ -1,13 +1,16 @@
-"""OpenCode stand-ins in panes over a generated store (tests/fakes/opencode_store.py), with their adapters."""
+"""OpenCode stand-ins in panes over a generated store (tests/fakes/opencode_store.py), with their adapters;
+and for the real OpenCode, its offline environment and the clean-up of what it started."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from pipeline.engine.config import Tile
 from pipeline.engine.context import EngineContext
 from pipeline.engine.watch import FileWatcher
+from pipeline.system import proc
 from plugins.opencode.adapter import OpenCodeAdapter
 from tests.fakes.opencode_store import StoreWriter
 from tests.fakes.standin_tui import standin_command
@@ -15,7 +18,7 @@ from tests.support.paths import FIXTURES, REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["SCREENS", "Scene"]
+__all__ = ["SCREENS", "Scene", "opencode_env", "stop_left_behind"]
 
 SCREENS = FIXTURES / "opencode" / "screens"
 
@@ -54,3 +57,35 @@ class Scene:
                           watcher=self.watcher)
         return OpenCodeAdapter(ctx)
 
+
+def opencode_env(home: Path, command: Path) -> dict[str, str]:
+    """A real OpenCode's environment, offline: its XDG folders under ``home``, no models fetch, update, LSP
+    download or share, npm pointed at a closed port, and ``command``'s folder first on PATH."""
+    env = {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "npm_config_registry": "http://127.0.0.1:9/",
+        "NPM_CONFIG_REGISTRY": "http://127.0.0.1:9/",
+        "PATH": f"{command.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    }
+    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def stop_left_behind(started: list[proc.Proc]) -> None:
+    """OpenCode and what it started, if left behind: the very processes the test saw (pid and start time)."""
+    for seen in started:
+        live = proc.read_proc(seen.pid)
+        if live is not None and live.start_ticks == seen.start_ticks:
+            try:
+                os.kill(seen.pid, 15)
+            except OSError:
+                pass

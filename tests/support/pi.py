@@ -12,13 +12,12 @@ nothing of the machine's environment (a real key) leaks in. ``trust_dialog=True`
 from __future__ import annotations
 
 import json
-import shlex
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.pi.screen import input_draft
 from plugins.pi.session import SessionFile
+from tests.support.agent_home import PANE_ENV, AgentHome, new_project
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -28,33 +27,14 @@ PRICE = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
 
 
 @dataclass(frozen=True)
-class PiHome:
+class PiHome(AgentHome):
+    command = "pi"
+    reader = SessionFile
     home: Path
     agent: Path
-    project: Path
-    env: dict[str, str]
-
-    def shell_command(self) -> str:
-        pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
-        return f'env -i {pairs} TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" bash --norc --noprofile'
 
     def session_files(self) -> list[Path]:
         return sorted((self.agent / "sessions").glob("*/*.jsonl"))
-
-    def prompts(self) -> list[str]:
-        """Every prompt typed into any of its sessions, as the session files hold them."""
-        out = []
-        for path in self.session_files():
-            session = SessionFile(path)
-            session.read()
-            out += session.state.prompts()
-        return out
-
-    def launch(self, server: TmuxServer, args: str = "") -> str:
-        """A pane where ``pi`` was just typed (not waited for); returns the pane id."""
-        pane = server.new_pane(self.shell_command(), cwd=self.project, width=120, height=40)
-        server.type(pane, f"pi {args}".strip())
-        return pane
 
     def start(self, server: TmuxServer, args: str = "") -> str:
         """A pane running ``pi`` in the project, at its empty input box; returns the pane id."""
@@ -62,21 +42,12 @@ class PiHome:
         wait_for(lambda: input_draft(server.capture(pane)) == "", 60, what="pi's input box")
         return pane
 
-    @staticmethod
-    def say(server: TmuxServer, pane: str, text: str) -> None:
-        """Type ``text`` and submit it as a person would (a pause before the Enter)."""
-        server.type(pane, text, enter=False)
-        time.sleep(0.2)  # shapes the scenario: a person's pause before Enter
-        server.run("send-keys", "-t", pane, "Enter")
-
 
 def make_pi_home(root: Path, *, api_url: str, pi_bin: Path, node: Path | None = None,
                  state: Path | None = None, trust_dialog: bool = False) -> PiHome:
-    home, project = root / "home", root / "proj" / "my-app"
+    home, project = new_project(root)
     agent = home / ".pi" / "agent"
     agent.mkdir(parents=True)
-    project.mkdir(parents=True)
-    (project / "app.py").write_text('print("hello from my-app")\n')
     if trust_dialog:
         (project / ".pi").mkdir()
         (project / ".pi" / "settings.json").write_text("{}\n")
@@ -89,8 +60,7 @@ def make_pi_home(root: Path, *, api_url: str, pi_bin: Path, node: Path | None = 
     path = f"{pi_bin.parent}:/usr/local/bin:/usr/bin:/bin"
     env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
            "PI_SKIP_VERSION_CHECK": "1",
-           "PI_TELEMETRY": "0", "PATH": f"{node.parent}:{path}" if node is not None else path,
-           "TERM": "tmux-256color", "LANG": "C.UTF-8", "PS1": "$ "}
+           "PI_TELEMETRY": "0", "PATH": f"{node.parent}:{path}" if node is not None else path, **PANE_ENV}
     if state is not None:
         env["XDG_STATE_HOME"] = str(state)  # where the extension hook spools its records
     return PiHome(home=home, agent=agent, project=project, env=env)

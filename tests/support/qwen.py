@@ -13,13 +13,13 @@ names its folder (``.qwen``); the pane runs ``env -i``, so nothing of the machin
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.qwen.screen import input_draft
 from plugins.qwen.session import SessionFile
+from tests.support.agent_home import PANE_ENV, AgentHome, new_project
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
@@ -42,31 +42,17 @@ def qwen_settings() -> dict:
 
 
 @dataclass(frozen=True)
-class QwenHome:
+class QwenHome(AgentHome):
+    command = "qwen"
+    reader = SessionFile
     qwen_dir: Path
-    project: Path
-    env: dict[str, str]
-
-    def shell_command(self) -> str:
-        pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
-        return f'env -i {pairs} TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" bash --norc --noprofile'
 
     def session_files(self) -> list[Path]:
         return sorted((self.qwen_dir / "projects").glob("*/chats/*.jsonl"))
 
-    def prompts(self) -> list[str]:
-        """Every prompt typed into any of its sessions, as the session files hold them."""
-        out = []
-        for path in self.session_files():
-            session = SessionFile(path)
-            session.read()
-            out += [t.prompt for t in session.state.turns]
-        return out
-
     def start(self, server: TmuxServer) -> str:
         """A pane running ``qwen`` in the project, at its empty input box; returns the pane id."""
-        pane = server.new_pane(self.shell_command(), cwd=self.project, width=120, height=40)
-        server.type(pane, "qwen")
+        pane = self.launch(server)
         wait_for(lambda: self.draft(server, pane) == ""
                  and "Initializing" not in server.capture(pane), 60, what="Qwen Code's input box")
         time.sleep(1.0)  # shapes the scenario: keys typed while it still loads its tools are dropped
@@ -77,29 +63,19 @@ class QwenHome:
         """The input box as the adapter reads it (with escapes: a follow-up suggestion is no draft)."""
         return input_draft(server.run("capture-pane", "-p", "-e", "-t", pane))
 
-    @staticmethod
-    def say(server: TmuxServer, pane: str, text: str) -> None:
-        """Type ``text`` and submit it as a person would."""
-        server.type(pane, text, enter=False)
-        time.sleep(0.2)  # shapes the scenario (a person's pause before Enter)
-        server.run("send-keys", "-t", pane, "Enter")
-
     def settings(self) -> dict:
         return json.loads((self.qwen_dir / "settings.json").read_text())
 
 
 def make_qwen_home(root: Path, *, api_url: str, qwen_bin: Path, node_dir: Path,
                    state: Path | None = None) -> QwenHome:
-    home, project = root / "home", root / "proj" / "my-app"
-    project.mkdir(parents=True)
-    (project / "app.py").write_text('print("hello from my-app")\n')
+    home, project = new_project(root)
     qwen_dir = home / ".qwen"
     qwen_dir.mkdir(parents=True)
     (qwen_dir / "settings.json").write_text(json.dumps(qwen_settings(), indent=2))
     env = {"HOME": str(home), "QWEN_HOME": str(qwen_dir), "OPENAI_BASE_URL": api_url,
            "OPENAI_API_KEY": "sk-fake", "OPENAI_MODEL": "fake-model",
-           "PATH": f"{node_dir}:{qwen_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
-           "LANG": "C.UTF-8", "PS1": "$ "}
+           "PATH": f"{node_dir}:{qwen_bin.parent}:/usr/local/bin:/usr/bin:/bin", **PANE_ENV}
     if state is not None:
         env["XDG_STATE_HOME"] = str(state)  # where the hooks spool their records
     return QwenHome(qwen_dir=qwen_dir, project=project, env=env)

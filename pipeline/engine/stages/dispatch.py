@@ -26,11 +26,12 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from pipeline.engine.context import engine_context, look_again, pane_lookups_shared, readiness_check
+from pipeline.engine.context import look_again, pane_lookups_shared, readiness_check
 from pipeline.engine.gate import Gate
 from pipeline.engine.hops import HopLedger, origin_of
 from pipeline.engine.journal import FINAL_STATES, MEMORY, Journal, is_fault
 from pipeline.engine.notify import Notifier
+from pipeline.engine.stages.submit import submit_paste, type_prompt
 from pipeline.engine.tiles import TileRuntime
 from pipeline.plugin.agents import AgentAdapter, TargetState
 from pipeline.plugin.events import Delivery, DeliveryState, Prompt
@@ -38,7 +39,7 @@ from pipeline.system import proc
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
 
-__all__ = ["PromptDispatcher", "submit_paste", "target_state", "type_prompt"]
+__all__ = ["PromptDispatcher", "target_state"]
 
 log = logging.getLogger("batonpass")
 
@@ -70,65 +71,6 @@ async def target_state(adapter: AgentAdapter) -> TargetState:
     if adapter.process_names and proc.find_first(info.pid, adapter.claims_process) is None:
         return "absent"
     return await adapter.target_state()
-
-
-async def type_prompt(adapter: AgentAdapter, text: str,
-                      on_submit: Callable[[], None] | None = None) -> tuple[bool, str]:
-    """Type ``text`` into the adapter's pane the one safe way, and watch for the turn to start.
-
-    Sanitize; paste as one unit; wait the adapter's submit delay; Enter (:func:`submit_paste`). Returns
-    (confirmed, pane_id). Raises :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
-    """
-    clean = sanitize(text)
-    if not clean:
-        raise ValueError("nothing printable left to type after sanitizing")
-    ctx = engine_context(adapter)
-    info = await ctx.pane()
-    await ctx.tmux.paste(info.pane_id, clean)
-    look_again()  # what follows looks at the pane as it is from now on
-    await anyio.sleep(adapter.submit_delay_s)
-    return await submit_paste(adapter, clean, on_submit, pane_id=info.pane_id)
-
-
-async def submit_paste(adapter: AgentAdapter, clean: str, on_submit: Callable[[], None] | None = None,
-                       *, pane_id: str | None = None) -> tuple[bool, str]:
-    """Press Enter on ``clean`` (sanitized), pasted into the adapter's input — by :func:`type_prompt`
-    (``pane_id``: the pane it pasted into), or by a run that died before its Enter — then wait up to the
-    adapter's ``confirm_timeout_s`` for it to show the turn started. Returns (confirmed, pane_id)."""
-    ctx = engine_context(adapter)
-    if pane_id is None:
-        pane_id = (await ctx.pane()).pane_id
-    before = await adapter.snapshot()
-    adapter.prompt_submitted(clean, time.time())
-    if on_submit is not None:
-        on_submit()
-    await ctx.tmux.send_keys(pane_id, "Enter")
-    again = adapter.enter_again_s
-    with anyio.move_on_after(adapter.confirm_timeout_s):
-        tick = 0.005  # agents show a turn within milliseconds of the Enter: look soon, then less often
-        again_at = time.monotonic() + (again or 0.0)
-        while True:
-            look_again()  # each look sees the pane as it is now, not as the block's first lookup saw it
-            if await adapter.turn_started(before):
-                break
-            if again is not None and time.monotonic() >= again_at:
-                again_at = time.monotonic() + again
-                await _enter_again(adapter, pane_id, clean)
-            await anyio.sleep(tick)
-            tick = min(tick * 2, 0.05)
-        return True, pane_id
-    return False, pane_id
-
-
-async def _enter_again(adapter: AgentAdapter, pane_id: str, clean: str) -> None:
-    """Enter once more if the input still holds this prompt: the agent took the Enter for a newline
-    (:attr:`pipeline.plugin.agents.AgentAdapter.enter_again_s`). Never on anything else in the input."""
-    try:
-        if await adapter.input_holds(clean) == "prompt":
-            log.info("enter again %s: the input still holds the prompt after its Enter", adapter.ctx.name)
-            await engine_context(adapter).tmux.send_keys(pane_id, "Enter")
-    except TmuxError:
-        return
 
 
 def _take_ready(queue: MemoryObjectReceiveStream[Prompt], into: list[Prompt], room: int) -> bool:

@@ -139,6 +139,8 @@ function fillTile(el, t) {
   answer.classList.toggle("none", !t.answer);
   el.querySelector(".handoff").textContent = handoffText(t);
   el.querySelector(".queued").textContent = t.queued ? t.queued + " queued" : "";
+  // the join groups that will hand on to this tile, still joining: "verdicts: 1 of 2 (security)"
+  el.querySelector(".joining").textContent = (t.joining || []).map((g) => "joining " + g).join(" · ");
   el.querySelector(".usage").textContent = t.tokens ? t.tokens + " tokens" + (t.cost ? " · " + t.cost : "") : "";
   el.querySelector(".ask").hidden = t.kind !== "waiting";
   el.querySelector(".asks").textContent = t.waiting_for || "";
@@ -300,6 +302,7 @@ function connect() {
     offset = frame.sent - Date.now() / 1000;
     render();
     renderRoutes(frame.routes);
+    drawGraph(frame.tiles, frame.routes);
     renderRecent(frame.recent);
     renderAwaiting(frame.awaiting || []);
     renderSummary(frame);

@@ -1,0 +1,113 @@
+"""The real Codex CLI's states on the board, proven against the fake Responses API's log and its screen
+(tests/support/state_proof.py): start (0.171 shows no dialog) → idle → working (a slowly streamed answer)
+→ idle → an approval prompt (``-a on-request``, a command asking to leave the sandbox) → ``baton approve`` →
+working → idle → Esc → idle → a turn the API answers ``500`` → idle, the board sampled every ~150 ms."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.codex.screen import approval_prompt, composer_draft
+from tests.agent_versions import resolve
+from tests.fakes.npm_agents import NpmInstallError, install
+from tests.fakes.openai_responses import FakeResponses, Reply, codex_config
+from tests.support.codex import stop_daemon
+from tests.support.polling import wait_for
+from tests.support.state_proof import Screen, StateProof
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+CODEX = resolve("codex")
+SLOW = Reply("The plan, streamed slowly: " + "step by step, " * 10, chunk_delay_s=0.6)  # 5 chunks: ~3 s
+
+CODEX_SCREEN = Screen(
+    dialog=lambda s: approval_prompt(s) is not None,
+    busy=lambda s: "esc to interrupt" in s,
+    ready=lambda s: composer_draft(s) is not None,
+)
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> Path:
+    try:
+        return install(*CODEX)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {CODEX[0]}@{CODEX[1]} from npm: {exc}")
+        pytest.skip(f"cannot install {CODEX[0]}@{CODEX[1]} from npm (CI would fail here): {exc}")
+
+
+@pytest.fixture
+def api() -> Iterator[FakeResponses]:
+    with FakeResponses() as fake:
+        yield fake
+
+
+def test_the_board_shows_codexs_states_truly_and_soon(
+        tmux_server: TmuxServer, tmp_path: Path, codex_bin: Path, api: FakeResponses,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    home, project = tmp_path / "codex-home", tmp_path / "api"
+    for folder in (home, project, tmp_path / "home"):
+        folder.mkdir()
+    (home / "config.toml").write_text(codex_config(api.base_url))  # the project not trusted: its dialog
+    monkeypatch.setenv("CODEX_HOME", str(home))  # where the board finds the rollouts
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(home), "FAKE_KEY": "sk-fake-test"}
+    pane = tmux_server.new_pane(env=env, cwd=project, height=48)
+    routes = tmp_path / "routes.yaml"
+    proof = StateProof("codex", tmux_server, pane, CODEX_SCREEN, routes)
+    marker = project / "APPROVED_MARKER.txt"
+    api.script(SLOW, Reply(call=("exec_command", {
+        "cmd": f"touch {marker.name} && echo E2E_TOOL_OK", "sandbox_permissions": "require_escalated",
+        "justification": "Create the marker file the user asked for"})),
+        "APPROVED_ANSWER the marker is there.", SLOW, Reply(status=500))
+
+    def prompt(text: str) -> None:
+        tmux_server.run("send-keys", "-t", pane, "-l", text)
+        wait_for(lambda: composer_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
+        proof.hold(0.3)  # an Enter sooner after typing is taken as part of a paste (docs/agents.md, Codex)
+        proof.key("Enter")
+        tmux_server.run("send-keys", "-t", pane, "Enter")
+        wait_for(lambda: composer_draft(tmux_server.capture(pane)) != text, what="the prompt sent")
+
+    try:
+        with proof.running():
+            proof.key("codex")
+            tmux_server.type(pane, f"{codex_bin} -a on-request -s workspace-write")
+            proof.wait_screen("idle", 120, hold_s=1.5)  # no start-up dialog in an untrusted folder
+            proof.phase("answer")
+            prompt("Write the plan, slowly")
+            proof.wait_screen("working")
+            proof.wait_screen("idle", hold_s=1.5)
+            proof.phase("permission")
+            prompt("Create the marker file")
+            proof.wait_screen("waiting", hold_s=1.5)
+            proof.phase("approved")
+            proof.approve()
+            wait_for(lambda: len(api.streams) >= 3 and api.streams[2].ended, what="the answer after it")
+            proof.wait_screen("idle", hold_s=1.5)
+            proof.phase("interrupted")
+            prompt("A long answer to interrupt")
+            wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
+            proof.hold(1.5)
+            proof.key("Escape")
+            tmux_server.run("send-keys", "-t", pane, "Escape")
+            proof.wait_screen("idle", hold_s=1.5)
+            proof.phase("failed")
+            prompt("The API fails this one")
+            wait_for(lambda: api.streams[-1].status == 500, what="the API's 500")
+            proof.wait_screen("idle")
+            proof.hold(2.0)
+    finally:
+        stop_daemon(home)
+        shutil.rmtree(home / "packages", ignore_errors=True)  # the 315 MB binary copy
+    assert marker.exists()
+    verdict = proof.check(api.streams)
+    with capsys.disabled():
+        print(f"\nCodex {CODEX[1]} {verdict.line()}\n{verdict.timeline()}")
+    verdict.assert_true()
