@@ -25,19 +25,25 @@ from pathlib import Path
 import pytest
 
 from plugins.claude_code.paste import unwrap_paste
-from plugins.claude_code.screen import input_box
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
-from tests.fakes.npm_agents import CLAUDE_CODE, install
+from tests.fakes.npm_agents import CLAUDE_CODE
 from tests.fakes.openai_chat import FakeChat
-from tests.support.agent_e2e import baton, completions, installed, signals_seen
 from tests.support.agents import messages, start_agent
-from tests.support.claude import make_claude_home
 from tests.support.cli import write_routes
 from tests.support.cline import ClineHome, make_cline_home
 from tests.support.crash_at_paste import LONG_TEMPLATE, crash_at_paste
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, until, wait_for
+from tests.support.real_cli import (
+    baton,
+    claude_answer,
+    completions,
+    launch_claude,
+    npm_package,
+    signals_seen,
+    wait_claude,
+)
 from tests.support.tmux import TmuxServer
 
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
@@ -47,7 +53,7 @@ CLINE = resolve("cline")  # pinned, or npm latest with BATON_AGENTS=latest
 
 @pytest.fixture(scope="module")
 def cline_bin() -> Path:
-    return installed(f"{CLINE[0]}@{CLINE[1]}", lambda: install(*CLINE))
+    return npm_package(CLINE)
 
 
 @pytest.fixture
@@ -66,10 +72,6 @@ def cline(tmp_path: Path, cline_bin: Path, chat: FakeChat, tmux_server: TmuxServ
         home.end()
 
 
-def claude_answer(prompt: str) -> str:
-    return f"Claude read {len(prompt)} characters and agrees"
-
-
 def prompts_sent(chat: FakeChat) -> list[str]:
     """What the model was asked by a person (or batonpass), unwrapped: not tool steps."""
     return [r.last_user_text for r in chat.requests if r.kind == "answer"]
@@ -82,16 +84,13 @@ async def test_real_cline_and_claude_code_hand_off_once_each_way(
     for expected in ("added the TaskComplete hook", "already installed"):
         result = baton("hooks", "install", "--agent", "cline", env={"HOME": str(cline.home)})
         assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
-    claude_bin = installed("Claude Code", lambda: install(*CLAUDE_CODE))
+    claude_bin = npm_package(CLAUDE_CODE)
     chat.script("CLINE-ANSWER-1: the middleware looks right", "CLINE-ANSWER-2: thanks, done")
     with ClaudeAPI(answer=claude_answer) as claude_api:
-        cc = make_claude_home(tmp_path / "c", api_url=claude_api.url, claude_bin=claude_bin,
-                              version=CLAUDE_CODE[1])
-        cc_pane = tmux_server.new_pane(cc.shell_command(), cwd=cc.project, width=120, height=40)
-        tmux_server.type(cc_pane, "claude")
+        cc, cc_pane = launch_claude(tmux_server, tmp_path / "c", api_url=claude_api.url,
+                                    claude_bin=claude_bin, version=CLAUDE_CODE[1])
         cl_pane = cline.start(tmux_server)
-        wait_for(lambda: cc.session_files() and input_box(tmux_server.capture(cc_pane)) == "", 60,
-                 what="Claude Code's input box")
+        wait_claude(tmux_server, cc, cc_pane)
         config = make_config({"cl": {"pane": cl_pane}, "cc": {"pane": cc_pane, "agent": "claude"}},
                              [{"from": "cl", "to": "cc", "transform": "raw"},
                               {"from": "cc", "to": "cl", "transform": "raw"}], max_hops=2)
@@ -111,7 +110,7 @@ async def test_real_cline_and_claude_code_hand_off_once_each_way(
     assert [outcome for _, outcome, _ in ends] == ["completed", "completed"]
     for turn, _, _ in ends:  # the files and the TaskComplete hook, one id
         assert signals_seen(caplog, turn) == {"session file", "hook"}, (turn, caplog.text[-3000:])
-    [record] = cline.session_records()
+    [record] = cline.session_files()
     resolved = baton("resolve", cl_pane, "-L", tmux_server.socket, "--agent", "cline", "--json")
     steps = {s["step"]: s for s in json.loads(resolved.stdout)["steps"]}
     assert steps["transcript"]["value"] == str(record), resolved.stdout
@@ -147,7 +146,7 @@ async def test_real_cline_tool_turns_approve_and_interrupt_without_hooks(
             await until(lambda: (ctx.waiting_for or "").startswith("permission prompt"), 30,
                         "the permission prompt, waiting")
         except AssertionError as exc:  # what Cline showed and wrote, to tell why
-            records = [p.read_text()[:400] for p in cline.session_records()]
+            records = [p.read_text()[:400] for p in cline.session_files()]
             shown = tmux_server.capture(cl_pane)
             raise AssertionError(f"{exc}\n{shown}\n{records}\n{caplog.text[-3000:]}") from exc
         await aquiet_for(1.5, "a hand-off of the call before the tool")

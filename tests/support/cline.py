@@ -23,10 +23,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 from plugins.cline.resolve import DAEMON_ARG
 from plugins.cline.screen import input_draft
 from plugins.cline.session import SessionFile
+from tests.support.agent_home import PANE_ENV, AgentHome, new_project
 from tests.support.polling import wait_for
 from tests.support.tmux import RUN_MARK, TmuxServer
 
@@ -42,37 +44,24 @@ def _free_port() -> int:
 
 
 @dataclass(frozen=True)
-class ClineHome:
+class ClineHome(AgentHome):
+    command: ClassVar[str] = "cline"
+    reader: ClassVar[Any] = SessionFile
     home: Path
-    project: Path
-    env: dict[str, str]
     cline_bin: Path
 
     @property
     def data(self) -> Path:
         return self.home / ".cline" / "data"
 
-    def shell_command(self) -> str:
-        pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
-        return f'env -i {pairs} TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" bash --norc --noprofile'
-
-    def session_records(self) -> list[Path]:
+    def session_files(self) -> list[Path]:
+        """Its session records (``sessions/<id>/<id>.json``; the messages file beside each)."""
         records = (d / f"{d.name}.json" for d in self.data.glob("sessions/*"))
         return sorted(r for r in records if r.exists())
 
-    def prompts(self) -> list[str]:
-        """Every prompt typed into any of its sessions, as the session files hold them."""
-        out = []
-        for path in self.session_records():
-            session = SessionFile(path)
-            session.read()
-            out += [t.prompt for t in session.state.turns()]
-        return out
-
     def start(self, server: TmuxServer, *args: str) -> str:
         """A pane running ``cline`` in the project, at its empty input box; returns the pane id."""
-        pane = server.new_pane(self.shell_command(), cwd=self.project, width=120, height=40)
-        server.type(pane, shlex.join(["cline", *args]))
+        pane = self.launch(server, shlex.join(args))
         wait_for(lambda: self.draft(server, pane) == "", 60, what="Cline's input box")
         time.sleep(0.5)  # shapes the scenario: keys typed while it still starts are dropped
         return pane
@@ -80,13 +69,6 @@ class ClineHome:
     @staticmethod
     def draft(server: TmuxServer, pane: str) -> str | None:
         return input_draft(server.capture(pane))
-
-    @staticmethod
-    def say(server: TmuxServer, pane: str, text: str) -> None:
-        """Type ``text`` and submit it as a person would."""
-        server.type(pane, text, enter=False)
-        time.sleep(0.2)  # shapes the scenario (a person's pause before Enter)
-        server.run("send-keys", "-t", pane, "Enter")
 
     def processes(self) -> list[int]:
         """The pids of every Cline of this home (its environment names it): TUIs and hub daemons."""
@@ -138,12 +120,9 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
                     auth: bool = True) -> ClineHome:
     """A home with Cline signed in to ``api_url`` (by the real ``cline auth``; not with ``auth=False``:
     it then opens its provider picker) and its notices shown."""
-    home, project = root / "home", root / "proj" / "my-app"
-    project.mkdir(parents=True)
-    (project / "app.py").write_text('print("hello from my-app")\n')
+    home, project = new_project(root)
     env = {"HOME": str(home), "CLINE_NO_AUTO_UPDATE": "1", "CLINE_HUB_PORT": str(_free_port()),
-           "PATH": f"{cline_bin.parent}:/usr/local/bin:/usr/bin:/bin", "TERM": "tmux-256color",
-           "LANG": "C.UTF-8", "PS1": "$ "}
+           "PATH": f"{cline_bin.parent}:/usr/local/bin:/usr/bin:/bin", **PANE_ENV}
     if state is not None:
         env["XDG_STATE_HOME"] = str(state)  # where the hooks spool their records
     if RUN_MARK in os.environ:  # its hub daemon is this test run's (tests/support/tmux.left_behind)
