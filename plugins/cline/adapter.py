@@ -1,32 +1,33 @@
 """Cline CLI (``cline`` 3.x, a compiled binary): completions and clean answers from its session files,
 confirmed by its ``TaskComplete`` hook; waiting, drafts and pastes from its screen (docs/agents.md, Cline).
 
-The pane's session is found by :mod:`plugins.cline.resolve` (its record names the process's pid; the hub
-daemon the TUI starts is never taken for the agent) and read by :mod:`plugins.cline.session`; following
-it is :mod:`plugins.cline.follow`'s. A turn's id is the session id and its prompt's message id, the same
-from the files and from the hook.
+The pane's session is found by :mod:`plugins.cline.resolve` (the newest that started since the process did,
+in its folder; the hub daemon the TUI starts is never taken for the agent) and read by
+:mod:`plugins.cline.session`; following it is :mod:`plugins.cline.follow`'s, the answers are
+:class:`~pipeline.plugin.session_answers.SessionAnswers`'. A turn's id is the session id and its prompt's
+message id, the same from the files and from the hook.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from pipeline.plugin import HookRecord, PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError
-from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
+from pipeline.plugin import HookRecord, PaneInfo, RegisterAgent, TmuxError
+from pipeline.plugin.agents import InputHolds, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
 from pipeline.plugin.pastes import box_holds
-from pipeline.plugin.tools import proc, sanitize, strip_ansi
-from pipeline.plugin.turns import TurnMark
+from pipeline.plugin.session_answers import SessionAnswers, answer_of, file_completion, last_finished
+from pipeline.plugin.tools import proc, sanitize
+from pipeline.plugin.turns import FileResolution, TurnMark
 from pipeline.plugin.usage import SessionUsage
 from plugins.cline.follow import ClineFollowing
 from plugins.cline.hooks import cline_config_dir, hook_kind, hook_session, install_hooks
-from plugins.cline.resolve import find_cline, is_cline, resolve_session
+from plugins.cline.resolve import ClineProcess, find_cline, is_cline, resolve_session
 from plugins.cline.screen import (
     BUSY,
     PLACEHOLDERS,
@@ -45,15 +46,8 @@ __all__ = ["ClineAdapter"]
 
 #: a top-level key of a JSON object written with an indent of 2
 _TOP_KEY = re.compile(r'^  "([A-Za-z_]+)": ', re.M)
-#: how long a hook waits for the session's messages to show the turn's end
-ANSWER_WAIT_S = 1.0
 
-
-def _norm(text: str) -> str:
-    return " ".join(sanitize(text).split())
-
-
-class ClineAdapter(ClineFollowing):
+class ClineAdapter(ClineFollowing, SessionAnswers[ClineProcess, SessionFile, Turn]):
     name = "cline"
     summary = "Cline CLI: turns and answers from its session files, confirmed by its TaskComplete hook"
     process_names = frozenset({"cline"})
@@ -98,35 +92,6 @@ class ClineAdapter(ClineFollowing):
 
     # ---- answers -----------------------------------------------------------------------------------------
 
-    def _turn(self, turn_id: str) -> Turn | None:
-        return next((t for t in self.turns() if t.turn_id == turn_id), None)
-
-    async def response(self, completion: Completion) -> Response | None:
-        if not completion.turn_id.startswith("cline:"):
-            return await super().response(completion)  # a turn seen on the screen
-        try:
-            await self.refresh()
-        except (PaneGone, ServerGone):
-            pass
-        turn = self._turn(completion.turn_id)
-        if turn is None or turn.outcome is None:
-            return None
-        note = "" if turn.outcome == "completed" else f"turn ended: {turn.detail}"
-        return Response(completion=completion, text=turn.answer or "", source="transcript",
-                        cwd=self.file.state.cwd if self.file else None,
-                        note=note or (f"in {self.file.messages_path}" if self.file else ""))
-
-    async def last_response(self) -> Response | None:
-        try:
-            await self.refresh()
-        except (PaneGone, ServerGone):
-            return None
-        done = [t for t in self.turns() if t.outcome is not None and t.answer is not None]
-        if not done:
-            return None
-        return Response(completion=self.completion(done[-1], "session file"), text=done[-1].answer or "",
-                        source="transcript")
-
     @classmethod
     def recognizes_file(cls, path: Path) -> bool:
         """A session record or its messages: one JSON object written indented by 2, whose top-level keys
@@ -154,17 +119,9 @@ class ClineAdapter(ClineFollowing):
         session = SessionFile(record)
         if not session.read():
             raise LookupError(f"{path}: no Cline session record at {record}")
-        done = [t for t in session.state.turns() if t.outcome is not None]
-        if not done:
-            what = "the last turn is still open" if session.state.turns() else "no prompt was written to it"
-            raise LookupError(f"{path} holds no finished turn: {what}")
-        turn = done[-1]
-        completion = Completion(tile=record.name, turn_id=turn.turn_id, outcome=turn.outcome or "completed",
-                                signal="file", at=turn.ended_at or 0.0, detail=turn.detail)
-        if turn.outcome != "completed":
-            raise LookupError(f"{path}: the last turn failed ({turn.detail}); it left no answer")
-        return Response(completion=completion, text=turn.answer or "", source="transcript",
-                        cwd=session.state.cwd)
+        turn = last_finished(Path(path), session.state.turns())
+        return Response(completion=file_completion(record, turn), text=answer_of(Path(path), turn),
+                        source="transcript", cwd=session.state.cwd)
 
     # ---- hooks -------------------------------------------------------------------------------------------
 
@@ -172,67 +129,41 @@ class ClineAdapter(ClineFollowing):
     def install_hooks(cls, hook_command: list[str]) -> str:
         return install_hooks(cline_config_dir() / "hooks", hook_command)
 
-    async def _mine(self, record: HookRecord, session: str | None) -> bool:
+    async def _mine(self, record: HookRecord) -> bool:
         """Whether a hook record is this tile's: by its session (a session the hub daemon runs fires its
         hooks from the hub, with the ``$TMUX_PANE`` of the pane that started the hub), else by its pane."""
+        session = hook_session(record.payload)
         try:
             await self.refresh(force=self.file is None)
-        except TmuxError:
-            return False
-        if self.file is not None and session is not None:
-            return session == self.file.state.session_id
-        try:
+            if self.file is not None and session is not None:
+                return self._is_session(session)
             return record.pane is not None and record.pane == (await self.ctx.pane()).pane_id
         except TmuxError:
             return False
 
     async def hook_completion(self, record: HookRecord) -> Completion | None:
         """``TaskComplete`` / ``TaskError``: the turn ended; the turn and its answer are the files'."""
-        kind, session = hook_kind(record.payload), hook_session(record.payload)
-        if kind is None or not await self._mine(record, session):
+        kind = hook_kind(record.payload)
+        if kind is None or not await self._mine(record):
             return None
-        turn = await self._hook_turn(session)
+        turn = await self._ended_turn(lambda turns: turns[-1] if turns else None, force_unresolved=True)
         if turn is None:
             return None
         return Completion(tile=self.ctx.name, turn_id=turn.turn_id, outcome=turn.outcome or "completed",
                           signal="hook", at=record.written_at, detail=turn.detail or f"{kind} hook")
 
-    async def _hook_turn(self, session: str | None) -> Turn | None:
-        """The newest turn of ``session``, once the files show its end (waited for up to
-        :data:`ANSWER_WAIT_S`)."""
-        deadline = time.monotonic() + ANSWER_WAIT_S
-        while True:
-            try:
-                await self.refresh(force=self.file is None or self.file.state.session_id != session)
-            except TmuxError:
-                return None
-            turns = self.turns() if self.file is not None and self.file.state.session_id == session else []
-            if turns and turns[-1].outcome is not None:
-                return turns[-1]
-            if time.monotonic() >= deadline:
-                return None
-            await anyio.sleep(0.05)
-
     # ---- as a target -------------------------------------------------------------------------------------
 
+    def input_box(self, screen: str) -> str | None:
+        return input_draft(screen)  # None: a dialog (an approval, the provider picker, a notice)
+
     async def target_state(self) -> TargetState:
-        try:
-            info = await self.ctx.pane()
-            if info.dead:
-                return "gone"
-            if await self.refresh() is None:
-                return "absent"
-            screen = strip_ansi(await self.ctx.capture())
-        except (PaneGone, ServerGone):
-            return "gone"
-        if self.waiting_for(screen) is not None or self.is_busy(screen):
-            return "busy"  # never type into a dialog: it would answer it
-        if self.file is not None and self.file.state.busy:
+        """As every session-file agent's, and busy while the record says a turn runs (its prompt reaches the
+        messages only at the turn's first step)."""
+        state = await super().target_state()
+        if state in ("ready", "draft") and self.file is not None and self.file.state.busy:
             return "busy"
-        draft = input_draft(screen)
-        if draft is None:
-            return "busy"  # no input box: starting, or a dialog of its own
-        return "draft" if draft else "ready"
+        return state
 
     async def presence_state(self, info: PaneInfo) -> TargetState:
         """Asked every second: whether the pane runs Cline (not only its hub daemon), from /proc alone."""
@@ -242,12 +173,7 @@ class ClineAdapter(ClineFollowing):
     async def received(self, text: str) -> bool | None:
         """After a crash mid-delivery: the session's messages, else (they are written at the turn's first
         step) the transcript on the screen — the prompt, or its placeholder, above the input box."""
-        try:
-            await self.refresh(force=True)
-        except TmuxError:
-            return None
-        want = _norm(text)
-        if any(_norm(t.prompt) == want for t in self.turns()[-20:]):
+        if await super().received(text):
             return True
         try:
             shown = sent_prompts(await self.ctx.capture(start=-200))
@@ -279,44 +205,11 @@ class ClineAdapter(ClineFollowing):
         except TmuxError:
             return False
 
-    async def usage(self) -> SessionUsage | None:
-        if self.file is None:
-            try:
-                await self.refresh()
-            except TmuxError:
-                return None
-        return session_usage(self.file.state.messages) if self.file is not None else None
+    def _usage_of(self, file: SessionFile) -> SessionUsage | None:
+        return session_usage(file.state.messages)
 
-    async def working_since(self) -> float | None:
-        """The running turn's start: its prompt's time (the messages are written at its first step)."""
-        try:
-            await self.refresh()
-        except TmuxError:
-            return None
-        turns = self.turns()
-        return turns[-1].started_at if turns and turns[-1].outcome is None else None
-
-    async def resolve(self) -> list[ResolveStep]:
-        info = await self.ctx.pane()
-        steps = [self.pane_step(info)]
-        waiting = await self.waiting_step()
-        if waiting is not None:
-            steps.append(waiting)
-        res = await anyio.to_thread.run_sync(lambda: resolve_session(info.pid))
-        steps += res.steps
-        if res.session is not None:
-            if self.file is None or self.file.path != res.session:
-                self.file = SessionFile(res.session)
-            await anyio.to_thread.run_sync(self.file.read)
-            state = self.file.state
-            turns = state.turns()
-            last = next((t for t in reversed(turns) if t.outcome is not None), None)
-            ended = f"idle; last turn {last.turn_id} {last.outcome} {last.detail}".rstrip() if last \
-                else "idle, no finished turn"
-            busy = state.busy
-            steps.append(ResolveStep("turn", True, f"busy ({state.status})" if busy else ended,
-                                     {"session": state.session_id, "busy": busy, "status": state.status}))
-        return steps
+    def _resolution(self, pane_pid: int) -> FileResolution:
+        return resolve_session(pane_pid)
 
 
 @hookimpl

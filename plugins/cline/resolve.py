@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.plugin.agents import ResolveStep
+from pipeline.plugin.node_cli import AgentProc
 from pipeline.plugin.tools import proc
+from pipeline.plugin.turns import FileResolution
 
 __all__ = ["DAEMON_ARG", "ClineProcess", "Resolution", "cline_data_dir", "find_cline", "is_cline",
            "resolve_session"]
@@ -64,23 +65,14 @@ def cline_data_dir(argv: tuple[str, ...], env: dict[str, str]) -> tuple[Path, st
 
 
 @dataclass(frozen=True)
-class ClineProcess:
+class ClineProcess(AgentProc):
     """The pane's Cline and where it keeps its sessions."""
 
-    proc: proc.Proc
     argv: tuple[str, ...]
-    cwd: str | None
     data_dir: Path
     data_from: str
     sessions_dir: Path
     started_at: float
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.running()
 
 
 def find_cline(pane_pid: int) -> ClineProcess | None:
@@ -168,20 +160,14 @@ def _runs_other(record: dict[str, object], tui: ClineProcess) -> bool:
 
 
 @dataclass
-class Resolution:
-    process: ClineProcess | None
-    session: Path | None = None
-    rule: str = ""
-    steps: list[ResolveStep] = field(default_factory=list)
-
-    def add(self, step: str, ok: bool, detail: str, value: object = None) -> None:
-        self.steps.append(ResolveStep(step, ok, detail, value))
+class Resolution(FileResolution):
+    process: ClineProcess | None = None
 
 
 def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Resolution:
     """Run the chain for the pane whose shell is ``pane_pid``; see the module docstring."""
     process = process or find_cline(pane_pid)
-    res = Resolution(process)
+    res = Resolution(process=process)
     if process is None:
         res.add("process", False, f"no cline process under pid {pane_pid} (its hub daemon is never one)")
         return res
@@ -189,21 +175,13 @@ def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Re
     res.add("data folder", True, f"{process.data_dir} ({process.data_from})", str(process.data_dir))
     own = own_sessions(process)
     if own:
-        res.session, res.rule = own[-1], "start time"
         more = f" (the newest of {len(own)})" if len(own) > 1 else ""
-        res.add("session", True, f"{own[-1].parent.name}: started since pid {process.pid} did, in its "
-                f"folder{more}",
-                own[-1].parent.name)
-    else:
-        named = _arg(process.argv, "--id")
-        record = process.sessions_dir / named / f"{named}.json" if named else None
-        if record is not None and record.exists():
-            res.session, res.rule = record, "--id"
-            res.add("session", True, f"{named}: resumed by `--id {named}`", named)
-        else:
-            res.add("session", True, f"none yet: no session in {process.sessions_dir} started since pid "
-                    f"{process.pid} did (it is written at the first prompt)")
-            return res
-    res.add("transcript", True, f"{res.session.with_name(res.session.stem + '.messages.json')} "
-            f"(rule: {res.rule})", str(res.session))
+        return res.decide("start time", own[-1],
+                          f"{own[-1].parent.name} started since pid {process.pid} did, in its folder{more}")
+    named = _arg(process.argv, "--id")
+    record = process.sessions_dir / named / f"{named}.json" if named else None
+    if record is not None and record.exists():
+        return res.decide("--id", record, f"{named}: resumed by `--id {named}`")
+    res.add("session", True, f"none yet: no session in {process.sessions_dir} started since pid "
+            f"{process.pid} did (it is written at the first prompt)")
     return res

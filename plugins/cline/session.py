@@ -26,8 +26,12 @@ from typing import Any
 
 from pipeline.plugin.events import Outcome
 from pipeline.plugin.tools import iso_time, json_object
+from pipeline.plugin.turns import FileTurn
 
 __all__ = ["BUSY_STATUSES", "SessionFile", "SessionState", "Turn", "prompt_text"]
+
+#: one user turn, as far as the files tell (no end of Cline's is provisional)
+Turn = FileTurn
 
 #: the statuses of a session whose turn runs (``pending``: a tool waits for approval)
 BUSY_STATUSES = ("running", "pending")
@@ -60,20 +64,6 @@ def _answer(message: dict[str, Any]) -> tuple[Outcome, str, str] | None:
             json_object(message.get("metadata")).get("displayRole") == "error":
         return "failed", "", f"error: {' '.join(text.split())[:200]}"
     return "completed", text, ""
-
-
-@dataclass
-class Turn:
-    """One user turn, as far as the files tell."""
-
-    turn_id: str
-    prompt: str
-    started_at: float
-    #: None while open; ``completed`` or ``failed`` once the files show an end
-    outcome: Outcome | None = None
-    answer: str | None = None
-    ended_at: float | None = None
-    detail: str = ""
 
 
 @dataclass
@@ -139,15 +129,18 @@ class SessionFile:
         self.state = SessionState(session_id=self.path.stem)
         self._stamp: tuple[int, int, int] | None = None
         self._record: dict[str, Any] | None = None
+        #: how many reads found a change (a look at an unchanged session is told from a changed one)
+        self.fed = 0
 
     @property
     def messages_path(self) -> Path:
         return self.path.with_name(f"{self.path.stem}.messages.json")
 
-    def read(self) -> bool:
+    def read(self, *, final: bool = False) -> bool:
         """Read the session record (small: read at every look — ``running`` and ``pending`` are the same
         size, and two writes within a clock tick leave the same mtime) and the messages when their file
-        changed; whether anything changed. A file caught half rewritten is read again at the next look."""
+        changed; whether anything changed. A file caught half rewritten is read again at the next look
+        (``final`` changes nothing: both files are whole JSON documents)."""
         record = _load(self.path)
         if record is None:
             return False
@@ -167,6 +160,7 @@ class SessionFile:
             return False
         self._stamp, self._record = stamp, record
         self._take(record)
+        self.fed += 1
         return True
 
     def _take(self, record: dict[str, Any]) -> None:
