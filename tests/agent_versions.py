@@ -30,6 +30,7 @@ PINNED: dict[str, tuple[str, str]] = {
     "opencode": ("opencode-ai", "1.18.33"),
     "copilot": ("@github/copilot", "1.0.102"),
     "gemini": ("@google/gemini-cli", "0.61.0"),
+    "cline": ("cline", "3.0.65"),
     "qwen": ("@qwen-code/qwen-code", "0.24.4"),
     "pi": ("@earendil-works/pi-coding-agent", "1.6.0"),
 }

@@ -1,7 +1,7 @@
 """Record what the REAL agent CLIs show for a pasted prompt that was not submitted (issue 31).
 
     .venv/bin/python -m tests.record_paste_screens [--agents claude,codex,opencode,gemini,copilot,qwen,pi,
-                                                             pi-previous] [--latest]
+                                                             pi-previous,cline] [--latest]
 
 For each agent: the real CLI from npm (tests/fakes/npm_agents.py; the pins, or npm's ``latest`` with
 ``--latest``) runs in a private tmux server (``tmux -L baton-rec-…``, ``-f /dev/null``) with its own HOME,
@@ -45,6 +45,7 @@ from pipeline.system import proc
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux, remove_socket_file
 from plugins.claude_code.screen import input_box
+from plugins.cline.screen import input_draft as cline_draft
 from plugins.codex.screen import composer_draft
 from plugins.copilot.screen import input_draft as copilot_draft
 from plugins.gemini.screen import input_draft as gemini_draft
@@ -54,7 +55,8 @@ from plugins.qwen.screen import input_draft as qwen_draft
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FOLDER = {"claude": "claude-code", "codex": "codex", "opencode": "opencode", "gemini": "gemini-cli",
-          "copilot": "copilot", "qwen": "qwen-code", "pi": "pi", "pi-previous": "pi"}
+          "copilot": "copilot", "qwen": "qwen-code", "pi": "pi", "pi-previous": "pi",
+          "cline": "cline"}
 START_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 10.0
 TURN_TIMEOUT_S = 60.0
@@ -142,7 +144,8 @@ ANSWER = "Noted: the pasted text arrived.\n\n" + "\n".join(f"- point {i}: " + wo
 #: every placeholder form seen on these agents' screens (for the summary in paste_cases.json only)
 PLACEHOLDER = re.compile(r"\[Pasted (?:text #\d+(?: \+\d+ lines)?|Content \d+ chars|~\d+ lines)\](?: #\d+)?"
                          r"|\[Pasted Text: \d+ (?:lines|chars)(?: #\d+)?\]|\[Paste #\d+ - \d+ lines\]"
-                         r"|\[paste #\d+ (?:\+\d+ lines|\d+ chars)\]")
+                         r"|\[paste #\d+ (?:\+\d+ lines|\d+ chars)\]"
+                         r"|\[[^\[\]]*?\.\.\. Pasted \+\d+\s+lines\]")  # Cline's, maybe wrapped
 
 
 def counts(text: str) -> dict[str, int]:
@@ -256,6 +259,13 @@ def _pi_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
     return Launch(f"{home.shell_command()} -c pi", home.project, {})
 
 
+def _cline_launch(root: Path, binary: Path, version: str, url: str) -> Launch:
+    from tests.support.cline import make_cline_home
+
+    home = make_cline_home(root, api_url=url, cline_bin=binary)
+    return Launch(f"{home.shell_command()} -c cline", home.project, {})
+
+
 def _opencode_draft(screen: str) -> str | None:
     plain = strip_ansi(screen)
     if "╹▀" not in plain:
@@ -278,6 +288,8 @@ AGENTS: dict[str, Agent] = {
     "qwen": Agent("qwen", 120, 40, _qwen_launch, qwen_draft, "Type your message", (("C-c",), ("C-u",))),
     "pi": Agent("pi", 120, 40, _pi_launch, pi_draft, "fake-model", (("C-c",), ("C-u",))),
     "pi-previous": Agent("pi-previous", 120, 40, _pi_launch, pi_draft, "fake-model", (("C-c",), ("C-u",))),
+    # Ctrl+C clears a draft (on an empty input it exits: the recorder starts it again)
+    "cline": Agent("cline", 120, 40, _cline_launch, cline_draft, "❯", (("C-c",),)),
 }
 
 
@@ -385,7 +397,7 @@ class Session:
         (self.out / f"paste_{case}.ansi.txt").write_text(self.anonymous(ansi))
         (self.out / f"paste_{case}.txt").write_text(self.anonymous(plain))
         return {"files": [f"paste_{case}.txt", f"paste_{case}.ansi.txt"],
-                "placeholders_on_screen": PLACEHOLDER.findall(plain),
+                "placeholders_on_screen": [" ".join(m.split()) for m in PLACEHOLDER.findall(plain)],
                 "draft_read_by_adapter": self.agent.draft(ansi)}
 
     def anonymous(self, screen: str) -> str:

@@ -39,7 +39,7 @@ def _asking(tmux_server: TmuxServer, tmp_path: Path, agent: str) -> tuple[Standi
     asks = "allow? [y/n]" if agent == "demo" else ""
     wait_for(lambda: any(w in tmux_server.capture(standin.pane) for w in (
         asks or "Do you want to proceed?", "Would you like to run", "Permission required",
-        "Allow execution of", "Do you want to run this command?")),
+        "Allow execution of", "Do you want to run this command?", "Approve tool call?")),
         what=f"the {agent} stand-in asking")
     return standin, config
 
@@ -255,6 +255,7 @@ async def test_approve_on_a_pane_that_is_gone_says_so(tmp_path: Path, tmux_serve
     # pi asks nothing before a tool; its question at start: trust for this session only, or not (ditto)
     ("pi-1.6.0/screens/trust_dialog.ansi.txt", ["Down", "Down", "Enter"], ["Down"] * 4 + ["Enter"]),
     ("pi-1.6.0/screens/trust_dialog_third.ansi.txt", ["Enter"], ["Down", "Down", "Enter"]),
+    ("cline-3.0.65/screens/approval.ans", ["y"], ["n"]),  # [y] Approve   [n] Deny
 ])
 def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: list[str],
                                                          deny: list[str]) -> None:
@@ -272,9 +273,11 @@ def test_each_adapter_answers_its_agents_recorded_prompt(screen: str, approve: l
     "codex/approval/screen_after_approval.txt", "opencode/screens/screen_done.txt",
     "gemini-cli-0.61.0/screens/screen_12_tool_approved_done.txt",
     "copilot-1.0.102/screens/screen_10_tool_approved_done.txt", "qwen-code-0.24.4/screens/after-tool.ansi",
-    "pi-1.6.0/screens/idle.ansi.txt", "pi-0.73.1/screens/busy.ansi.txt"])
+    "pi-1.6.0/screens/idle.ansi.txt", "pi-0.73.1/screens/busy.ansi.txt",
+    "cline-3.0.65/screens/idle.ans"])
 def test_no_keys_when_no_prompt_shows(screen: str) -> None:
-    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "demo", "terminal"):
+    for agent in ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline", "demo",
+                  "terminal"):
         assert _adapter(agent).answer_keys((FIXTURES / screen).read_text(), True) is None, agent
 
 

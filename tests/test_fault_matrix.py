@@ -2,14 +2,14 @@
 as the source of the hand-offs, and as their target.
 
 As a source: one test body, parametrized over the source agents of tests/support/fault_sources.py (Claude
-Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and pi stand-ins writing their files as the recorded
-ones, and the demo agent). Each turn is begun, finished a random moment later, and the daemon is killed at
-a random moment before, during or after that end, down for a while, and started again. What counts is what
-reached the target (a demo agent's own log): every turn exactly once, and ``baton history`` has one
+Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline stand-ins writing their files as the
+recorded ones, and the demo agent). Each turn is begun, finished a random moment later, and the daemon is
+killed at a random moment before, during or after that end, down for a while, and started again. What counts
+is what reached the target (a demo agent's own log): every turn exactly once, and ``baton history`` has one
 delivered hand-off for each. BATON_FAULT_TURNS (default 30) sets the turns, BATON_FAULT_SEED the seed
 (printed, so that a failing run can be replayed).
 
-As a target: the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and pi stand-ins of
+As a target: the Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline stand-ins of
 tests/fakes/agent_tui.py, which draw a long paste as their real agent's placeholder and keep it in their
 input until Enter. Besides kills at random moments, the daemon dies in the window between a paste and
 its Enter: started with ``BATON_CRASH_BEFORE_ENTER``, it kills itself once the paste shows in the input. What
@@ -153,7 +153,8 @@ def dies_at_paste(server: TmuxServer, pane: str, daemon, timeout: float = 15.0) 
         return False
     daemon.kills += 1
     screen = server.capture(pane)
-    return "[Paste" in screen or "[paste #" in screen  # [Pasted …], Copilot's [Paste #K - N lines], pi's
+    # [Pasted …], Copilot's [Paste #K - N lines], pi's [paste #K …], Cline's [<its start>... Pasted +N lines]
+    return "[Paste" in screen or "[paste #" in screen or "... Pasted +" in screen
 
 
 def fault_schedule(rng: random.Random, turns: int) -> list[str]:
@@ -166,7 +167,7 @@ def fault_schedule(rng: random.Random, turns: int) -> list[str]:
     return schedule
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline"])
 def test_sigkill_around_hand_offs_and_between_paste_and_enter_delivers_each_to_the_target_once(
     agent: str, tmux_server: TmuxServer, tmp_path: Path, daemon_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,6 @@
-"""The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py):
-for every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and pi
-(1.6.0 and the old package's 0.73.1) and left unsubmitted, the adapter reads the input as the screen shows
+"""The placeholder rules, held to the screens recorded from the real CLIs (tests/record_paste_screens.py): for
+every text pasted into the real Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi (1.6.0
+and the old package's 0.73.1) and Cline and left unsubmitted, the adapter reads the input as the screen shows
 it, takes it for that paste (the text drawn inline, or the agent's placeholder with the matching count), and
 not for a paste of another text. The stand-ins' placeholder rule (tests/fakes/agent_tui.py) gives the same
 placeholder the real CLI drew, for every case."""
@@ -20,6 +20,8 @@ from pipeline.system.text import sanitize
 from pipeline.system.tmux import Tmux
 from plugins.claude_code.adapter import ClaudeCodeAdapter
 from plugins.claude_code.screen import input_box
+from plugins.cline.adapter import ClineAdapter
+from plugins.cline.screen import input_draft as cline_draft
 from plugins.codex.adapter import CodexAdapter
 from plugins.codex.screen import composer_draft
 from plugins.copilot.adapter import CopilotAdapter
@@ -46,6 +48,7 @@ READERS: dict[str, tuple[str, type[AgentAdapter], Callable[[str], str | None], b
     "qwen": ("qwen-code-0.24.4", QwenAdapter, qwen_draft, True),
     "pi": ("pi-1.6.0", PiAdapter, pi_draft, False),
     "pi-0.73.1": ("pi-0.73.1", PiAdapter, pi_draft, False),
+    "cline": ("cline-3.0.65", ClineAdapter, cline_draft, False),
 }
 #: recorded with more than one paste in the input, or after the Enter: not one unsubmitted paste
 NOT_ONE_PASTE = {"two_pastes", "same_twice", "submitted", "after_turn"}

@@ -21,6 +21,7 @@ AGENT_FILES: dict[str, tuple[str, ...]] = {
     "copilot": ("copilot-*/events/*.jsonl",),
     "gemini": ("gemini-cli-*/**/session-*.jsonl",),
     "opencode": ("opencode/opencode.db",),
+    "cline": ("cline-*/sessions/*/*.json",),
 }
 FILES = [(agent, path) for agent, patterns in AGENT_FILES.items() for pattern in patterns
          for path in sorted(FIXTURES.glob(pattern))]

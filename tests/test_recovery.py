@@ -91,8 +91,9 @@ async def recover(server: TmuxServer, journal: Journal, target: StandinTarget) -
 def shown(server: TmuxServer, target: StandinTarget, text: str) -> bool:
     """The paste is in the target's input: its last line, or its agent's placeholder."""
     screen = server.capture(target.pane)
-    # [Pasted …], Copilot's [Paste #K - N lines], pi's [paste #K +N lines]
-    return text.split("\n")[-1] in screen or "[Paste" in screen or "[paste #" in screen
+    # [Pasted …], Copilot's [Paste #K - N lines], pi's [paste #K +N lines], Cline's [… Pasted +N lines]
+    marks = ("[Paste", "[paste #", "... Pasted +")
+    return text.split("\n")[-1] in screen or any(mark in screen for mark in marks)
 
 
 @pytest.mark.parametrize("size", TEXTS)

@@ -16,6 +16,7 @@ from pipeline.views.board import Board, render
 from pipeline.views.live_board import TileFeed
 from pipeline.views.states import state_text
 from plugins.claude_code.adapter import ClaudeCodeAdapter
+from plugins.cline.adapter import ClineAdapter
 from plugins.codex.adapter import CodexAdapter
 from plugins.copilot.adapter import CopilotAdapter
 from plugins.demo.adapter import DemoAdapter
@@ -51,6 +52,8 @@ ASKED: list[tuple[type[AgentAdapter], str, str | None]] = [
      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
     (CopilotAdapter, "copilot-1.0.102/screens/screen_28_pinned_approval_prompt.txt",
      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
+    (ClineAdapter, "cline-3.0.65/screens/approval.ans",
+     "Approve tool call?\nrun_commands: touch approved.txt && echo FAKE_TOOL_OK"),
     (DemoAdapter, f"demo❯ NEEDS_APPROVAL\r\ncoder asks to run `touch demo.txt`: {ASK} ",
      f"coder asks to run `touch demo.txt`: {ASK}"),
 ]
@@ -66,12 +69,12 @@ def _reader(cls: type[AgentAdapter]) -> AgentAdapter:
 
 
 def _screen(name: str) -> str:
-    return (FIXTURES / name).read_text() if name.endswith(".txt") else name
+    return (FIXTURES / name).read_text() if name.endswith((".txt", ".ans")) else name
 
 
 @pytest.mark.parametrize(("cls", "screen", "asks"), ASKED,
-                         ids=[f"{s.split('/')[0]}:{Path(s).stem}" if s.endswith(".txt") else f"{c.name}:drawn"
-                              for c, s, _ in ASKED])
+                         ids=[f"{s.split('/')[0]}:{Path(s).stem}" if s.endswith((".txt", ".ans"))
+                              else f"{c.name}:drawn" for c, s, _ in ASKED])
 def test_each_agent_says_what_its_recorded_dialog_asks(cls: type[AgentAdapter], screen: str,
                                                         asks: str) -> None:
     adapter = _reader(cls)

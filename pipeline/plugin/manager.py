@@ -57,6 +57,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "plugins.gemini.adapter",
     "plugins.qwen.adapter",
     "plugins.pi.adapter",
+    "plugins.cline.adapter",
     "plugins.demo.adapter",
     "plugins.transforms.basic",
     "plugins.transforms.llm",

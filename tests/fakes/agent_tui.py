@@ -1,6 +1,6 @@
-"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code and pi as TARGETS: real
-raw-mode programs in real panes that draw what the real TUIs draw, state by state, and write the agent's own
-files when they take a prompt.
+"""Stand-ins for Claude Code, Codex, OpenCode, Gemini CLI, Copilot CLI, Qwen Code, pi and Cline as TARGETS:
+real raw-mode programs in real panes that draw what the real TUIs draw, state by state, and write the agent's
+own files when they take a prompt.
 
 Each is a claim about its real agent, held to recordings of the real CLI by tests/test_standin_fidelity.py
 (the pinned versions' screens in tests/fixtures/*/screens/): the idle input, a short paste drawn inline, a
@@ -107,8 +107,14 @@ def _pi(text: str, count: int, rows: int) -> str | None:
     return f"[paste #{count} {utf16_length(text)} chars]" if utf16_length(text) > 1000 else None
 
 
+def _cline(text: str, count: int, rows: int) -> str | None:
+    # 5 lines or more (characters play no part), its first 48 characters with whitespace made single spaces
+    lines = line_count(text)
+    return f"[{' '.join(text.split())[:48].rstrip()}... Pasted +{lines} lines]" if lines >= 5 else None
+
+
 _RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _gemini, "copilot": _copilot,
-          "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi}
+          "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi, "cline": _cline}
 
 
 def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
@@ -159,6 +165,9 @@ class Look:
 
     def approves(self, choice: str) -> bool:
         return choice.startswith(("Yes", "Allow"))
+
+    #: keys that answer the dialog at once (Cline: ``y`` approves, ``n`` denies)
+    answer_keys: dict[str, bool] = {}
 
     def prompt_row(self, text: str) -> list[str]:
         return [text.split("\n")[0][: self.width - 4]]
@@ -521,6 +530,57 @@ class PiOldLook(PiLook):
         ]
 
 
+class ClineLook(Look):
+    """Cline 3.0.65: ``❯`` between two full-width rules, the model and folder under them; a spinner line
+    ``⠙ Thinking... (esc to cancel)`` above the box while busy; its approval in place of the box, answered
+    by ``y`` or ``n``."""
+
+    comm = "cline"
+
+    def input(self, draft: list[str], busy: bool) -> list[str]:
+        rule = "─" * self.width
+        body = [f"❯ {draft[0]}", *[f"  {ln}" for ln in draft[1:]]] if draft else ["❯ Ask anything..."]
+        return [
+            " ⠙ Thinking... (esc to cancel)" if busy else "",
+            "",
+            rule,
+            *body,
+            rule,
+            " fake-model (100) $0.00" + " " * max(1, self.width - 43) + "○ Plan ● Act (Tab)",
+            " my-app",
+            " Auto-approve all disabled (Shift+Tab)",
+        ]
+
+    choices = ("Approve", "Deny")
+    answer_keys = {"y": True, "n": False}
+
+    def dialog(self, selected: int = 0) -> list[str]:
+        return [
+            " ⠙ Thinking... (esc to cancel)",
+            "",
+            " Cline needs permission",
+            "",
+            " Approve tool call?",
+            "",
+            " run_commands",
+            "",
+            "   $ touch APPROVAL_PROBE.txt",
+            "",
+            "  [y] Approve   [n] Deny",
+            "",
+            " fake-model (100) $0.00",
+            " my-app",
+            " Auto-approve all disabled (Shift+Tab)",
+        ]
+
+    def prompt_row(self, text: str) -> list[str]:
+        return [f" ❯ {text.split(chr(10))[0][: self.width - 4]}", ""]
+
+    def answer_rows(self, text: str) -> list[str]:
+        return [f" * {text[: self.width - 4]}", ""]
+
+
+
 LOOKS: dict[str, type[Look]] = {
     "claude": ClaudeLook,
     "codex": CodexLook,
@@ -530,6 +590,7 @@ LOOKS: dict[str, type[Look]] = {
     "qwen": QwenLook,
     "pi": PiLook,
     "pi-0.73.1": PiOldLook,
+    "cline": ClineLook,
 }
 
 
@@ -1073,6 +1134,60 @@ class PiFiles:
         self.said([{"type": "text", "text": text}], "stop")
 
 
+class ClineFiles:
+    """A session record ``sessions/<id>/<id>.json`` (``pid``, ``cwd``, ``status``) and its messages, as
+    3.0.65 writes them (docs/agents.md, Cline), under ``$CLINE_DATA_DIR``: the record made at the first
+    prompt, ``running`` from the submit, ``pending`` while a tool waits; the prompt (wrapped, line ends as
+    ``\\r``) and the answer written to the messages at the turn's end, then ``idle``."""
+
+    def __init__(self) -> None:
+        self.cwd = os.getcwd()
+        self.session = f"{int(time.time() * 1000)}_{uuid.uuid4().hex[:5]}"
+        folder = Path(os.environ["CLINE_DATA_DIR"]) / "sessions" / self.session
+        self.record_path, self.messages_path = folder / f"{self.session}.json", \
+            folder / f"{self.session}.messages.json"
+        self.started = _iso(time.time())
+        self.messages: list[dict[str, Any]] = []
+        self.prompt_text = ""
+
+    def _record(self, status: str) -> None:
+        self.record_path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"version": 1, "session_id": self.session, "source": "cli", "pid": os.getpid(),
+                  "started_at": self.started, "status": status, "cwd": self.cwd,
+                  "messages_path": str(self.messages_path)}
+        _replace(self.record_path, json.dumps(record, indent=2))
+
+    def prompt(self, text: str, as_placeholder: bool) -> None:
+        self.prompt_text = text
+        self._record("running")
+
+    def waiting(self) -> None:
+        self._record("pending")
+
+    def answer(self, text: str) -> None:
+        now = int(time.time() * 1000)
+        wrapped = f'<user_input mode="act">{self.prompt_text.replace(chr(10), chr(13))}</user_input>'
+        metrics = {"inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 0, "cacheWriteTokens": 0}
+        self.messages += [
+            {"id": str(uuid.uuid4()), "role": "user", "ts": now,
+             "content": [{"type": "text", "text": wrapped}]},
+            {"id": f"msg_{uuid.uuid4().hex[:8]}", "role": "assistant", "ts": now, "metrics": metrics,
+             "content": [{"type": "text", "text": text}],
+             "modelInfo": {"id": "fake-model", "provider": "openai-compatible"}},
+        ]
+        _replace(self.messages_path, json.dumps({"version": 1, "agent": "lead", "sessionId": self.session,
+                                                 "messages": self.messages}, indent=2))
+        self._record("idle")
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole (Cline rewrites its files)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+
 FILES = {
     "claude": ClaudeFiles,
     "codex": CodexFiles,
@@ -1082,6 +1197,7 @@ FILES = {
     "qwen": QwenFiles,
     "pi": PiFiles,
     "pi-0.73.1": PiFiles,
+    "cline": ClineFiles,
 }
 
 
@@ -1193,8 +1309,9 @@ class Stand:
                 if key in (back, forth):
                     step = 1 if key == forth else -1
                     selected = (selected + step) % len(self.look.choices)
-                elif key in ("Enter", "Escape"):
-                    approved = key == "Enter" and self.look.approves(self.look.choices[selected])
+                elif key in ("Enter", "Escape") or key in self.look.answer_keys:
+                    approved = self.look.answer_keys[key] if key in self.look.answer_keys else \
+                        key == "Enter" and self.look.approves(self.look.choices[selected])
                     self.note({"approval": "approved" if approved else "denied"})
                     return approved
 

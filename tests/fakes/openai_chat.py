@@ -12,7 +12,7 @@ What it answers, from the last user message:
 * ``TOOLTEST`` in the prompt and a ``bash`` tool offered → a streamed ``bash`` tool call; once the tool
   result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
   ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it); the
-  shell tool is ``bash`` or Qwen Code's ``run_shell_command``;
+  shell tool is ``bash``, Qwen Code's ``run_shell_command`` or Cline's ``run_commands``;
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
@@ -46,7 +46,7 @@ TITLE = "Fake session title"
 #: what Qwen Code's follow-up suggestion request gets by default: a next prompt its filters let through
 SUGGESTION = "run the tests"
 SUGGESTION_MODE = "[SUGGESTION MODE"
-SHELL_TOOLS = ("bash", "run_shell_command")
+SHELL_TOOLS = ("bash", "run_shell_command", "run_commands")
 SLOW_CHUNK_S = 0.5
 #: a prompt holding this is answered with an error, :attr:`FakeChat.fail_status` (503 overloaded)
 OVERLOADED = "OVERLOADED_TEST"
@@ -123,16 +123,21 @@ class FakeChat(LoopbackServer[RecordedChat]):
             return "suggestion", self.suggestion
         shell = next((name for name in SHELL_TOOLS if name in tools), None)
         if "TOOLTEST" in record.last_user_text and shell:
-            return "tool", {"name": shell, "arguments": json.dumps(
-                {"command": "ls -1 && echo FAKE_TOOL_OK", "description": "List files"})}
+            return "tool", _shell_call(shell, "ls -1 && echo FAKE_TOOL_OK", "List files")
         if "TOOLASK" in record.last_user_text and shell:  # a command agents ask before running
-            return "tool", {"name": shell, "arguments": json.dumps(
-                {"command": "touch approved.txt && echo FAKE_TOOL_OK", "description": "Touch a file"})}
+            return "tool", _shell_call(shell, "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")
         with self._lock:
             if self._failures:
                 self._failures -= 1
                 return "error", None
             return "answer", self._answers.popleft() if self._answers else self.default
+
+
+def _shell_call(tool: str, command: str, what: str) -> dict[str, str]:
+    """A call of the shell tool offered; Cline's ``run_commands`` takes a list of commands."""
+    if tool == "run_commands":
+        return {"name": tool, "arguments": json.dumps({"commands": [command]})}
+    return {"name": tool, "arguments": json.dumps({"command": command, "description": what})}
 
 
 def _last_user(body: dict[str, Any]) -> str:

@@ -304,6 +304,10 @@ class PiSource(StandinSource):
     agent = "pi"
 
 
+class ClineSource(StandinSource):
+    agent = "cline"
+
+
 SOURCES: dict[str, type[Source]] = {
     "demo": DemoSource,
     "claude": ClaudeSource,
@@ -313,4 +317,5 @@ SOURCES: dict[str, type[Source]] = {
     "copilot": CopilotSource,
     "qwen": QwenSource,
     "pi": PiSource,
+    "cline": ClineSource,
 }

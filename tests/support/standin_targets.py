@@ -17,11 +17,11 @@ from tests.support.tmux import TmuxServer
 __all__ = ["TARGETS", "StandinTarget", "adapter_name", "press_enter", "say"]
 
 #: every target the fault matrix and the recovery tests hand off to
-TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi")
+TARGETS = ("demo", "claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline")
 
 _HOME = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "opencode": "XDG_DATA_HOME",
          "gemini": "GEMINI_CLI_HOME", "copilot": "COPILOT_HOME", "qwen": "QWEN_HOME",
-         "pi": "PI_CODING_AGENT_DIR", "pi-0.73.1": "PI_CODING_AGENT_DIR"}
+         "pi": "PI_CODING_AGENT_DIR", "pi-0.73.1": "PI_CODING_AGENT_DIR", "cline": "CLINE_DATA_DIR"}
 
 
 def adapter_name(standin: str) -> str:

@@ -94,10 +94,12 @@ def each_write(tmux_server: TmuxServer, seen: Callable[[list[str]], object]) -> 
 
 
 def _ours(proc: psutil.Process, cmdline: str) -> bool:
-    """A tmux process of a test's server, or a tmux or batonpass process this run started."""
+    """A tmux process of a test's server, or a tmux or batonpass process this run started, or a Cline hub
+    daemon one of its Clines started (it outlives the pane and the tmux server)."""
     if SOCKET_PREFIX in cmdline:
         return True
-    if proc.name().startswith("tmux") or "pipeline.cli" in cmdline or "/baton " in f"{cmdline} ":
+    if proc.name().startswith("tmux") or "pipeline.cli" in cmdline or "/baton " in f"{cmdline} " \
+            or "--cline-hub-daemon" in cmdline:
         return proc.environ().get(RUN_MARK) == os.environ[RUN_MARK]
     return False
 

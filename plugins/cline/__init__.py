@@ -1,0 +1,1 @@
+"""Cline CLI adapter (docs/agents.md, Cline)."""
