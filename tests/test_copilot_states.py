@@ -105,5 +105,6 @@ def test_the_board_shows_copilots_states_truly_and_soon(
     assert statuses[0] == 499 and set(statuses[1:]) == {api.fail_status}, (statuses, screen)
     verdict = proof.check(api.streams)
     with capsys.disabled():
-        print(f"\nCopilot CLI {COPILOT[1]} {verdict.line()}\n{verdict.timeline()}")
+        print(f"\nCopilot CLI {COPILOT[1]} {verdict.line()}; the failed turn: {len(statuses) - 1} requests "
+              f"answered {api.fail_status}\n{verdict.timeline()}")
     verdict.assert_true()
