@@ -21,7 +21,13 @@ from plugins.copilot.adapter import CopilotAdapter
 from plugins.copilot.events import SessionEvents
 from plugins.copilot.hooks import hook_kind, install_copilot_hooks
 from plugins.copilot.resolve import find_copilot_process, resolve_session
-from plugins.copilot.screen import approval_answer, approval_prompt, input_draft, is_working, paste_placeholder
+from plugins.copilot.screen import (
+    approval_answer,
+    approval_prompt,
+    input_draft,
+    is_working,
+    paste_placeholder,
+)
 from plugins.copilot.usage import EventsUsage
 from tests.support.paths import FIXTURES
 

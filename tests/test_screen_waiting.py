@@ -86,7 +86,8 @@ AGENTS = {
                      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
     "copilot-folder-trust": Agent("copilot", COPILOT / "screen_01_first_run_folder_trust.txt",
                                   COPILOT / "screen_02_idle_start.txt",
-                                  "Do you trust the files in this folder?\nConfirm folder trust: /home/dev/my-app",
+                                  "Do you trust the files in this folder?\n"
+                                  "Confirm folder trust: /home/dev/my-app",
                                   reason="dialog open"),
     "claude-transcript-only": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
                                     CLAUDE_197 / "screen_done.txt", CLAUDE_197_ASKS, transcript=True),
