@@ -85,6 +85,7 @@ def test_the_board_shows_copilots_states_truly_and_soon(
         proof.wait_screen("working")
         proof.wait_screen("idle", hold_s=1.5)
         proof.phase("interrupted")
+        api.script("A long answer, streamed slowly: " + "word " * 40)  # ~20 s, cut short
         prompt("SLOWTEST: a long answer to interrupt")
         wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
         proof.wait_screen("working", hold_s=1.5)

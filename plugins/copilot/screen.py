@@ -2,7 +2,7 @@
 footer that says it works, the approval dialog, and the placeholder of a long paste.
 
 - idle: ``❯`` at column 0 between two full-width rules (``───``); a draft's further lines are indented by 2;
-- busy: the footer reads ``◉ Working · 17 B esc esc interrupt`` (glyph ◉/○/◎; ``esc again to interrupt``
+- busy: the footer reads ``◉ Working · 17 B esc esc interrupt`` (glyph ◉/○/◎/●; ``esc again to interrupt``
   after one Esc; ``◉ Working esc esc edit prompt`` before the first token);
 - approval: a box ``Do you want to run this command?`` … ``enter to select · esc to cancel``;
 - folder trust, at start in a folder not trusted yet: a box ``Confirm folder trust`` … ``Do you trust the
@@ -24,7 +24,7 @@ __all__ = ["approval_answer", "approval_prompt", "approval_question", "input_dra
 
 #: how many lines from the bottom the dialog and the input are looked for
 DIALOG_LINES = 40
-_WORKING = re.compile(r"^[◉○◎]\s+Working\b")
+_WORKING = re.compile(r"^[◉○◎●]\s+Working\b")  # the glyph turns: ● too (seen live)
 #: the question of the approval box, or of the folder-trust dialog
 _ASKS = re.compile(r"^Do you (want to .+|trust the files in this folder)\?$")
 _TRUST = "Do you trust the files in this folder?"
