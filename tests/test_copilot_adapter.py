@@ -21,7 +21,13 @@ from plugins.copilot.adapter import CopilotAdapter
 from plugins.copilot.events import SessionEvents
 from plugins.copilot.hooks import hook_kind, install_copilot_hooks
 from plugins.copilot.resolve import find_copilot_process, resolve_session
-from plugins.copilot.screen import approval_prompt, input_draft, is_working, paste_placeholder
+from plugins.copilot.screen import (
+    approval_answer,
+    approval_prompt,
+    input_draft,
+    is_working,
+    paste_placeholder,
+)
 from plugins.copilot.usage import EventsUsage
 from tests.support.paths import FIXTURES
 
@@ -131,9 +137,18 @@ def test_the_approval_box_is_a_person_asked(name: str) -> None:
     assert input_draft(screen(name)) is None  # its "❯ 1. Yes" is not the input
 
 
+def test_the_folder_trust_dialog_is_a_dialog_open_that_approve_trusts_for_the_session() -> None:
+    """At start in a folder not trusted yet (``baton approve`` takes "1. Yes", never "remember")."""
+    trust = screen("01_first_run_folder_trust")
+    assert approval_prompt(trust) == "dialog open" and input_draft(trust) is None
+    assert approval_answer(trust, approve=True) == ["Enter"]
+    assert approval_answer(trust, approve=False) == ["Down", "Down", "Enter"]
+
+
 def test_no_other_recorded_screen_asks_a_person() -> None:
     asking = [p.name for p in (REC / "screens").glob("*.txt") if approval_prompt(p.read_text())]
-    assert sorted(asking) == ["screen_09_approval_prompt.txt", "screen_28_pinned_approval_prompt.txt"]
+    assert sorted(asking) == ["screen_01_first_run_folder_trust.txt", "screen_09_approval_prompt.txt",
+                              "screen_28_pinned_approval_prompt.txt"]
 
 
 def test_the_input_between_the_rules_is_read_as_the_draft() -> None:

@@ -84,6 +84,11 @@ AGENTS = {
     "copilot": Agent("copilot", COPILOT / "screen_09_approval_prompt.txt",
                      COPILOT / "screen_10_tool_approved_done.txt",
                      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
+    "copilot-folder-trust": Agent("copilot", COPILOT / "screen_01_first_run_folder_trust.txt",
+                                  COPILOT / "screen_02_idle_start.txt",
+                                  "Do you trust the files in this folder?\n"
+                                  "Confirm folder trust: /home/dev/my-app",
+                                  reason="dialog open"),
     "claude-transcript-only": Agent("claude", CLAUDE_197 / "screen_permission_prompt.txt",
                                     CLAUDE_197 / "screen_done.txt", CLAUDE_197_ASKS, transcript=True),
 }
@@ -97,7 +102,8 @@ def test_the_dialogs_are_read_from_the_recorded_screens_and_nothing_else_is_one(
         assert read(agent.dialog.read_text()) == agent.reason, name
         others = [p for p in root.rglob("screen_*.txt") if p != agent.dialog and p.name not in
                   ("screen_permission_prompt.txt", "screen_approval.txt", "screen_auto_mode_dialog.txt",
-                   "screen_28_pinned_approval_prompt.txt")]
+                   "screen_28_pinned_approval_prompt.txt", "screen_01_first_run_folder_trust.txt",
+                   "screen_09_approval_prompt.txt")]
         assert others and all(read(p.read_text()) is None for p in others), name
     # the selected answer of an approval is drawn like Codex's input line (``› 1. Yes, proceed (y)``): it is
     # no draft (a crash-recovered hand-off that matched it would press Enter on the dialog)

@@ -52,6 +52,8 @@ ASKED: list[tuple[type[AgentAdapter], str, str | None]] = [
      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
     (CopilotAdapter, "copilot-1.0.102/screens/screen_28_pinned_approval_prompt.txt",
      "Do you want to run this command?\nPrint hello: touch approved.txt && echo hello"),
+    (CopilotAdapter, "copilot-1.0.102/screens/screen_01_first_run_folder_trust.txt",
+     "Do you trust the files in this folder?\nConfirm folder trust: /home/dev/my-app"),
     (ClineAdapter, "cline-3.0.65/screens/approval.ans",
      "Approve tool call?\nrun_commands: touch approved.txt && echo FAKE_TOOL_OK"),
     (DemoAdapter, f"demo❯ NEEDS_APPROVAL\r\ncoder asks to run `touch demo.txt`: {ASK} ",

@@ -2,9 +2,11 @@
 footer that says it works, the approval dialog, and the placeholder of a long paste.
 
 - idle: ``❯`` at column 0 between two full-width rules (``───``); a draft's further lines are indented by 2;
-- busy: the footer reads ``◉ Working · 17 B esc esc interrupt`` (glyph ◉/○/◎; ``esc again to interrupt``
+- busy: the footer reads ``◉ Working · 17 B esc esc interrupt`` (glyph ◉/○/◎/●; ``esc again to interrupt``
   after one Esc; ``◉ Working esc esc edit prompt`` before the first token);
 - approval: a box ``Do you want to run this command?`` … ``enter to select · esc to cancel``;
+- folder trust, at start in a folder not trusted yet: a box ``Confirm folder trust`` … ``Do you trust the
+  files in this folder?`` … ``enter to select`` (a dialog open; "1. Yes" trusts it for the session);
 - a paste of more than 10 lines: ``[Paste #K - N lines]`` (N its lines; K counts the session's
   placeholder pastes); 10 lines or fewer, and one line of any length, are drawn inline
   (docs/agent-versions.md).
@@ -22,8 +24,10 @@ __all__ = ["approval_answer", "approval_prompt", "approval_question", "input_dra
 
 #: how many lines from the bottom the dialog and the input are looked for
 DIALOG_LINES = 40
-_WORKING = re.compile(r"^[◉○◎]\s+Working\b")
-_ASKS = re.compile(r"^Do you want to .+\?$")
+_WORKING = re.compile(r"^[◉○◎●]\s+Working\b")  # the glyph turns: ● too (seen live)
+#: the question of the approval box, or of the folder-trust dialog
+_ASKS = re.compile(r"^Do you (want to .+|trust the files in this folder)\?$")
+_TRUST = "Do you trust the files in this folder?"
 _SELECT = "enter to select"
 _RULE = re.compile(r"^─{8,}$")
 #: a paste of more than this many lines is drawn as its placeholder
@@ -42,12 +46,12 @@ def is_working(screen: str) -> bool:
 
 def approval_prompt(screen: str) -> str | None:
     """``"permission prompt"`` while the approval box shows (its ``Do you want to …?`` and, under it, the
-    ``enter to select`` hint); None otherwise."""
+    ``enter to select`` hint), ``"dialog open"`` while the folder-trust dialog does; None otherwise."""
     lines = [ln.strip().strip("│").strip() for ln in _lines(screen)]
     title = next((i for i in range(len(lines) - 1, -1, -1) if _ASKS.match(lines[i])), None)
     if title is None or not any(_SELECT in ln for ln in lines[title + 1:]):
         return None
-    return "permission prompt"
+    return "dialog open" if lines[title] == _TRUST else "permission prompt"
 
 
 #: the lines of a box's frame, and of a rule inside it
@@ -56,8 +60,8 @@ _FRAME = set("─╭╮╰╯│ ")
 
 def approval_question(screen: str) -> str | None:
     """What the approval box on ``screen`` asks: its question, and its title with the command framed under
-    it (1.0.102: ``Do you want to run this command?`` / ``Print hello: touch approved.txt && echo hello``);
-    None when none shows."""
+    it (1.0.102: ``Do you want to run this command?`` / ``Print hello: touch approved.txt && echo hello``;
+    the folder-trust dialog: ``Confirm folder trust: <the folder>``); None when none shows."""
     if approval_prompt(screen) is None:
         return None
     raw = _lines(screen)
@@ -72,8 +76,9 @@ def approval_question(screen: str) -> str | None:
 def approval_answer(screen: str, approve: bool) -> list[str] | None:
     """The keys that answer the approval box on ``screen``, or None when none shows. 1.0.102 numbers its
     choices under the question, the selected one marked ``❯`` (``❯ 1. Yes``, ``2. Yes, and don't ask again
-    for …``, ``3. No, and tell Copilot what to do differently (Esc to stop)``): approve takes the plain "Yes"
-    (never "don't ask again"), deny the "No"."""
+    for …``, ``3. No, and tell Copilot what to do differently (Esc to stop)``; folder trust: ``1. Yes``,
+    ``2. Yes, and remember this folder …``, ``3. No (Esc)``): approve takes the plain "Yes" (never "don't
+    ask again", never "remember"), deny the "No"."""
     if approval_prompt(screen) is None:
         return None
     lines = [ln.strip().strip("│").strip() for ln in _lines(screen)]

@@ -1,0 +1,111 @@
+"""The real GitHub Copilot CLI's states on the board, proven against the fake OpenAI chat server's log and its
+screen (tests/support/state_proof.py): its folder-trust dialog at start (``baton approve`` takes "Yes", for
+this session) → idle → working (a slowly streamed answer) → idle → a command's approval box → ``baton
+approve`` → working → idle → interrupted (Esc twice while the answer streams) → idle → a turn the API
+answers with an error → idle, the board sampled every ~150 ms."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugins.copilot.screen import approval_prompt, input_draft, is_working
+from tests.agent_versions import resolve
+from tests.fakes.npm_agents import NpmInstallError, install
+from tests.fakes.openai_chat import OVERLOADED, FakeChat
+from tests.support.copilot import make_copilot_home
+from tests.support.polling import wait_for
+from tests.support.state_proof import Screen, StateProof
+from tests.support.tmux import TmuxServer
+
+pytestmark = [pytest.mark.tmux, pytest.mark.slow]
+
+COPILOT = resolve("copilot")  # pinned, or npm latest with BATON_AGENTS=latest
+
+COPILOT_SCREEN = Screen(
+    dialog=lambda s: approval_prompt(s) is not None,  # an approval box, or the folder-trust dialog
+    busy=is_working,
+    ready=lambda s: input_draft(s) is not None,
+)
+
+
+@pytest.fixture(scope="module")
+def copilot_bin() -> Path:
+    try:
+        return install(*COPILOT)
+    except NpmInstallError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot install {COPILOT[0]}@{COPILOT[1]} from npm: {exc}")
+        pytest.skip(f"cannot install {COPILOT[0]}@{COPILOT[1]} from npm (not in CI, so skipped): {exc}")
+
+
+@pytest.fixture
+def api() -> Iterator[FakeChat]:
+    with FakeChat() as fake:
+        yield fake
+
+
+def test_the_board_shows_copilots_states_truly_and_soon(
+        tmux_server: TmuxServer, tmp_path: Path, copilot_bin: Path, api: FakeChat,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    cp = make_copilot_home(tmp_path, api_url=api.url, copilot_bin=copilot_bin, version=COPILOT[1])
+    (cp.copilot / "config.json").write_text(json.dumps({}))  # the project not trusted: its dialog at start
+    monkeypatch.setenv("COPILOT_HOME", str(cp.copilot))
+    pane = tmux_server.new_pane(cp.shell_command(), cwd=cp.project, width=160, height=45)
+    proof = StateProof("copilot", tmux_server, pane, COPILOT_SCREEN, tmp_path / "routes.yaml")
+
+    def prompt(text: str) -> None:
+        tmux_server.run("send-keys", "-t", pane, "-l", text)
+        wait_for(lambda: input_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
+        proof.hold(0.3)  # a person's pause before Enter
+        proof.key("Enter")
+        tmux_server.run("send-keys", "-t", pane, "Enter")
+
+    with proof.running():
+        proof.key("copilot")
+        tmux_server.type(pane, "copilot")
+        proof.wait_screen("waiting", 90, hold_s=1.5)
+        proof.phase("trusted")
+        assert "(keys Enter)" in proof.approve()  # "1. Yes" (this session) is preselected
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("answer")
+        prompt("SLOWTEST: write the plan")
+        proof.wait_screen("working")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("permission")
+        prompt("TOOLASK: create approved.txt, then SLOWTEST: say so slowly")
+        proof.wait_screen("waiting", hold_s=1.5)
+        proof.phase("approved")
+        proof.approve()
+        proof.wait_screen("working")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("interrupted")
+        api.script("A long answer, streamed slowly: " + "word " * 40)  # ~20 s, cut short
+        prompt("SLOWTEST: a long answer to interrupt")
+        wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
+        proof.wait_screen("working", hold_s=1.5)
+        # Esc twice once tokens stream: the first arms it (``esc again to interrupt``), the second interrupts
+        proof.key("Escape")
+        tmux_server.run("send-keys", "-t", pane, "Escape")
+        wait_for(lambda: "esc again to interrupt" in tmux_server.capture(pane), what="the first Esc")
+        proof.key("Escape")
+        tmux_server.run("send-keys", "-t", pane, "Escape")
+        proof.wait_screen("idle", hold_s=1.5)
+        proof.phase("failed")
+        prompt(f"{OVERLOADED}: the API refuses the request")
+        proof.wait_screen("idle", hold_s=3.0)  # long enough to see a failed turn read as still open
+        screen = tmux_server.capture(pane)
+    assert (cp.project / "approved.txt").exists()
+    assert "Operation cancelled by user" in screen
+    statuses = [s.status for s in api.streams if s.status != 200]
+    assert statuses[0] == 499 and set(statuses[1:]) == {api.fail_status}, (statuses, screen)
+    verdict = proof.check(api.streams)
+    with capsys.disabled():
+        print(f"\nCopilot CLI {COPILOT[1]} {verdict.line()}; the failed turn: {len(statuses) - 1} requests "
+              f"answered {api.fail_status}\n{verdict.timeline()}")
+    verdict.assert_true()
