@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 
 from pipeline.plugin import HookRecord, PaneInfo, RegisterAgent, TmuxError
-from pipeline.plugin.agents import InputHolds, TargetState
+from pipeline.plugin.agents import TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.pastes import box_holds
+from pipeline.plugin.screen_rules import ReadsScreenRules, ScreenRules
 from pipeline.plugin.session_answers import SessionAnswers, answer_of, file_completion, last_finished
 from pipeline.plugin.tools import proc, sanitize
 from pipeline.plugin.turns import FileResolution, TurnMark
@@ -47,7 +47,7 @@ __all__ = ["ClineAdapter"]
 #: a top-level key of a JSON object written with an indent of 2
 _TOP_KEY = re.compile(r'^  "([A-Za-z_]+)": ', re.M)
 
-class ClineAdapter(ClineFollowing, SessionAnswers[ClineProcess, SessionFile, Turn]):
+class ClineAdapter(ReadsScreenRules, ClineFollowing, SessionAnswers[ClineProcess, SessionFile, Turn]):
     name = "cline"
     summary = "Cline CLI: turns and answers from its session files, confirmed by its TaskComplete hook"
     process_names = frozenset({"cline"})
@@ -66,29 +66,11 @@ class ClineAdapter(ClineFollowing, SessionAnswers[ClineProcess, SessionFile, Tur
 
     # ---- the screen --------------------------------------------------------------------------------------
 
-    def is_busy(self, screen: str) -> bool:
-        return is_busy(screen)
-
-    def waiting_for(self, screen: str) -> str | None:
-        return waiting_for(screen)
+    rules = ScreenRules(is_busy=is_busy, waiting_for=waiting_for, answer_keys=approval_answer,
+                        input_draft=input_draft, paste_placeholder=paste_placeholder)
 
     def asks(self, screen: str) -> str | None:
         return approval_question(screen)
-
-    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
-        return approval_answer(screen, approve)
-
-    def draft(self, screen: str) -> str:
-        return input_draft(screen) or ""
-
-    def shows_paste(self, draft: str, text: str) -> bool:
-        return paste_placeholder(draft, text) or super().shows_paste(draft, text)
-
-    async def input_holds(self, text: str) -> InputHolds | None:
-        try:
-            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
-        except TmuxError:
-            return None
 
     # ---- answers -----------------------------------------------------------------------------------------
 

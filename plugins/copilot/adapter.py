@@ -21,10 +21,10 @@ import anyio
 
 from pipeline.plugin import HookRecord, PaneGone, PaneInfo, RegisterAgent, ServerGone, TmuxError, TurnMark
 from pipeline.plugin import turns as Turns
-from pipeline.plugin.agents import InputHolds, ResolveStep, TargetState
+from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.pastes import box_holds
+from pipeline.plugin.screen_rules import ReadsScreenRules, ScreenRules
 from pipeline.plugin.tools import AppendedLines, json_head, sanitize, strip_ansi
 from pipeline.plugin.usage import SessionUsage
 from plugins.copilot.events import Interaction, SessionEvents, turn_id
@@ -54,7 +54,7 @@ HOOK_SLACK_S = 30.0
 START_SLACK_S = 1.0
 
 
-class CopilotAdapter(EventsFollowing):
+class CopilotAdapter(ReadsScreenRules, EventsFollowing):
     name = "copilot"
     summary = "GitHub Copilot CLI: answers and completion from its events.jsonl and agentStop hook"
     file_kind = "a Copilot CLI events.jsonl"
@@ -69,30 +69,11 @@ class CopilotAdapter(EventsFollowing):
 
     # ---- the screen ------------------------------------------------------------------------------
 
-    def is_busy(self, screen: str) -> bool:
-        return is_working(screen)
-
-    def waiting_for(self, screen: str) -> str | None:
-        return approval_prompt(screen)
+    rules = ScreenRules(is_busy=is_working, waiting_for=approval_prompt, answer_keys=approval_answer,
+                        input_draft=input_draft, paste_placeholder=paste_placeholder)
 
     def asks(self, screen: str) -> str | None:
         return approval_question(screen)
-
-    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
-        return approval_answer(screen, approve)
-
-    def draft(self, screen: str) -> str:
-        return input_draft(screen) or ""
-
-    def shows_paste(self, draft: str, text: str) -> bool:
-        return paste_placeholder(draft, text) or super().shows_paste(draft, text)
-
-    async def input_holds(self, text: str) -> InputHolds | None:
-        """What the input line holds; None when none shows (a dialog, or Copilot starting)."""
-        try:
-            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
-        except TmuxError:
-            return None
 
     # ---- the answer ------------------------------------------------------------------------------
 

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.plugin import HookRecord, RegisterAgent, TmuxError
-from pipeline.plugin.agents import InputHolds
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.markers import hookimpl
-from pipeline.plugin.pastes import box_holds
+from pipeline.plugin.screen_rules import ReadsScreenRules, ScreenRules
 from pipeline.plugin.session_answers import SessionAnswers, file_completion, last_finished, read_whole
 from pipeline.plugin.tools import json_head, proc
 from pipeline.plugin.turns import FileResolution, TurnMark
@@ -31,7 +30,7 @@ from plugins.pi.usage import session_usage
 __all__ = ["PiAdapter"]
 
 
-class PiAdapter(PiFollowing, SessionAnswers[PiProcess, SessionFile, Turn]):
+class PiAdapter(ReadsScreenRules, PiFollowing, SessionAnswers[PiProcess, SessionFile, Turn]):
     name = "pi"
     summary = "pi: turns and answers from its session files, confirmed by its extension hook"
     #: pi sets its process title to ``pi`` (its executable is ``node``)
@@ -47,27 +46,8 @@ class PiAdapter(PiFollowing, SessionAnswers[PiProcess, SessionFile, Turn]):
 
     # ---- the screen --------------------------------------------------------------------------------------
 
-    def is_busy(self, screen: str) -> bool:
-        return is_busy(screen)
-
-    def waiting_for(self, screen: str) -> str | None:
-        return waiting_for(screen)
-
-    def answer_keys(self, screen: str, approve: bool) -> list[str] | None:
-        return approval_answer(screen, approve)
-
-    def draft(self, screen: str) -> str:
-        return input_draft(screen) or ""
-
-    def shows_paste(self, draft: str, text: str) -> bool:
-        return paste_placeholder(draft, text) or super().shows_paste(draft, text)
-
-    async def input_holds(self, text: str) -> InputHolds | None:
-        """What the input box holds; None when none shows (pi starting, or its trust dialog)."""
-        try:
-            return box_holds(input_draft(await self.ctx.capture()), text, self.shows_paste)
-        except TmuxError:
-            return None
+    rules = ScreenRules(is_busy=is_busy, waiting_for=waiting_for, answer_keys=approval_answer,
+                        input_draft=input_draft, paste_placeholder=paste_placeholder)
 
     # ---- answers -----------------------------------------------------------------------------------------
 
