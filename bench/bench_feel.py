@@ -299,11 +299,13 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             submit.until_landed = _landed
             await tmux.kill_server()
             end_left_behind(tmp)
+            dst_home.end()
 
 
 def end_left_behind(tmp: Path) -> None:
     """End what the agents started that outlives their panes (Codex's ``app-server`` daemon): the processes
-    whose command line names this run's own temporary folder, and only those."""
+    whose command line names this run's own temporary folder, and only those. (Cline's hub daemon names
+    none: its home's ``end`` ends it.)"""
     for p in psutil.process_iter(["pid", "cmdline"]):
         if any(str(tmp) in part for part in p.info["cmdline"] or []):
             with contextlib.suppress(psutil.Error):

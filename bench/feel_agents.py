@@ -14,7 +14,7 @@ import shlex
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,14 @@ TARGET_ANSWER = "Noted."
 
 @dataclass
 class Home:
-    """An agent's home: the clean shell its pane runs, where, and the command typed there."""
+    """An agent's home: the clean shell its pane runs, where, and the command typed there; ``end`` ends what
+    the agent started that outlives its pane and names no file of the run (Cline's hub daemon), called once
+    the tmux server is gone."""
 
     env: dict[str, str]
     cwd: Path
     command: str
+    end: Callable[[], None] = field(default=lambda: None)
 
     def shell(self) -> str:
         pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items())
@@ -135,6 +138,11 @@ def make_home(agent: str, root: Path, url: str) -> Home:
 
         p = make_pi_home(root, api_url=url, pi_bin=binary, node=node_22())
         return Home(p.env, p.project, "pi")
+    if agent == "cline":
+        from tests.support.cline import make_cline_home
+
+        cl = make_cline_home(root, api_url=url, cline_bin=binary)
+        return Home(cl.env, cl.project, "cline", end=cl.end)  # its hub daemon outlives the pane
     raise ValueError(f"no real CLI for {agent!r}")
 
 
@@ -157,4 +165,4 @@ def store_made(agent: str, home: Home) -> bool:
 
 
 #: the agents this bench knows, in the order it runs them
-AGENTS = ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi")
+AGENTS = ("claude", "codex", "opencode", "gemini", "copilot", "qwen", "pi", "cline")
