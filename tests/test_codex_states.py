@@ -49,8 +49,8 @@ def api() -> Iterator[FakeResponses]:
         yield fake
 
 
-@pytest.mark.xfail(reason="open: one full run of three showed the board idle 1.22 s after Codex's failed turn "
-                          "(over the 1 s grace: 1 contradiction in 176 samples); not yet traced",
+@pytest.mark.xfail(reason="open: one full run of three showed the board idle 1.22 s after Codex's failed "
+                          "turn (over the 1 s grace: 1 contradiction in 176 samples); not yet traced",
                    strict=False)
 def test_the_board_shows_codexs_states_truly_and_soon(
         tmux_server: TmuxServer, tmp_path: Path, codex_bin: Path, api: FakeResponses,
