@@ -7,7 +7,6 @@ API answers ``529 overloaded`` → idle, the board sampled every ~150 ms."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,10 @@ import pytest
 
 from plugins.claude_code.screen import input_box
 from tests.fakes.claude_api import OVERLOADED, ClaudeAPI, RecordedRequest
-from tests.fakes.npm_agents import CLAUDE_CODE, NpmInstallError, install
+from tests.fakes.npm_agents import CLAUDE_CODE
 from tests.support.claude import make_claude_home
 from tests.support.polling import wait_for
+from tests.support.real_cli import npm_package
 from tests.support.state_proof import Screen, StateProof
 from tests.support.tmux import TmuxServer
 
@@ -51,12 +51,7 @@ CLAUDE_SCREEN = Screen(
 
 @pytest.fixture(scope="module")
 def claude_bin() -> Path:
-    try:
-        return install(*CLAUDE_CODE)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install Claude Code from npm: {exc}")
-        pytest.skip(f"cannot install Claude Code from npm (not in CI, so skipped): {exc}")
+    return npm_package(CLAUDE_CODE)
 
 
 @pytest.fixture
@@ -83,17 +78,9 @@ def test_the_board_shows_claude_codes_states_truly_and_soon(
     routes = tmp_path / "routes.yaml"
     proof = StateProof("claude", tmux_server, pane, CLAUDE_SCREEN, routes)
 
-    def press(*keys: str) -> None:
-        proof.key(" ".join(keys))
-        tmux_server.run("send-keys", "-t", pane, *keys)
-
     def prompt(text: str) -> None:
-        tmux_server.run("send-keys", "-t", pane, "-l", text)
-        wait_for(lambda: (input_box(tmux_server.capture(pane)) or "").endswith(text), what="the typed prompt")
-        # an Enter sooner than this after typing is taken as pasted (docs/agents.md, Claude Code)
-        proof.hold(0.5)
-        press("Enter")
-        wait_for(lambda: text not in (input_box(tmux_server.capture(pane)) or ""), what="the prompt sent")
+        # an Enter sooner than 0.5 s after typing is taken as pasted (docs/agents.md, Claude Code)
+        proof.prompt(text, pause_s=0.5, draft=input_box)
 
     with proof.running():
         proof.key("claude")
@@ -119,7 +106,7 @@ def test_the_board_shows_claude_codes_states_truly_and_soon(
         proof.phase("interrupted")
         prompt(f"{SLOW}: a long answer to interrupt")
         proof.wait_screen("working", hold_s=1.5)
-        press("Escape")
+        proof.press("Escape")
         proof.wait_screen("idle", hold_s=1.5)
         proof.phase("failed")
         prompt(f"{OVERLOADED}: the API is overloaded")
@@ -130,7 +117,4 @@ def test_the_board_shows_claude_codes_states_truly_and_soon(
     assert (home.project / "perm_marker.txt").exists()
     assert [s.status for s in api.streams] == [200, 200, 200, 499, 529], api.streams
     assert "529" in screen or "verloaded" in screen, screen
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\nClaude Code {CLAUDE_CODE[1]} {verdict.line()}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"Claude Code {CLAUDE_CODE[1]}", api.streams, capsys)

@@ -50,16 +50,8 @@ def test_the_board_shows_clines_states_truly_and_soon(
     proof = StateProof("cline", tmux_server, pane, cline_screen(), tmp_path / "routes.yaml")
     api.script(SLOW_ANSWER, LONG_ANSWER)  # the tool call and its answer take nothing from the queue
 
-    def press(key: str) -> None:
-        proof.key(key)
-        tmux_server.run("send-keys", "-t", pane, key)
-
     def prompt(text: str) -> None:
-        tmux_server.run("send-keys", "-t", pane, "-l", text)
-        wait_for(lambda: input_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
-        proof.hold(0.3)  # as a person would: not an Enter in the same burst as the typing
-        press("Enter")
-        wait_for(lambda: input_draft(tmux_server.capture(pane)) != text, what="the prompt sent")
+        proof.prompt(text, pause_s=0.3, draft=input_draft)  # not an Enter in the same burst as the keys
 
     try:
         with proof.running():
@@ -70,7 +62,7 @@ def test_the_board_shows_clines_states_truly_and_soon(
             prompt("SLOWTEST: write the plan")
             wait_for(lambda: api.streams and api.streams[0].first_chunk, 30, what="the slow answer")
             proof.wait_screen("idle", hold_s=1.5)
-            press("BTab")  # auto-approve off: Cline asks before a tool
+            proof.press("BTab")  # auto-approve off: Cline asks before a tool
             wait_for(lambda: "Auto-approve all disabled" in tmux_server.capture(pane), what="approvals on")
             proof.wait_screen("idle", hold_s=1.0)
             proof.phase("permission")
@@ -84,7 +76,7 @@ def test_the_board_shows_clines_states_truly_and_soon(
             prompt("SLOWTEST: a long answer to interrupt")
             wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
             proof.hold(2.0)  # long enough for the board to be held to it
-            press("Escape")
+            proof.press("Escape")
             proof.wait_screen("idle", hold_s=1.5)
             proof.phase("failed")
             api.fail_next(1, status=400)
@@ -96,7 +88,4 @@ def test_the_board_shows_clines_states_truly_and_soon(
         tmux_server.kill()
         home.end()
     assert (home.project / "approved.txt").exists()
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\nCline {CLINE[1]} {verdict.line()}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"Cline {CLINE[1]}", api.streams, capsys)

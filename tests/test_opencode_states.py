@@ -8,7 +8,6 @@ idle, the board sampled every ~150 ms."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +17,10 @@ from pipeline.plugin.tools import proc, strip_ansi
 from plugins.opencode.adapter import OpenCodeAdapter
 from plugins.opencode.screen import input_draft, permission_prompt
 from tests.agent_versions import resolve
-from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import FakeChat, opencode_config
 from tests.support.opencode import opencode_env, stop_left_behind
 from tests.support.polling import wait_for
+from tests.support.real_cli import npm_package
 from tests.support.state_proof import Screen, StateProof
 from tests.support.tmux import TmuxServer
 
@@ -64,12 +63,7 @@ def opencode_screen(prompted: list[str]) -> Screen:
 
 @pytest.fixture(scope="module")
 def opencode_bin() -> Path:
-    try:
-        return install(*OPENCODE)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {OPENCODE[0]}@{OPENCODE[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {OPENCODE[0]}@{OPENCODE[1]} from npm (CI would fail here): {exc}")
+    return npm_package(OPENCODE)
 
 
 @pytest.fixture
@@ -94,16 +88,12 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
     proof = StateProof("opencode", tmux_server, pane, opencode_screen(prompted), routes)
     api.script(SLOW_ANSWER, LONG_ANSWER)  # the tool call and its answer take nothing from the queue
 
-    def press(key: str) -> None:
-        proof.key(key)
-        tmux_server.run("send-keys", "-t", pane, key)
-
     def prompt(text: str) -> None:
         tmux_server.run("send-keys", "-t", pane, "-l", text)
         wait_for(lambda: input_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
         proof.hold(0.3)  # as a person would: not an Enter in the same burst as the typing
         prompted.append(text)
-        press("Enter")
+        proof.press("Enter")
         wait_for(lambda: input_draft(tmux_server.capture(pane)) != text, what="the prompt sent")
 
     started: list[proc.Proc] = []
@@ -130,9 +120,9 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
             prompt("SLOWTEST: a long answer to interrupt")
             wait_for(lambda: api.streams[-1].first_chunk, what="the slow answer streaming")
             proof.hold(2.0)  # long enough for the board to be held to it
-            press("Escape")
+            proof.press("Escape")
             wait_for(lambda: "esc again to interrupt" in tmux_server.capture(pane), what="OpenCode's 'again'")
-            press("Escape")
+            proof.press("Escape")
             proof.wait_screen("idle", hold_s=1.5)
             proof.phase("retried")
             api.fail_next(1)
@@ -154,7 +144,4 @@ def test_the_board_shows_opencodes_states_truly_and_soon(
     asked = [(r.kind, r.last_user_text[:40]) for r in api.requests]
     assert [s.status for s in api.streams] == [200, 200, 200, 499, 500, 200, 400], (api.streams, asked)
     assert "400" in screen or "fake: scripted" in screen, screen
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\nOpenCode {OPENCODE[1]} {verdict.line()}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"OpenCode {OPENCODE[1]}", api.streams, capsys)

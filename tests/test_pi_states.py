@@ -7,7 +7,6 @@ tool: its trust dialog is its only dialog) → idle → Esc → idle → a turn 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,10 @@ import pytest
 
 from plugins.pi.screen import input_draft
 from tests.agent_versions import resolve
-from tests.fakes.npm_agents import NpmInstallError, install, node_22
+from tests.fakes.npm_agents import node_22
 from tests.fakes.openai_chat import OVERLOADED, FakeChat
 from tests.support.pi import make_pi_home
+from tests.support.real_cli import installed, npm_package
 from tests.support.state_proof import Screen, StateProof
 from tests.support.tmux import TmuxServer
 
@@ -32,23 +32,14 @@ PI_SCREEN = Screen(
 )
 
 
-def _needed(what: str, get: object) -> Path:
-    try:
-        return get()  # type: ignore[operator]
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {what} from npm: {exc}")
-        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def node() -> Path:
-    return _needed("Node 22", node_22)
+    return installed("Node 22", node_22)
 
 
 @pytest.fixture(scope="module")
 def pi_bin(node: Path) -> Path:
-    return _needed(f"{PI[0]}@{PI[1]}", lambda: install(*PI, node=node))
+    return npm_package(PI, node=node)
 
 
 @pytest.fixture
@@ -67,11 +58,7 @@ def test_the_board_shows_pis_states_truly_and_soon(
     pane = tmux_server.new_pane(pi.shell_command(), cwd=pi.project, width=120, height=40)
     proof = StateProof("pi", tmux_server, pane, PI_SCREEN, tmp_path / "routes.yaml")
 
-    def prompt(text: str) -> None:
-        tmux_server.run("send-keys", "-t", pane, "-l", text)
-        proof.hold(0.2)  # a person's pause before Enter
-        proof.key("Enter")
-        tmux_server.run("send-keys", "-t", pane, "Enter")
+    prompt = proof.prompt  # a person's pause before Enter
 
     with proof.running():
         proof.key("pi")
@@ -91,8 +78,7 @@ def test_the_board_shows_pis_states_truly_and_soon(
         proof.phase("interrupted")
         prompt("SLOWTEST: a long answer to interrupt")
         proof.wait_screen("working", hold_s=1.5)
-        proof.key("Escape")
-        tmux_server.run("send-keys", "-t", pane, "Escape")
+        proof.press("Escape")
         proof.wait_screen("idle", hold_s=1.5)
         proof.phase("failed")
         prompt(f"{OVERLOADED}: the API is overloaded")
@@ -103,7 +89,4 @@ def test_the_board_shows_pis_states_truly_and_soon(
     assert not (pi.agent / "trust.json").exists()  # trusted for this session only
     statuses = [s.status for s in api.streams if s.status != 200]
     assert statuses[0] == 499 and set(statuses[1:]) == {503}, (statuses, screen)
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\npi {PI[1]} {verdict.line()}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"pi {PI[1]}", api.streams, capsys)

@@ -7,7 +7,6 @@ follow-up suggestion, drawn in the input box after a turn, is an idle input."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,10 @@ import pytest
 
 from plugins.qwen.screen import input_draft
 from tests.agent_versions import resolve
-from tests.fakes.npm_agents import NpmInstallError, install, node_22_dir
+from tests.fakes.npm_agents import node_22_dir
 from tests.fakes.openai_chat import OVERLOADED, FakeChat
 from tests.support.qwen import make_qwen_home
+from tests.support.real_cli import installed, npm_package
 from tests.support.state_proof import Screen, StateProof
 from tests.support.tmux import TmuxServer
 
@@ -33,23 +33,14 @@ QWEN_SCREEN = Screen(
 )
 
 
-def _needed(what: str, get: object) -> Path:
-    try:
-        return get()  # type: ignore[operator]
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {what} from npm: {exc}")
-        pytest.skip(f"cannot install {what} from npm (not in CI, so skipped): {exc}")
-
-
 @pytest.fixture(scope="module")
 def qwen_bin() -> Path:
-    return _needed(f"{QWEN[0]}@{QWEN[1]}", lambda: install(*QWEN))
+    return npm_package(QWEN)
 
 
 @pytest.fixture(scope="module")
 def node_dir() -> Path:
-    return _needed("Node 22", node_22_dir)
+    return installed("Node 22", node_22_dir)
 
 
 @pytest.fixture
@@ -69,10 +60,7 @@ def test_the_board_shows_qwen_codes_states_truly_and_soon(
     proof = StateProof("qwen", tmux_server, pane, QWEN_SCREEN, tmp_path / "routes.yaml")
 
     def prompt(text: str) -> None:
-        tmux_server.run("send-keys", "-t", pane, "-l", text)
-        proof.hold(0.6)  # its guard takes an Enter within 500 ms of a paste-like burst for a newline
-        proof.key("Enter")
-        tmux_server.run("send-keys", "-t", pane, "Enter")
+        proof.prompt(text, pause_s=0.6)  # its guard: an Enter within 500 ms of a paste-like burst, a newline
 
     with proof.running():
         proof.key("qwen")
@@ -92,8 +80,7 @@ def test_the_board_shows_qwen_codes_states_truly_and_soon(
         proof.phase("interrupted")
         prompt("SLOWTEST: a long answer to interrupt")
         proof.wait_screen("working", hold_s=1.5)
-        proof.key("Escape")
-        tmux_server.run("send-keys", "-t", pane, "Escape")
+        proof.press("Escape")
         proof.wait_screen("idle", hold_s=1.5)
         # Qwen gives the interrupted prompt back into its input (not always, under load): cleared, and
         # looked at until it is, since a loaded Qwen may drop a key
@@ -110,14 +97,10 @@ def test_the_board_shows_qwen_codes_states_truly_and_soon(
             if sum(1 for s in api.streams if s.status == 400) > refusals:
                 break
             if OVERLOADED in (input_draft(tmux_server.capture(pane)) or ""):
-                proof.key("Enter")
-                tmux_server.run("send-keys", "-t", pane, "Enter")
+                proof.press("Enter")
         proof.wait_screen("idle", hold_s=3.0)  # long enough to see a failed turn read as still open
         screen = tmux_server.capture(pane)
     assert (qwen.project / "approved.txt").exists()
     statuses = [s.status for s in api.streams if s.status != 200]
     assert statuses[0] == 499 and set(statuses[1:]) == {400}, (statuses, screen)
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\nQwen Code {QWEN[1]} {verdict.line()}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"Qwen Code {QWEN[1]}", api.streams, capsys)

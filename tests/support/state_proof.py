@@ -163,6 +163,36 @@ class StateProof:
         screen or the API says what it did."""
         self.keys.append((time.time(), what))
 
+    def press(self, *keys: str) -> None:
+        """Press ``keys`` (tmux key names) in the agent's pane, as a person would."""
+        self.key(" ".join(keys))
+        self.server.run("send-keys", "-t", self.pane, *keys)
+
+    def prompt(self, text: str, *, pause_s: float = 0.2,
+               draft: Callable[[str], str | None] | None = None) -> None:
+        """Type ``text`` into the agent's input and, after a person's pause (an Enter right after the keys
+        may be read as part of a paste: docs/agents.md), press Enter. With ``draft`` (the agent's reader of
+        its input box), wait until the input shows the text before the pause, and until it is gone after."""
+
+        def drafted() -> bool:
+            return text in ((draft or str)(self.server.capture(self.pane)) or "")
+
+        self.server.run("send-keys", "-t", self.pane, "-l", text)
+        if draft:
+            wait_for(drafted, what="the typed prompt")
+        self.hold(pause_s)
+        self.press("Enter")
+        if draft:
+            wait_for(lambda: not drafted(), what="the prompt sent")
+
+    def report(self, title: str, streams: Sequence[StreamLog], capsys: Any) -> None:
+        """Check the samples against the truth, print the verdict under ``title`` (past pytest's capture:
+        the delays are docs/board.md's table) and fail on any contradiction."""
+        verdict = self.check(streams)
+        with capsys.disabled():
+            print(f"\n{title} {verdict.line()}\n{verdict.timeline()}")
+        verdict.assert_true()
+
     def approve(self, verb: str = "approve") -> str:
         """``baton approve`` (or ``deny``) the tile, as a person would: its keys for the dialog on screen.
         Its output."""
