@@ -185,6 +185,36 @@ class StateProof:
         if draft:
             wait_for(lambda: not drafted(), what="the prompt sent")
 
+    # ---- the scenario's steps, as most agents take them --------------------------------------------------
+
+    def answer_turn(self, text: str, prompt: Callable[[str], None] | None = None) -> None:
+        """The phase ``answer``: ``text`` sent (by ``prompt``, else :meth:`prompt`), the agent working, then
+        idle long enough for the board to be held to it."""
+        self.phase("answer")
+        (prompt or self.prompt)(text)
+        self.wait_screen("working")
+        self.wait_screen("idle", hold_s=1.5)
+
+    def approval_turn(self, text: str, prompt: Callable[[str], None] | None = None) -> None:
+        """The phases ``permission`` (``text`` makes the agent ask before a tool) and ``approved`` (``baton
+        approve`` answers it; the agent works on, then is idle)."""
+        self.phase("permission")
+        (prompt or self.prompt)(text)
+        self.wait_screen("waiting", hold_s=1.5)
+        self.phase("approved")
+        self.approve()
+        self.wait_screen("working")
+        self.wait_screen("idle", hold_s=1.5)
+
+    def interrupted_turn(self, text: str, prompt: Callable[[str], None] | None = None) -> None:
+        """The phase ``interrupted``: ``text`` sent, the agent working for long enough to be seen, then Esc
+        and idle."""
+        self.phase("interrupted")
+        (prompt or self.prompt)(text)
+        self.wait_screen("working", hold_s=1.5)
+        self.press("Escape")
+        self.wait_screen("idle", hold_s=1.5)
+
     def report(self, title: str, streams: Sequence[StreamLog], capsys: Any) -> None:
         """Check the samples against the truth, print the verdict under ``title`` (past pytest's capture:
         the delays are docs/board.md's table) and fail on any contradiction."""
