@@ -21,7 +21,7 @@ from pipeline.plugin.agents import ResolveStep, TargetState
 from pipeline.plugin.events import Completion, Response
 from pipeline.plugin.session_follow import F, P, SessionFollowing, T
 from pipeline.plugin.tools import sanitize, strip_ansi
-from pipeline.plugin.turns import FileResolution, FileTurn
+from pipeline.plugin.turns import FileResolution, FileTurn, TurnMark
 from pipeline.plugin.usage import SessionUsage
 from pipeline.spool import HookRecord
 from pipeline.system.tmux import PaneGone, ServerGone, TmuxError
@@ -47,6 +47,9 @@ class SessionAnswers(SessionFollowing[P, F, T]):
     stale_busy_s: ClassVar[float] = 60.0
     #: the hook payload's key that names the session file, if the agent's hooks name it
     hook_file_key: ClassVar[str | None] = None
+    #: a snapshot holds the screen even once the session file is known: an agent whose file shows a prompt
+    #: only later than its screen does (pi, Cline) is seen to start a turn on the screen
+    snapshot_screen: ClassVar[bool] = False
 
     # ---- what each agent says ----------------------------------------------------------------------------
 
@@ -166,6 +169,17 @@ class SessionAnswers(SessionFollowing[P, F, T]):
     async def _target_screen(self) -> str:
         """The screen ``target_state`` reads."""
         return strip_ansi(await self.ctx.capture())
+
+    async def snapshot(self) -> TurnMark:
+        """The session file and how many turns it holds before a prompt is typed (and the screen, while no
+        file is known or :attr:`snapshot_screen`)."""
+        try:
+            await self.refresh(force=True)
+        except TmuxError:
+            pass
+        screen = await self.ctx.capture() if self.file is None or self.snapshot_screen else None
+        return TurnMark(source=str(self.file.path) if self.file else None, count=len(self.turns()),
+                        screen=screen)
 
     async def target_state(self) -> TargetState:
         try:

@@ -59,6 +59,7 @@ class ClineAdapter(ReadsScreenRules, ClineFollowing, SessionAnswers[ClineProcess
     #: submits): pressed again when the input still holds the paste and no turn started
     enter_again_s = 1.0
     quiet_s = 1.5
+    snapshot_screen = True  # the messages show a prompt at its first step only (docs/agents.md, Cline)
 
     @classmethod
     def claims_process(cls, p: proc.Proc) -> bool:
@@ -163,14 +164,6 @@ class ClineAdapter(ReadsScreenRules, ClineFollowing, SessionAnswers[ClineProcess
             return None
         clean = sanitize(text)
         return any(self.shows_paste(line, clean) for line in shown[-5:])
-
-    async def snapshot(self) -> TurnMark:
-        try:
-            await self.refresh(force=True)
-        except TmuxError:
-            pass
-        return TurnMark(source=str(self.file.path) if self.file else None, count=len(self.turns()),
-                        screen=await self.ctx.capture())
 
     async def turn_started(self, before: TurnMark) -> bool:
         """The session says it runs (or a new session appeared), a prompt was added, or the busy line."""

@@ -147,14 +147,6 @@ class GeminiAdapter(GeminiFollowing, SessionAnswers[GeminiProcess, SessionFile, 
     def shows_paste(self, draft: str, text: str) -> bool:
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
 
-    async def snapshot(self) -> TurnMark:
-        try:
-            await self.refresh(force=True)
-        except TmuxError:
-            pass
-        return TurnMark(source=str(self.file.path) if self.file else None, count=len(self.turns()),
-                        screen=await self.ctx.capture() if self.file is None else None)
-
     async def turn_started(self, before: TurnMark) -> bool:
         """A prompt appended to the session file after the snapshot; the screen when no file is known."""
         try:

@@ -39,6 +39,7 @@ class PiAdapter(ReadsScreenRules, PiFollowing, SessionAnswers[PiProcess, Session
     confirm_timeout_s = 8.0
     quiet_s = 1.5
     hook_file_key = "session_file"
+    snapshot_screen = True  # the prompt reaches the file at its first step, the screen at once
 
     @classmethod
     def claims_process(cls, p: proc.Proc) -> bool:
@@ -93,14 +94,6 @@ class PiAdapter(ReadsScreenRules, PiFollowing, SessionAnswers[PiProcess, Session
 
     def input_box(self, screen: str) -> str | None:
         return input_draft(screen)  # None: starting, or the trust dialog
-
-    async def snapshot(self) -> TurnMark:
-        try:
-            await self.refresh(force=True)
-        except TmuxError:
-            pass
-        return TurnMark(source=str(self.file.path) if self.file else None, count=len(self.turns()),
-                        screen=await self.ctx.capture())
 
     async def turn_started(self, before: TurnMark) -> bool:
         """A prompt appended to the session file after the snapshot (the first prompt makes the file), or
