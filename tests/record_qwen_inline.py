@@ -60,7 +60,8 @@ def views(shots: list[tuple[float, str]], text: str) -> dict[str, tuple[float, s
     """The first screen whose input shows text (drawn from the paste's start), and the first that shows
     the paste's end (scrolled to the cursor: what the inline rule, :func:`shows_text`, takes for it)."""
     drawn = [(ms, s) for ms, s in shots if input_draft(s)]
-    return {"first": drawn[0], "scrolled": next((ms, s) for ms, s in drawn if shows_text(input_draft(s) or "", text))}
+    scrolled = next((ms, s) for ms, s in drawn if shows_text(input_draft(s) or "", text))
+    return {"first": drawn[0], "scrolled": scrolled}
 
 
 async def record(rounds: int) -> Path:
@@ -76,7 +77,8 @@ async def record(rounds: int) -> Path:
     session: Session | None = None
     facts: dict[str, object] = {
         "version": version, "rules": {"lines": PASTE_LINES, "chars": PASTE_CHARS},
-        "cases": {k: {"pasted": sanitize(v), "lines": v.count("\n") + 1, "chars": len(v)} for k, v in CASES.items()},
+        "cases": {k: {"pasted": sanitize(v), "lines": v.count("\n") + 1, "chars": len(v)}
+                  for k, v in CASES.items()},
         "sizes": {}}
     try:
         with fake_server("qwen") as url:

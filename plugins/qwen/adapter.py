@@ -162,7 +162,7 @@ class QwenAdapter(QwenFollowing, SessionAnswers[QwenProcess, SessionFile, Turn])
     async def paste_landed(self, text: str) -> bool:
         """The paste shows (as its placeholder, or inline: whole, or its end once the box scrolled), or its
         box is full of the paste's first rows: Qwen Code has taken the whole paste by then, and scrolls to
-        its end a render later, 20-165 ms on (else the Enter would wait for that, or to ``submit_delay_s``)."""
+        its end a render later, 20-165 ms on (the Enter would wait for that, or for ``submit_delay_s``)."""
         draft = (await self.current_draft()).strip()
         return bool(draft) and (self.shows_paste(draft, text) or shows_paste_start(draft, text))
 
