@@ -52,7 +52,7 @@ async def watch(session: Session, text: str) -> tuple[list[tuple[float, str]], f
         screen = await session.screen()
         if not shots or screen != shots[-1][1]:
             shots.append((round((time.monotonic() - start) * 1000, 1), screen))
-        await anyio.sleep(0.003)
+        await anyio.sleep(0.003)  # shapes the scenario: a look every few ms, to see the first render
     return shots, start
 
 

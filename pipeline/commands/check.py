@@ -9,9 +9,9 @@ from typing import Any
 
 from pipeline.cmdline.config import config_path, load, no_config_here, tmux_for
 from pipeline.cmdline.output import json_text
-from pipeline.commands.check_panes import pane_warnings
 from pipeline.plugin.manager import load_registries
 from pipeline.system.text import count
+from pipeline.views.pane_warnings import pane_warnings
 from pipeline.views.route_graph import mermaid
 
 __all__ = ["check_command"]

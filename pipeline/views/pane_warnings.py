@@ -1,4 +1,4 @@
-"""``baton check``'s look at the live panes: a tile whose agent cannot start in its pane — pi 1.x on a Node
+"""What ``baton check`` says of the live panes: a tile whose agent cannot start in its pane — pi 1.x on a Node
 older than its package's ``engines`` asks for — is a warning at the tile's ``agent:``, in the words ``baton
 resolve`` prints for it: the failed ``node`` step of the tile's adapter's own resolution
 (docs/agents.md, pi). A tile whose pane (or tmux server) is not there is not looked at: ``baton check``
