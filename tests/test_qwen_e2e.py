@@ -11,7 +11,11 @@ real pipeline:
 * Qwen Code as a target with its follow-up suggestion in the input box: it reads ready (the suggestion is
   no draft) and each hand-off reaches the model as pasted, never the suggestion;
 * ``baton run`` killed between the paste and its Enter: the paste shown as ``[Pasted Content N chars]`` is
-  recognised after the restart and submitted once.
+  recognised after the restart and submitted once;
+* a long hand-off Qwen Code draws inline (7-9 lines, under 1000 characters: 13 rows or more in its 10-row
+  box, first from its first row, then scrolled to its end): typed once, its Enter as soon as the box
+  shows it, the model asked exactly it; and killed between its paste and Enter, recognised in the
+  scrolled box after the restart and submitted once.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.plugin.pastes import collapsed
 from plugins.claude_code.paste import unwrap_paste
 from tests.agent_versions import resolve
 from tests.fakes.claude_api import ClaudeAPI
@@ -40,6 +45,11 @@ from tests.support.tmux import TmuxServer
 pytestmark = [pytest.mark.tmux, pytest.mark.slow, pytest.mark.anyio]
 
 QWEN = resolve("qwen")  # pinned, or npm latest with BATON_AGENTS=latest
+#: 7 lines of about 780 characters around the answer (up to 3 lines, 130 characters): drawn inline (10 lines
+#: and 1000 characters at most), 13 rows or more at 120 columns: more than the input box's 10 (docs/agents.md)
+INLINE_LINES = [f"point {k}: check that part {k} of the change keeps its tests, its docs and its error "
+                f"messages in step with the code it touches" for k in range(6)]
+INLINE_TEMPLATE = "CRASH-AT-PASTE {marker}: review this answer {{response}}\n" + "\n".join(INLINE_LINES)
 
 
 @pytest.fixture(scope="module")
@@ -195,4 +205,45 @@ def test_real_qwen_as_target_killed_between_paste_and_enter_takes_the_prompt_onc
 
     note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "qwen"}, LONG_TEMPLATE,
                           holds_paste, qwen.prompts, marker="QWEN-1")
+    assert note == "submitted a paste left by a crash"
+
+
+async def test_real_qwen_as_target_takes_a_long_inline_hand_off_once(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, chat: FakeChat) -> None:
+    """A hand-off Qwen Code draws inline but longer than its input box: the dispatcher sees it land (the
+    Enter goes as soon as the box shows it), and the model is asked exactly the hand-off, once."""
+    q_pane = qwen.start(tmux_server)
+    log = tmp_path / "source.jsonl"
+    source = start_agent(tmux_server, log, "source", work_s=0.1)
+    template = {"type": "template", "template": INLINE_TEMPLATE.format(marker="QWEN-INLINE")}
+    config = make_config({"src": {"pane": source, "agent": "demo"}, "qw": {"pane": q_pane, "agent": "qwen"}},
+                         [{"from": "src", "to": "qw", "transform": template}])
+    deliveries: list = []
+    async with running(config, tmux_server, deliveries):
+        tmux_server.type(source, "INLINE-1: the answer to hand on")
+        await until(lambda: len(prompts_sent(chat)) == 1, 60, "the hand-off in Qwen Code")
+        await aquiet_for(2.0, "another prompt")
+    handed = template["template"].replace("{response}", "INLINE-1: the answer to hand on")
+    assert len(handed) <= 1000 and handed.count("\n") + 1 == 7  # drawn inline
+    [sent] = prompts_sent(chat)
+    assert sent.endswith("\n" + handed), sent[-1500:]  # the first prompt follows Qwen's own reminders
+    assert [p for p in qwen.prompts() if "QWEN-INLINE" in p] == [handed]
+    assert [d.state for d in deliveries] == ["delivered"]
+
+
+def test_real_qwen_as_target_killed_between_a_long_inline_paste_and_its_enter_takes_it_once(
+        tmux_server: TmuxServer, tmp_path: Path, qwen: QwenHome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``baton run`` killed the moment Qwen Code's box shows a long inline hand-off (its first rows), then
+    started again: the box scrolled to the paste's end meanwhile; the restarted daemon takes that for its
+    paste, presses Enter once, and the session file holds the prompt exactly once."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    pane = qwen.start(tmux_server)
+    end = collapsed(INLINE_LINES[-1])
+
+    def holds_paste() -> bool:
+        draft = qwen.draft(tmux_server, pane) or ""
+        return not draft.startswith("[Pasted Content ") and collapsed(draft).endswith(end)
+
+    note = crash_at_paste(tmux_server, tmp_path, {"pane": pane, "agent": "qwen"}, INLINE_TEMPLATE,
+                          holds_paste, qwen.prompts, marker="QWEN-2")
     assert note == "submitted a paste left by a crash"

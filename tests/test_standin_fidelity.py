@@ -11,6 +11,7 @@ project-trust question at start instead (1.x; the old package's 0.73.1 asks none
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -120,10 +121,10 @@ async def test_a_stand_in_draws_its_input_as_the_real_cli_does(agent: str, tmux_
 
 #: the edges of the rules that count lines and UTF-16 units (recorded for Qwen Code and pi): 10 lines inline,
 #: 11 a placeholder; 1000 characters inline, 1001 a placeholder; 991 code points that are 1001 UTF-16 units
-#: (pi: a placeholder). Qwen Code scrolls a long inline paste in its box, which its stand-in does not draw.
+#: (pi: a placeholder). Qwen Code scrolls a long inline paste in its box (line1000: 11 rows in its 10), as its
+#: stand-in does (both of its views: tests/test_qwen_inline.py).
 EDGES = ("lines10_100", "lines11_110", "lines3_chars1001", "line1000", "line1001", "emoji_cp991")
-EDGES_BY_AGENT = {"pi": EDGES, "pi-0.73.1": EDGES, "qwen": ("lines10_100", "lines11_110", "lines3_chars1001",
-                                                           "line1001")}
+EDGES_BY_AGENT = {"pi": EDGES, "pi-0.73.1": EDGES, "qwen": EDGES[:-1]}
 
 
 @pytest.mark.anyio
@@ -141,6 +142,8 @@ async def draws_as_recorded(standin: Standin, cases: tuple[str, ...]) -> None:
         want = reading(agent, recorded_screen(agent, case))
         await tmux_server.tmux.paste(standin.pane, text)
         wait_for(lambda: reading(agent, standin.screen())["input"], what=f"{case} in the stand-in's input")
+        with contextlib.suppress(AssertionError):  # a second render may follow (Qwen Code scrolls its box)
+            wait_for(lambda want=want: reading(agent, standin.screen()) == want, timeout=3, what=case)
         assert reading(agent, standin.screen()) == want, case
         tmux_server.run("send-keys", "-t", standin.pane, "C-u")
         wait_for(lambda: reading(agent, standin.screen())["input"] == "", what="the input cleared")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from typing import Any
 
-from pipeline.cmdline.config import config_path, load, no_config_here
+from pipeline.cmdline.config import config_path, load, no_config_here, tmux_for
 from pipeline.cmdline.output import json_text
 from pipeline.plugin.manager import load_registries
 from pipeline.system.text import count
+from pipeline.views.pane_warnings import pane_warnings
 from pipeline.views.route_graph import mermaid
 
 __all__ = ["check_command"]
@@ -19,13 +21,18 @@ def check_command(args: argparse.Namespace) -> int:
     """0 when routes.yaml is valid (warnings allowed), 1 when it is not."""
     from pipeline.engine.config import ConfigError, load_config
 
+    registries = load_registries()
     if not args.json:
-        config, warnings = load(args, load_registries())
+        config, warnings = load(args, registries)
         if config is None:
             return 1
         if args.graph:
             print(mermaid(config), end="")
             return 0
+        live = pane_warnings(config, registries, tmux_for(args, config))  # the tiles' live panes
+        for problem in live:
+            print(problem, file=sys.stderr)
+        warnings = [*warnings, *live]
         print(f"{config.path}: ok — {count(len(config.tiles), 'tile')}, {count(len(config.routes), 'route')}"
               + (f", {count(len(warnings), 'warning')}" if warnings else ""))
         print(f"limits: max_hops {config.settings.hop_limit}"
@@ -34,7 +41,8 @@ def check_command(args: argparse.Namespace) -> int:
     path = config_path(args)
     out: dict[str, Any]
     try:
-        config, problems = load_config(path, load_registries())
+        config, problems = load_config(path, registries)
+        problems = [*problems, *pane_warnings(config, registries, tmux_for(args, config))]
         out = {"file": str(path), "ok": True, "tiles": len(config.tiles), "routes": len(config.routes),
                "limits": {"max_hops": config.settings.hop_limit, "max_per_hour": config.rate_limits()}}
         if args.graph:

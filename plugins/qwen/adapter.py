@@ -42,6 +42,7 @@ from plugins.qwen.screen import (
     approval_answer,
     input_draft,
     paste_placeholder,
+    shows_paste_start,
     waiting_for,
 )
 from plugins.qwen.session import SessionFile, Turn
@@ -157,6 +158,13 @@ class QwenAdapter(QwenFollowing, SessionAnswers[QwenProcess, SessionFile, Turn])
 
     def shows_paste(self, draft: str, text: str) -> bool:
         return paste_placeholder(draft, text) or super().shows_paste(draft, text)
+
+    async def paste_landed(self, text: str) -> bool:
+        """The paste shows (as its placeholder, or inline: whole, or its end once the box scrolled), or its
+        box is full of the paste's first rows: Qwen Code has taken the whole paste by then, and scrolls to
+        its end a render later, 20-165 ms on (the Enter would wait for that, or for ``submit_delay_s``)."""
+        draft = (await self.current_draft()).strip()
+        return bool(draft) and (self.shows_paste(draft, text) or shows_paste_start(draft, text))
 
     async def _received_without_file(self, text: str) -> bool | None:
         """A session with no file yet holds no prompt (its file is made at the first)."""

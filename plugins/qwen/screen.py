@@ -13,7 +13,11 @@ box, the follow-up suggestion drawn in it, and the placeholder a long paste show
   in the placeholder's dim colour (``38;5;103``), where a person's words are in the default colour. Tab, Right
   or Enter would take it into the input: it is no draft, and only the escapes tell it from one;
 - a paste of more than 10 lines or more than 1000 characters (code points) shows as ``[Pasted Content N
-  chars]`` (`` #2`` when the same label is in use already), counting the characters whatever the lines.
+  chars]`` (`` #2`` when the same label is in use already), counting the characters whatever the lines;
+- a shorter one is drawn inline, word-wrapped, and the box shows at most :data:`BOX_ROWS` rows of it: a
+  long one (1000 characters in 11 rows at 120 columns) is drawn first from its first row, then — a render
+  later (20-165 ms, measured: tests/fixtures/qwen-code-0.24.4/screens/inline_cases.json) — scrolled to the
+  cursor, its end (the ``>`` stays on the box's first row).
 """
 
 from __future__ import annotations
@@ -21,15 +25,19 @@ from __future__ import annotations
 import re
 
 from pipeline.plugin.dialogs import menu_keys, numbered_choices, pick
+from pipeline.plugin.pastes import MIN_PARTIAL, collapsed
 from pipeline.plugin.tools import line_count, strip_ansi
 
-__all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "input_draft", "paste_placeholder", "waiting_for"]
+__all__ = ["BUSY", "PLACEHOLDER", "approval_answer", "input_draft", "paste_placeholder", "shows_paste_start",
+           "waiting_for"]
 
 BUSY = ("esc to cancel", "Enter to steer")
 PLACEHOLDER = "Type your message or @path/to/file"
 #: Qwen Code 0.24.4's LARGE_PASTE_LINE_THRESHOLD and LARGE_PASTE_CHAR_THRESHOLD
 PASTE_LINES = 10
 PASTE_CHARS = 1000
+#: the rows of the input its box shows (its text buffer's viewport height)
+BOX_ROWS = 10
 PASTED = re.compile(r"^\[Pasted Content (\d+) chars\](?: #\d+)?$")
 _ALLOW = re.compile(r"Allow execution of:? (?:'([^']+)'|\[([^\]]+)\]|(.+?))\?")
 _DIALOGS = (
@@ -131,3 +139,13 @@ def paste_placeholder(draft: str, text: str) -> bool:
         return False
     chars = len(text)
     return (chars > PASTE_CHARS or line_count(text) > PASTE_LINES) and int(found.group(1)) == chars
+
+
+def shows_paste_start(draft: str, text: str) -> bool:
+    """Whether ``draft`` is the first view Qwen Code draws of ``text`` pasted inline: its box full
+    (:data:`BOX_ROWS` rows) of the paste's first rows, not yet scrolled to the cursor. Only right after
+    batonpass pasted into an empty input does it tell that the paste landed: a person's draft may share a
+    hand-off's first lines (the same template), so it is never taken for the paste otherwise."""
+    shown, pasted = collapsed(draft), collapsed(text)
+    return (draft.count("\n") + 1 >= BOX_ROWS and len(shown) >= MIN_PARTIAL and shown != pasted
+            and pasted.startswith(shown))

@@ -41,6 +41,7 @@ import sys
 import termios
 import time
 import tty
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,29 @@ def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
 # ---- what each agent draws -----------------------------------------------------------------------------
 
 
+def qwen_rows(line: str, width: int) -> list[str]:
+    """One line of Qwen Code's input as its text buffer wraps it (``calculateLayout``): rows of at most
+    ``width`` columns, broken before the last space that fits (the space dropped), a longer word cut."""
+    rows: list[str] = []
+    pos = 0
+    while pos < len(line) or not rows:
+        cols, end, space = 0, pos, -1
+        while end < len(line) and cols + _cells(line[end]) <= width:
+            space = end if line[end] == " " else space
+            cols, end = cols + _cells(line[end]), end + 1
+        if end < len(line) and space > pos:
+            end = space
+        end = max(end, pos + 1) if line else end
+        rows.append(line[pos:end])
+        pos = end + (1 if end < len(line) and line[end] == " " else 0)
+    return rows
+
+
+def _cells(char: str) -> int:
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+
 class Look:
     """One agent's screen: the rows above its input, the input with a draft, busy and dialog rows."""
 
@@ -146,6 +170,10 @@ class Look:
     #: an Enter this soon after a typed key, or after a paste, is a newline, not a submit
     fast_return_s = 0.0
     paste_return_s = 0.0
+    #: an agent that draws a change, then once more (its input scrolled): how long after, and whether the
+    #: last :meth:`input` asks for that render
+    render_again_s = 0.0
+    moved = False
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -415,13 +443,31 @@ class CopilotLook(Look):
 
 class QwenLook(Look):
     """Qwen Code 0.24.4: ``> `` between two full-width rules, the model under them; a spinner line
-    ``⠋ Poking the bear... (0s · ↓ 9 tokens · esc to cancel)`` above the box while busy."""
+    ``⠋ Poking the bear... (0s · ↓ 9 tokens · esc to cancel)`` above the box while busy. Its input is
+    word-wrapped to 90% of the width less 6 columns, and the box shows 10 rows of it: drawn at the scroll it
+    had, then a render later scrolled to the cursor (the end) — a long inline paste shows its first rows
+    first, its last ones 20-165 ms on (recorded: tests/fixtures/qwen-code-0.24.4/screens/inline_*)."""
 
     comm = "qwen"
+    rows = 10
+    render_again_s = 0.06
+
+    def __init__(self, width: int) -> None:
+        super().__init__(width)
+        self.scroll = 0
 
     def input(self, draft: list[str], busy: bool) -> list[str]:
         rule = "─" * self.width
-        body = [f"> {draft[0]} \u200b", *[f"  {ln}" for ln in draft[1:]]] if draft else [
+        rows = [row for ln in draft for row in qwen_rows(ln, max(2, self.width * 9 // 10 - 6))]
+        shown = rows[self.scroll:self.scroll + self.rows]
+        cursor = len(rows) - 1  # the cursor is at the end
+        if shown and cursor < self.scroll + len(shown):
+            shown[-1] += " \u200b"
+        # its scroll effect: where the next render starts
+        follow = min(max(self.scroll, cursor - self.rows + 1), cursor)
+        follow = min(max(follow, 0), max(len(rows) - self.rows, 0))
+        self.moved, self.scroll = follow != self.scroll, follow
+        body = [f"> {shown[0]}", *[f"  {ln}" for ln in shown[1:]]] if shown else [
             ">   Type your message or @path/to/file"]
         steer = "Enter to steer · Ctrl+Q to queue · " if busy else ""
         return [
@@ -1208,7 +1254,10 @@ class Stand:
     """The stand-in's state: what scrolled by, what its input holds, busy or asking."""
 
     def __init__(self, agent: str, log: str, work_s: float) -> None:
-        size = shutil.get_terminal_size((120, 40))
+        try:  # the pane's size, as the agents ask their terminal (not $COLUMNS, which a test run may set)
+            size = os.get_terminal_size(sys.stdout.fileno())
+        except OSError:
+            size = shutil.get_terminal_size((120, 40))
         self.agent, self.look = agent, LOOKS[agent](size.columns)
         self.height = size.lines
         self.log, self.work_s = log, work_s
@@ -1226,6 +1275,9 @@ class Stand:
         rows = [""] * (self.height - len(rows)) + rows
         sys.stdout.write("\x1b[H\x1b[2J" + "\r\n".join(rows))
         sys.stdout.flush()
+        if dialog is None and self.look.moved:  # its input scrolled to the cursor a render later
+            time.sleep(self.look.render_again_s)  # shapes the scenario: the agent's own second render
+            self.draw(busy=busy)
 
     def draft_lines(self) -> list[str]:
         shown = self.text
