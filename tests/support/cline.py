@@ -61,10 +61,25 @@ class ClineHome(AgentHome):
 
     def start(self, server: TmuxServer, *args: str) -> str:
         """A pane running ``cline`` in the project, at its empty input box; returns the pane id."""
-        pane = self.launch(server, shlex.join(args))
+        return self._ready(server, self.launch(server, shlex.join(args)))
+
+    def start_in(self, server: TmuxServer, folder: Path) -> str:
+        """A pane running ``cline`` in ``folder`` (another project of the same home), at its empty input box;
+        returns the pane id."""
+        folder.mkdir(parents=True, exist_ok=True)
+        pane = server.new_pane(self.shell_command(), cwd=folder, width=120, height=40)
+        server.type(pane, self.command)
+        return self._ready(server, pane)
+
+    def _ready(self, server: TmuxServer, pane: str) -> str:
         wait_for(lambda: self.draft(server, pane) == "", 60, what="Cline's input box")
         time.sleep(0.5)  # shapes the scenario: keys typed while it still starts are dropped
         return pane
+
+    def session_of(self, prompt: str) -> Path:
+        """The session record whose first prompt is ``prompt``."""
+        [found] = [p for p in self.session_files() if prompt in str(json.loads(p.read_text()).get("prompt"))]
+        return found
 
     @staticmethod
     def draft(server: TmuxServer, pane: str) -> str | None:
