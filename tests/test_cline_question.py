@@ -65,7 +65,8 @@ def test_while_the_question_is_asked_the_turn_is_open_and_its_answer_ends_it() -
     answered = SessionFile(ROOT / "sessions" / SESSION / f"{SESSION}.json")
     assert answered.read() and not answered.state.busy
     [turn] = answered.state.turns()  # the person's choice is a tool result, not a prompt
-    assert (turn.outcome, turn.answer) == ("completed", "TOOL_FINAL_BEGIN\nThe tool said:\nSQLite\nTOOL_FINAL_END")
+    assert turn.outcome == "completed"
+    assert turn.answer == "TOOL_FINAL_BEGIN\nThe tool said:\nSQLite\nTOOL_FINAL_END"
 
 
 @pytest.fixture
