@@ -20,7 +20,7 @@ from tests.agent_versions import resolve
 from tests.fakes.openai_chat import FakeChat
 from tests.support.agents import messages, start_agent
 from tests.support.cli import write_routes
-from tests.support.cline import ClineHome, make_cline_home
+from tests.support.cline import ClineHome, cline_session
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, until, wait_for
 from tests.support.real_cli import baton, completions, npm_package, signals_seen
@@ -41,14 +41,10 @@ def chat() -> Iterator[FakeChat]:
 
 @pytest.fixture
 def cline(tmp_path: Path, chat: FakeChat, tmux_server: TmuxServer) -> Iterator[ClineHome]:
-    home = make_cline_home(tmp_path / "cl", api_url=chat.url, cline_bin=npm_package(CLINE),
-                           state=tmp_path / "state")
-    try:
+    with cline_session(tmux_server, tmp_path / "cl", api_url=chat.url, cline_bin=npm_package(CLINE),
+                       state=tmp_path / "state") as home:
         yield home
-    finally:
-        tmux_server.kill()  # the TUIs first (one would start the hub again), then the hub
-        home.end()
-        assert home.processes() == []
+    assert home.processes() == []  # no TUI, and no hub daemon, is left
 
 
 def status(routes: Path) -> dict[str, dict[str, object]]:

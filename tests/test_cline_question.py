@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from tests.agent_versions import resolve
 from tests.fakes.openai_chat import OPTIONS, QUESTION, FakeChat
 from tests.support.agents import messages, start_agent
 from tests.support.cli import write_routes
-from tests.support.cline import ClineHome, make_cline_home
+from tests.support.cline import ClineHome, cline_session
 from tests.support.paths import FIXTURES
 from tests.support.pipelines import make_config, running
 from tests.support.polling import aquiet_for, until
@@ -69,28 +68,18 @@ def test_while_the_question_is_asked_the_turn_is_open_and_its_answer_ends_it() -
     assert turn.answer == "TOOL_FINAL_BEGIN\nThe tool said:\nSQLite\nTOOL_FINAL_END"
 
 
-@pytest.fixture
-def chat() -> Iterator[FakeChat]:
-    with FakeChat() as server:
-        yield server
-
-
-@pytest.fixture
-def cline(tmp_path: Path, chat: FakeChat, tmux_server: TmuxServer) -> Iterator[ClineHome]:
-    home = make_cline_home(tmp_path / "cl", api_url=chat.url, cline_bin=npm_package(CLINE))
-    try:
-        yield home
-    finally:
-        tmux_server.kill()
-        home.end()
-
-
 @pytest.mark.tmux
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_real_cline_asking_a_question_is_waiting_and_holds_a_hand_off_until_answered(
-        tmux_server: TmuxServer, tmp_path: Path, cline: ClineHome, chat: FakeChat,
-        caplog: pytest.LogCaptureFixture) -> None:
+        tmux_server: TmuxServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with FakeChat() as chat, cline_session(tmux_server, tmp_path / "cl", api_url=chat.url,
+                                           cline_bin=npm_package(CLINE)) as cline:
+        await _ask_and_hand_off(tmux_server, tmp_path, cline, chat, caplog)
+
+
+async def _ask_and_hand_off(tmux_server: TmuxServer, tmp_path: Path, cline: ClineHome, chat: FakeChat,
+                            caplog: pytest.LogCaptureFixture) -> None:
     pane = cline.start(tmux_server)
     source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"
     tiles = {"cl": {"pane": pane, "agent": "cline"},

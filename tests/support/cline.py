@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,7 +33,7 @@ from tests.support.agent_home import PANE_ENV, AgentHome, new_project
 from tests.support.polling import wait_for
 from tests.support.tmux import RUN_MARK, TmuxServer
 
-__all__ = ["ClineHome", "make_cline_home"]
+__all__ = ["ClineHome", "cline_session", "make_cline_home"]
 
 NOTICES = {"shown": {"cline-cli-cline-pass-intro": True, "cline-cli-desktop-launch": True}}
 
@@ -152,3 +153,16 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
     return ClineHome(home=home, project=project, env=env, cline_bin=cline_bin)
+
+
+@contextlib.contextmanager
+def cline_session(server: TmuxServer, root: Path, *, api_url: str, cline_bin: Path,
+                  state: Path | None = None) -> Iterator[ClineHome]:
+    """A signed-in home (:func:`make_cline_home`) whose every Cline, the hub daemon too, is gone after: the
+    tmux server is killed first (a TUI would start the hub again), then the rest ended."""
+    home = make_cline_home(root, api_url=api_url, cline_bin=cline_bin, state=state)
+    try:
+        yield home
+    finally:
+        server.kill()
+        home.end()
