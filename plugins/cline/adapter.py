@@ -1,8 +1,9 @@
 """Cline CLI (``cline`` 3.x, a compiled binary): completions and clean answers from its session files,
 confirmed by its ``TaskComplete`` hook; waiting, drafts and pastes from its screen (docs/agents.md, Cline).
 
-The pane's session is found by :mod:`plugins.cline.resolve` (the newest that started since the process did,
-in its folder; the hub daemon the TUI starts is never taken for the agent) and read by
+The pane's session is found by :mod:`plugins.cline.resolve` (the newest its process started, as Cline's log
+says, else the newest that started since it did, in its folder; the hub daemon the TUI starts is never
+taken for the agent) and read by
 :mod:`plugins.cline.session`; following it is :mod:`plugins.cline.follow`'s, the answers are
 :class:`~pipeline.plugin.session_answers.SessionAnswers`'. A turn's id is the session id and its prompt's
 message id, the same from the files and from the hook.

@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from pipeline.plugin.session_follow import SessionFollowing
+from plugins.cline.launches import LaunchLog
 from plugins.cline.resolve import ClineProcess, find_cline, resolve_session
 from plugins.cline.session import SessionFile, Turn
 
@@ -45,6 +46,8 @@ class ClineFollowing(SessionFollowing[ClineProcess, SessionFile, Turn]):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._checked = 0.0
+        #: Cline's log, read on from where the last look stopped (which process started which session)
+        self._log: LaunchLog | None = None
 
     async def refresh(self, *, force: bool = False) -> ClineProcess | None:
         """The pane's cline, its session (looked for while unknown, every :data:`RECHECK_S`, or when
@@ -61,7 +64,9 @@ class ClineFollowing(SessionFollowing[ClineProcess, SessionFile, Turn]):
                     self._switch(None)
                     self._process = process = found
                 if process is not None:
-                    res = await anyio.to_thread.run_sync(lambda: resolve_session(info.pid, process=process))
+                    launches = self._launch_log(process)
+                    res = await anyio.to_thread.run_sync(lambda: resolve_session(info.pid, process=process,
+                                                                                 log=launches))
                     if res.session is not None and (self.file is None or res.session != self.file.path):
                         log.info("%s: cline session %s (rule: %s)", self.ctx.name, res.session.parent.name,
                                  res.rule)
@@ -69,6 +74,11 @@ class ClineFollowing(SessionFollowing[ClineProcess, SessionFile, Turn]):
             if self.file is not None:
                 await anyio.to_thread.run_sync(self.file.read)
             return process
+
+    def _launch_log(self, process: ClineProcess) -> LaunchLog:
+        if self._log is None or self._log.path != process.log_file:
+            self._log = LaunchLog(process.log_file)
+        return self._log
 
     def _open(self, path: Path) -> SessionFile:
         return SessionFile(path)

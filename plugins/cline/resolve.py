@@ -7,10 +7,13 @@ and is never the pane's agent. The chain:
 1. **process** — the ``cline`` under the pane that is not the hub daemon;
 2. **data folder** — its ``--data-dir``, else ``$CLINE_DATA_DIR``, else ``data`` in its ``--config``,
    ``$CLINE_DIR`` or ``$HOME/.cline``; sessions in ``$CLINE_SESSION_DATA_DIR``, else ``sessions`` there;
-3. **session** — the newest session that started since the process did (its id begins with that time in
-   ms: only those folders are read; a new task in the same process is a newer session), in its folder
-   (``cwd``), run by it or by the hub daemon (a session's ``pid`` is the hub's when the hub runs it), less
-   another TUI's in the same folder (the first that started after it); else the one ``--id ID`` resumes.
+3. **session** — the newest session the process started, as Cline's log says (``session.started`` lines
+   carry the pid of the TUI that started the session, whichever process runs it: :mod:`plugins.cline.
+   launches`); when the log names none of the process's, the newest session that started since the process
+   did (its id begins with that time in ms: only those folders are read; a new task in the same process is
+   a newer session), in its folder (``cwd``), run by it or by the hub daemon (a session's ``pid`` is the
+   hub's when the hub runs it), less those the log gives another process and another TUI's in the same
+   folder (the first that started after it); else the one ``--id ID`` resumes.
 
 The session folder appears at the first prompt: before it, there is no session yet (not an error).
 Blocking /proc and file work: callers run it in a worker thread.
@@ -26,6 +29,7 @@ from pathlib import Path
 from pipeline.plugin.node_cli import AgentProc
 from pipeline.plugin.tools import proc
 from pipeline.plugin.turns import FileResolution
+from plugins.cline.launches import LaunchLog, log_path
 
 __all__ = ["DAEMON_ARG", "ClineProcess", "Resolution", "cline_data_dir", "find_cline", "is_cline",
            "resolve_session"]
@@ -73,6 +77,8 @@ class ClineProcess(AgentProc):
     data_from: str
     sessions_dir: Path
     started_at: float
+    #: Cline's log, which says which process started which session
+    log_file: Path
 
 
 def find_cline(pane_pid: int) -> ClineProcess | None:
@@ -84,7 +90,7 @@ def find_cline(pane_pid: int) -> ClineProcess | None:
     data, data_from = cline_data_dir(argv, env)
     sessions = Path(env["CLINE_SESSION_DATA_DIR"]) if env.get("CLINE_SESSION_DATA_DIR") else data / "sessions"
     return ClineProcess(proc=p, argv=argv, cwd=proc.cwd(p.pid), data_dir=data, data_from=data_from,
-                        sessions_dir=sessions, started_at=proc.started_at(p))
+                        sessions_dir=sessions, started_at=proc.started_at(p), log_file=log_path(data, env))
 
 
 def _record(path: Path) -> dict[str, object]:
@@ -131,13 +137,25 @@ def other_tuis(process: ClineProcess) -> list[ClineProcess]:
     return out
 
 
-def own_sessions(process: ClineProcess) -> list[Path]:
-    """The session records ``process`` made, oldest first: those started since it did, in its folder, run
-    by it or by the hub daemon (whose pid a session's record names when the hub runs it, seen on 3.0.65),
-    less the first such session of each other TUI working in the same folder (another pane's)."""
+def own_sessions(process: ClineProcess, log: LaunchLog | None = None) -> tuple[list[Path], bool]:
+    """The session records ``process`` made, oldest first, and whether Cline's log said so: the sessions
+    the log says it started; else those started since it did, in its folder, run by it or by the hub daemon
+    (whose pid a session's record names when the hub runs it, seen on 3.0.65), less those the log gives
+    another process and the first such session of each other TUI working in the same folder."""
     found = [(at, path, record) for at, path, record in
              _sessions_since(process.sessions_dir, process.started_at - CLOCK_SLACK_S)
              if record.get("cwd") in (None, process.cwd)]
+    log = log if log is not None else LaunchLog(process.log_file)
+    logged = log.sessions_of(process.pid, process.started_at - CLOCK_SLACK_S)
+    if logged:
+        return [path for _, path, _ in found if path.parent.name in logged], True
+    others = log.started_by_others(process.pid) if logged is not None else set()
+    return _by_time(process, [f for f in found if f[1].parent.name not in others]), False
+
+
+def _by_time(process: ClineProcess, found: list[tuple[float, Path, dict[str, object]]]) -> list[Path]:
+    """Of the sessions in ``process``'s folder since it started, those not another live TUI's: not run by
+    one, nor the first that started after each other TUI in the folder did."""
     if len(found) > 1 and (others := other_tuis(process)):
         taken: dict[Path, int] = {}
         for tui in sorted([process, *others], key=lambda t: t.started_at):
@@ -164,8 +182,10 @@ class Resolution(FileResolution):
     process: ClineProcess | None = None
 
 
-def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Resolution:
-    """Run the chain for the pane whose shell is ``pane_pid``; see the module docstring."""
+def resolve_session(pane_pid: int, *, process: ClineProcess | None = None,
+                    log: LaunchLog | None = None) -> Resolution:
+    """Run the chain for the pane whose shell is ``pane_pid``; see the module docstring (``log``: Cline's
+    log as read so far, when the caller keeps it between looks)."""
     process = process or find_cline(pane_pid)
     res = Resolution(process=process)
     if process is None:
@@ -173,9 +193,12 @@ def resolve_session(pane_pid: int, *, process: ClineProcess | None = None) -> Re
         return res
     res.add("process", True, f"cline pid {process.pid}, cwd {process.cwd}", process.pid)
     res.add("data folder", True, f"{process.data_dir} ({process.data_from})", str(process.data_dir))
-    own = own_sessions(process)
+    own, logged = own_sessions(process, log)
     if own:
         more = f" (the newest of {len(own)})" if len(own) > 1 else ""
+        if logged:
+            return res.decide("log", own[-1], f"{own[-1].parent.name} started by pid {process.pid}, as "
+                              f"{process.log_file} says{more}")
         return res.decide("start time", own[-1],
                           f"{own[-1].parent.name} started since pid {process.pid} did, in its folder{more}")
     named = _arg(process.argv, "--id")

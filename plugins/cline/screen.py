@@ -5,6 +5,9 @@ and the placeholder a long paste shows as.
   token, then in place of the ``*`` of the message being streamed (``⠋ FAKE_ANSWER_BEGIN``);
 - approval (auto-approve off): ``Cline needs permission`` / ``Approve tool call?`` / the tool
   (``run_commands``) / ``$ command`` / ``[y] Approve   [n] Deny`` in place of the input box;
+- a question (the model's ``ask_question`` tool): ``Cline is asking a question`` / the question (wrapped,
+  each line indented by 1) / its options (``  > PostgreSQL`` selected, ``    SQLite``) / ``    Type a
+  response...`` in place of the input box, the spinner going on above it (``⠙ ask_question(…)``);
 - first run: the provider picker (``Connect a model provider to get started.``) without auth; start-up
   notices (``Try ClinePass`` … ``Press Enter to open, any other key to close``);
 - the input box: ``❯ draft`` between two rules (centred on the welcome screen), further lines indented by
@@ -17,12 +20,13 @@ and the placeholder a long paste shows as.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pipeline.plugin.dialogs import asked
 from pipeline.plugin.tools import line_count, strip_ansi
 
-__all__ = ["BUSY", "PLACEHOLDERS", "approval_answer", "approval_question", "input_draft", "is_busy",
-           "paste_placeholder", "sent_prompts", "waiting_for"]
+__all__ = ["BUSY", "PLACEHOLDERS", "Question", "approval_answer", "approval_question", "asked_question",
+           "input_draft", "is_busy", "paste_placeholder", "sent_prompts", "waiting_for"]
 
 BUSY = ("(esc to cancel)",)
 PLACEHOLDERS = ("Ask anything...", "What can I do for you?")
@@ -33,6 +37,10 @@ _SPINNER = re.compile(r"^ ?[\u2801-\u28ff] ")
 _RULE = re.compile(r"^\s*─{8,}\s*$")
 _PERMISSION = "Cline needs permission"
 _APPROVE = re.compile(r"\[y\] Approve\s+\[n\] Deny")
+_ASKING = "Cline is asking a question"
+#: a line of the question (indented by 1), and an option under it (by 2, ``>`` marking the selected one)
+_QUESTION_LINE = re.compile(r"^ (\S.*?)\s*$")
+_OPTION = re.compile(r"^  [> ] (\S.*?)\s*$")
 _DIALOGS = (
     ("Connect a model provider to get started.", "provider picker: sign in or bring your own provider"),
     ("Press Enter to open, any other key to close", "start-up notice"),
@@ -52,6 +60,41 @@ def _approval(lines: list[str]) -> int | None:
     return at
 
 
+@dataclass(frozen=True)
+class Question:
+    """The question Cline's ``ask_question`` shows: its text (wrapped lines joined) and the options offered
+    (not the line for a typed response)."""
+
+    text: str
+    options: tuple[str, ...]
+
+
+def _question(lines: list[str]) -> Question | None:
+    """The question dialog on the screen, when one shows in place of the input box: its title, the
+    question, the options, and last the line for a response of the person's own (``Type a response...``, or
+    what they type there: ``> use CockroachDB|``)."""
+    at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == _ASKING), None)
+    if at is None or _box(lines[at:]) is not None:
+        return None
+    text: list[str] = []
+    options: list[str] = []
+    for line in lines[at + 1:]:
+        if (option := _OPTION.match(line)) is not None and text:
+            options.append(option.group(1))
+        elif (part := _QUESTION_LINE.match(line)) is not None and not options:
+            text.append(part.group(1))
+        elif line.strip() and (text or options):
+            break
+    if not text or len(options) < 2:  # the model's options (2 to 5), then the response's line
+        return None
+    return Question(" ".join(text), tuple(options[:-1]))
+
+
+def asked_question(screen: str) -> Question | None:
+    """The question the model asks the person through Cline's ``ask_question``, while it shows."""
+    return _question(_lines(screen))
+
+
 def is_busy(screen: str) -> bool:
     """Whether a spinner shows above the input box (Cline works)."""
     lines = _lines(screen)
@@ -60,8 +103,11 @@ def is_busy(screen: str) -> bool:
 
 
 def waiting_for(screen: str) -> str | None:
-    """What a dialog on the screen waits for a person for, or None."""
+    """What a dialog on the screen waits for a person for, or None: the approval, a question (``question:
+    Which database should the service use?``), the provider picker, a start-up notice."""
     lines = _lines(screen)
+    if (question := _question(lines)) is not None:
+        return f"question: {question.text}"
     at = _approval(lines)
     if at is not None:
         tool = next((ln.strip() for ln in lines[at + 2:] if ln.strip()), "")
@@ -72,8 +118,11 @@ def waiting_for(screen: str) -> str | None:
 
 def approval_question(screen: str) -> str | None:
     """What the approval asks: ``Approve tool call?`` and the tool with its command (``run_commands: touch
-    approved.txt && echo hello``); None when none shows."""
+    approved.txt && echo hello``); or the model's question and its options (``Which database…?`` /
+    ``PostgreSQL, SQLite, MySQL or a typed response``); None when neither shows."""
     lines = _lines(screen)
+    if (asking := _question(lines)) is not None:
+        return asked(asking.text, ", ".join(asking.options) + " or a typed response")
     at = _approval(lines)
     if at is None:
         return None

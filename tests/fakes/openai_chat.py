@@ -13,6 +13,8 @@ What it answers, from the last user message:
   result is in the history → a final text quoting it (so a turn has a ``tool-calls`` step, then ``stop``);
   ``TOOLASK`` → the same with a command that writes a file (agents ask a person before running it); the
   shell tool is ``bash``, Qwen Code's ``run_shell_command`` or Cline's ``run_commands``;
+* ``ASKTEST`` in the prompt and Cline's ``ask_question`` tool offered → a call of it asking :data:`QUESTION`
+  with :data:`OPTIONS` (Cline waits for a person's choice); the choice comes back as its tool result;
 * ``SLOWTEST`` in the prompt → the same, streamed at :data:`SLOW_CHUNK_S` a word (to interrupt a turn);
 * Qwen Code's follow-up suggestion request (``[SUGGESTION MODE…``) → :attr:`FakeChat.suggestion` (a short
   next prompt; Qwen shows it in its input box), never a queued answer;
@@ -40,7 +42,8 @@ from typing import Any
 
 from tests.fakes.loopback import LoopbackServer, QuietJSONHandler, StreamLog
 
-__all__ = ["OVERLOADED", "SUGGESTION", "TITLE", "FakeChat", "RecordedChat", "opencode_config"]
+__all__ = ["OPTIONS", "OVERLOADED", "QUESTION", "SUGGESTION", "TITLE", "FakeChat", "RecordedChat",
+           "opencode_config"]
 
 TITLE = "Fake session title"
 #: what Qwen Code's follow-up suggestion request gets by default: a next prompt its filters let through
@@ -48,6 +51,9 @@ SUGGESTION = "run the tests"
 SUGGESTION_MODE = "[SUGGESTION MODE"
 SHELL_TOOLS = ("bash", "run_shell_command", "run_commands")
 SLOW_CHUNK_S = 0.5
+#: what an ``ASKTEST`` prompt makes the model ask through Cline's ``ask_question``, and the choices offered
+QUESTION = "Which database should the service use?"
+OPTIONS = ("PostgreSQL", "SQLite", "MySQL")
 #: a prompt holding this is answered with an error, :attr:`FakeChat.fail_status` (503 overloaded)
 OVERLOADED = "OVERLOADED_TEST"
 #: the error bodies by status (Qwen Code 0.24.4 retries a 503 for minutes: tests/test_qwen_states.py)
@@ -124,6 +130,9 @@ class FakeChat(LoopbackServer[RecordedChat]):
         shell = next((name for name in SHELL_TOOLS if name in tools), None)
         if "TOOLTEST" in record.last_user_text and shell:
             return "tool", _shell_call(shell, "ls -1 && echo FAKE_TOOL_OK", "List files")
+        if "ASKTEST" in record.last_user_text and "ask_question" in tools:
+            return "tool", {"name": "ask_question",
+                            "arguments": json.dumps({"question": QUESTION, "options": list(OPTIONS)})}
         if "TOOLASK" in record.last_user_text and shell:  # a command agents ask before running
             return "tool", _shell_call(shell, "touch approved.txt && echo FAKE_TOOL_OK", "Touch a file")
         with self._lock:

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,7 +33,7 @@ from tests.support.agent_home import PANE_ENV, AgentHome, new_project
 from tests.support.polling import wait_for
 from tests.support.tmux import RUN_MARK, TmuxServer
 
-__all__ = ["ClineHome", "make_cline_home"]
+__all__ = ["ClineHome", "cline_session", "make_cline_home"]
 
 NOTICES = {"shown": {"cline-cli-cline-pass-intro": True, "cline-cli-desktop-launch": True}}
 
@@ -61,10 +62,25 @@ class ClineHome(AgentHome):
 
     def start(self, server: TmuxServer, *args: str) -> str:
         """A pane running ``cline`` in the project, at its empty input box; returns the pane id."""
-        pane = self.launch(server, shlex.join(args))
+        return self._ready(server, self.launch(server, shlex.join(args)))
+
+    def start_in(self, server: TmuxServer, folder: Path) -> str:
+        """A pane running ``cline`` in ``folder`` (another project of the same home), at its empty input box;
+        returns the pane id."""
+        folder.mkdir(parents=True, exist_ok=True)
+        pane = server.new_pane(self.shell_command(), cwd=folder, width=120, height=40)
+        server.type(pane, self.command)
+        return self._ready(server, pane)
+
+    def _ready(self, server: TmuxServer, pane: str) -> str:
         wait_for(lambda: self.draft(server, pane) == "", 60, what="Cline's input box")
         time.sleep(0.5)  # shapes the scenario: keys typed while it still starts are dropped
         return pane
+
+    def session_of(self, prompt: str) -> Path:
+        """The session record whose first prompt is ``prompt``."""
+        [found] = [p for p in self.session_files() if prompt in str(json.loads(p.read_text()).get("prompt"))]
+        return found
 
     @staticmethod
     def draft(server: TmuxServer, pane: str) -> str | None:
@@ -137,3 +153,16 @@ def make_cline_home(root: Path, *, api_url: str, cline_bin: Path, state: Path | 
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
     return ClineHome(home=home, project=project, env=env, cline_bin=cline_bin)
+
+
+@contextlib.contextmanager
+def cline_session(server: TmuxServer, root: Path, *, api_url: str, cline_bin: Path,
+                  state: Path | None = None) -> Iterator[ClineHome]:
+    """A signed-in home (:func:`make_cline_home`) whose every Cline, the hub daemon too, is gone after: the
+    tmux server is killed first (a TUI would start the hub again), then the rest ended."""
+    home = make_cline_home(root, api_url=api_url, cline_bin=cline_bin, state=state)
+    try:
+        yield home
+    finally:
+        server.kill()
+        home.end()
