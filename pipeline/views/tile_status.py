@@ -19,8 +19,9 @@ from pipeline.views.states import state_text, state_words
 
 __all__ = ["FILE_STEPS", "tile_row", "tile_status"]
 
-#: the keys under which a resolve step's value names the agent's session (Claude Code, OpenCode, Codex)
-SESSION_KEYS = ("sessionId", "session_id", "thread")
+#: the keys under which a resolve step's value names the agent's session (Claude Code, OpenCode, Codex; a
+#: session-file adapter's turn step: Gemini CLI, Qwen Code, pi, Cline, Copilot CLI)
+SESSION_KEYS = ("sessionId", "session_id", "thread", "session")
 #: resolve steps whose value is worth a column of its own
 FILE_STEPS = {
     "session": ("session", "session file", "session-file", "thread"),
