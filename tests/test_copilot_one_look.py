@@ -33,8 +33,8 @@ async def test_a_dialog_that_closes_during_a_look_is_what_the_whole_look_saw(
     shutil.copy(shutil.which("sleep") or "/bin/sleep", bin_dir / "copilot")
     trust, idle = SCREENS / "screen_01_first_run_folder_trust.txt", SCREENS / "screen_02_idle_start.txt"
     pane = tmux_server.new_pane(
-        f"bash --norc --noprofile -c 'copilot 300 & cat {trust}; read; clear; cat {idle}; wait'", cwd=tmp_path,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "COPILOT_HOME": str(tmp_path / "home" / ".copilot")},
+        f"bash --norc --noprofile -c 'copilot 300 & cat {trust}; read; clear; cat {idle}; wait'",
+        cwd=tmp_path, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "COPILOT_HOME": str(tmp_path / "home" / ".copilot")},
         height=45)
     wait_for(lambda: proc.find_agent(tmux_server.pane_pid(pane), {"copilot"}), what="the copilot stand-in")
     wait_for(lambda: "Do you trust the files" in tmux_server.capture(pane), what="the dialog")
