@@ -34,8 +34,8 @@ async def test_a_dialog_that_closes_during_a_look_is_what_the_whole_look_saw(
     trust, idle = SCREENS / "screen_01_first_run_folder_trust.txt", SCREENS / "screen_02_idle_start.txt"
     pane = tmux_server.new_pane(
         f"bash --norc --noprofile -c 'copilot 300 & cat {trust}; read; clear; cat {idle}; wait'",
-        cwd=tmp_path, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "COPILOT_HOME": str(tmp_path / "home" / ".copilot")},
-        height=45)
+        cwd=tmp_path, height=45,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "COPILOT_HOME": str(tmp_path / "home" / ".copilot")})
     wait_for(lambda: proc.find_agent(tmux_server.pane_pid(pane), {"copilot"}), what="the copilot stand-in")
     wait_for(lambda: "Do you trust the files" in tmux_server.capture(pane), what="the dialog")
     adapter = CopilotAdapter(EngineContext(name="cp", tile=Tile(pane=pane, agent="copilot"),
