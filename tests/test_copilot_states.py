@@ -70,7 +70,8 @@ def test_the_board_shows_copilots_states_truly_and_soon(
         """Esc twice once tokens stream: the first arms it (``esc again to interrupt``), the second
         interrupts. A loaded Copilot can miss the second (at load 12–16 the arming ran out ~1 s later, the
         footer said ``esc esc interrupt`` again and the answer streamed on to its end): then the two again,
-        as a person would."""
+        as a person would. The footer alone does not tell a missed Esc (retried on it at once, the next
+        first Esc twice got no ``esc again to interrupt``); still streaming 5 s later does."""
         for _ in range(3):
             for key in ("first", "second"):
                 proof.key("Escape")
@@ -78,10 +79,13 @@ def test_the_board_shows_copilots_states_truly_and_soon(
                 if key == "first":
                     wait_for(lambda: "esc again to interrupt" in tmux_server.capture(pane),
                              what="the first Esc")
-            outcome = wait_for(lambda: next((w for w in ("Operation cancelled by user", "esc esc interrupt")
-                                             if w in tmux_server.capture(pane)), None), what="the interrupt")
-            if outcome == "Operation cancelled by user":
+            try:
+                wait_for(lambda: "Operation cancelled by user" in tmux_server.capture(pane), timeout=5,
+                         what="the interrupt")
                 return
+            except AssertionError:
+                if "esc esc interrupt" not in tmux_server.capture(pane):  # not streaming on either
+                    raise
         raise AssertionError(f"three Esc pairs did not interrupt Copilot:\n{tmux_server.capture(pane)}")
 
     with proof.running():
