@@ -9,8 +9,8 @@ import re
 from pipeline.plugin.dialogs import asked, menu_keys, pick
 from pipeline.plugin.tools import strip_ansi
 
-__all__ = ["approval_answer", "approval_prompt", "approval_question", "composer_draft", "paste_placeholder",
-           "strip_furniture"]
+__all__ = ["answer_streaming", "approval_answer", "approval_prompt", "approval_question", "composer_draft",
+           "paste_placeholder", "strip_furniture"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:?]*m")
 #: the title of Codex's approval dialogs (0.171.0: "Would you like to run the following command?")
@@ -111,6 +111,31 @@ def composer_draft(screen: str, placeholders: tuple[str, ...] = ("Ask Codex to d
 
 #: a paste of more than 1000 characters in the composer (docs/agent-versions.md, "Pasted drafts")
 _PLACEHOLDER = re.compile(r"\[Pasted Content (\d+) chars\]")
+
+
+#: the lines Codex draws under a turn that ended: ``Worked for 3s • 05:21`` (answered), ``■ Conversation
+#: interrupted …`` (Esc), ``■ We’re currently experiencing high demand …`` (the API failed it)
+_TURN_END = re.compile(r"^(─\s*)?Worked for |^■ ")
+
+
+def answer_streaming(screen: str) -> bool:
+    """Whether ``screen`` shows an answer still streaming: under the last prompt, an agent's ``• …`` block
+    and no line that ends the turn (``Worked for …``, ``■ …``) between it and the input line. Codex 0.171.0
+    shows no busy line meanwhile (docs/agents.md, Codex): the input line reads as it does when idle.
+
+    The adapter need not ask: the rollout says busy from ``task_started`` to ``task_complete``. The proof
+    of the board's states does (tests/test_codex_states.py): its truth is the screen once a key was
+    pressed, and an answer streaming on under an idle-looking input is working, not idle."""
+    lines = [strip_ansi(ln).rstrip() for ln in screen.rstrip("\n").split("\n")]  # blank rows may part them
+    composer = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("›")), None)
+    if composer is None or approval_prompt(screen) is not None:
+        return False
+    for line in reversed(lines[:composer]):
+        if _TURN_END.match(line.strip()) or line.startswith("›"):
+            return False
+        if line.startswith("• "):
+            return True
+    return False
 
 
 def paste_placeholder(draft: str, text: str) -> bool:

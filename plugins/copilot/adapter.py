@@ -52,6 +52,8 @@ ANSWER_WAIT_S = 2.0
 HOOK_SLACK_S = 30.0
 #: a turn started this little before a snapshot still counts as started after it (clock granularity)
 START_SLACK_S = 1.0
+#: the screen :meth:`CopilotAdapter.target_state` read answers the same look's :meth:`resolve` this long
+LOOK_REUSE_S = 1.0
 
 
 class CopilotAdapter(ReadsScreenRules, EventsFollowing):
@@ -66,6 +68,8 @@ class CopilotAdapter(ReadsScreenRules, EventsFollowing):
     confirm_timeout_s = 8.0
     busy_markers = ("esc esc interrupt", "esc again to interrupt", "esc esc edit prompt")
     quiet_s = 1.5
+    #: the screen the last :meth:`target_state` read, and when (monotonic), for the same look's resolve()
+    _looked: tuple[float, str] | None = None
 
     # ---- the screen ------------------------------------------------------------------------------
 
@@ -233,6 +237,7 @@ class CopilotAdapter(ReadsScreenRules, EventsFollowing):
             screen = await self.ctx.capture()
         except (PaneGone, ServerGone):
             return "gone"
+        self._looked = (time.monotonic(), screen)
         if self.waiting_for(screen) is not None:  # never type into an approval box: it would answer it
             return "busy"
         working, state = self.working_flag(), self._state
@@ -329,7 +334,7 @@ class CopilotAdapter(ReadsScreenRules, EventsFollowing):
         state = self._state
         if state is not None and state.asking is not None:
             steps.append(ResolveStep("activity", True, f"waiting ({asked(state)})", asked(state)))
-        elif (waiting := await self.waiting_step()) is not None:
+        elif (waiting := await self._looked_waiting()) is not None:
             steps.append(waiting)
         if state is not None:
             last = state.last_finished()
@@ -340,6 +345,17 @@ class CopilotAdapter(ReadsScreenRules, EventsFollowing):
                 else "idle, no finished turn",
                 {"session": state.session_id, "busy": state.busy}))
         return steps
+
+    async def _looked_waiting(self) -> ResolveStep | None:
+        """The ``activity`` step of the screen this look's :meth:`target_state` read (within
+        :data:`LOOK_REUSE_S`), else of the screen now: one look reads one screen. Read twice, a dialog that
+        closed between the two reads made the row ``working`` — busy for the dialog, and no dialog for the
+        activity — a state Copilot was not in: the folder-trust dialog closes straight to the idle input."""
+        looked, self._looked = self._looked, None
+        if looked is None or time.monotonic() - looked[0] > LOOK_REUSE_S:
+            return await self.waiting_step()
+        reason = self.waiting_for(looked[1])
+        return ResolveStep("activity", True, f"waiting ({reason})", reason) if reason else None
 
 
 @hookimpl
