@@ -7,7 +7,6 @@ answers with an error → idle, the board sampled every ~150 ms."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,10 +14,10 @@ import pytest
 
 from plugins.copilot.screen import approval_prompt, input_draft, is_working
 from tests.agent_versions import resolve
-from tests.fakes.npm_agents import NpmInstallError, install
 from tests.fakes.openai_chat import OVERLOADED, FakeChat
 from tests.support.copilot import make_copilot_home
 from tests.support.polling import wait_for
+from tests.support.real_cli import npm_package
 from tests.support.state_proof import Screen, StateProof
 from tests.support.tmux import TmuxServer
 
@@ -35,12 +34,7 @@ COPILOT_SCREEN = Screen(
 
 @pytest.fixture(scope="module")
 def copilot_bin() -> Path:
-    try:
-        return install(*COPILOT)
-    except NpmInstallError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"cannot install {COPILOT[0]}@{COPILOT[1]} from npm: {exc}")
-        pytest.skip(f"cannot install {COPILOT[0]}@{COPILOT[1]} from npm (not in CI, so skipped): {exc}")
+    return npm_package(COPILOT)
 
 
 @pytest.fixture
@@ -60,11 +54,7 @@ def test_the_board_shows_copilots_states_truly_and_soon(
     proof = StateProof("copilot", tmux_server, pane, COPILOT_SCREEN, tmp_path / "routes.yaml")
 
     def prompt(text: str) -> None:
-        tmux_server.run("send-keys", "-t", pane, "-l", text)
-        wait_for(lambda: input_draft(tmux_server.capture(pane)) == text, what="the typed prompt")
-        proof.hold(0.3)  # a person's pause before Enter
-        proof.key("Enter")
-        tmux_server.run("send-keys", "-t", pane, "Enter")
+        proof.prompt(text, pause_s=0.3, draft=input_draft)
 
     def interrupt() -> None:
         """Esc twice once tokens stream: the first arms it (``esc again to interrupt``), the second
@@ -74,8 +64,7 @@ def test_the_board_shows_copilots_states_truly_and_soon(
         first Esc twice got no ``esc again to interrupt``); still streaming 5 s later does."""
         for _ in range(3):
             for key in ("first", "second"):
-                proof.key("Escape")
-                tmux_server.run("send-keys", "-t", pane, "Escape")
+                proof.press("Escape")
                 if key == "first":
                     wait_for(lambda: "esc again to interrupt" in tmux_server.capture(pane),
                              what="the first Esc")
@@ -95,17 +84,8 @@ def test_the_board_shows_copilots_states_truly_and_soon(
         proof.phase("trusted")
         assert "(keys Enter)" in proof.approve()  # "1. Yes" (this session) is preselected
         proof.wait_screen("idle", hold_s=1.5)
-        proof.phase("answer")
-        prompt("SLOWTEST: write the plan")
-        proof.wait_screen("working")
-        proof.wait_screen("idle", hold_s=1.5)
-        proof.phase("permission")
-        prompt("TOOLASK: create approved.txt, then SLOWTEST: say so slowly")
-        proof.wait_screen("waiting", hold_s=1.5)
-        proof.phase("approved")
-        proof.approve()
-        proof.wait_screen("working")
-        proof.wait_screen("idle", hold_s=1.5)
+        proof.answer_turn("SLOWTEST: write the plan", prompt)
+        proof.approval_turn("TOOLASK: create approved.txt, then SLOWTEST: say so slowly", prompt)
         proof.phase("interrupted")
         api.script("A long answer, streamed slowly: " + "word " * 40)  # ~20 s, cut short
         prompt("SLOWTEST: a long answer to interrupt")
@@ -121,8 +101,5 @@ def test_the_board_shows_copilots_states_truly_and_soon(
     assert "Operation cancelled by user" in screen
     statuses = [s.status for s in api.streams if s.status != 200]
     assert statuses[0] == 499 and set(statuses[1:]) == {api.fail_status}, (statuses, screen)
-    verdict = proof.check(api.streams)
-    with capsys.disabled():
-        print(f"\nCopilot CLI {COPILOT[1]} {verdict.line()}; the failed turn: {len(statuses) - 1} requests "
-              f"answered {api.fail_status}\n{verdict.timeline()}")
-    verdict.assert_true()
+    proof.report(f"Copilot CLI {COPILOT[1]} (the failed turn: {len(statuses) - 1} requests answered "
+                 f"{api.fail_status})", api.streams, capsys)
