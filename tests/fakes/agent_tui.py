@@ -117,20 +117,13 @@ _RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _
           "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi, "cline": _cline}
 
 
-def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
-    """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``)."""
+def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2, start_s: float | None = None) -> str:
+    """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``); ``start_s``: how
+    long it starts (default: its look's :attr:`Look.start_s`)."""
+    start = [] if start_s is None else ["--start-s", str(start_s)]
     return shlex.join(
-        [
-            sys.executable,
-            "-m",
-            "tests.fakes.agent_tui",
-            "--agent",
-            agent,
-            "--log",
-            str(log),
-            "--work-s",
-            str(work_s),
-        ]
+        [sys.executable, "-m", "tests.fakes.agent_tui", "--agent", agent, "--log", str(log), "--work-s",
+         str(work_s), *start]
     )
 
 
@@ -146,6 +139,8 @@ class Look:
     #: an Enter this soon after a typed key, or after a paste, is a newline, not a submit
     fast_return_s = 0.0
     paste_return_s = 0.0
+    #: how long it starts: a blank screen, its cursor hidden, and what is typed meanwhile dropped
+    start_s = 0.0
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -269,6 +264,9 @@ class OpenCodeLook(Look):
 
     comm = "opencode"
     box = 76
+    #: 1.18.33 shows a blank screen for seconds, dropping what is typed until shortly before its box shows
+    #: (tests/fixtures/opencode-1.18.33/screens/start_blank.txt, start.json; docs/agents.md, OpenCode)
+    start_s = 0.5
 
     def input(self, draft: list[str], busy: bool) -> list[str]:
         shown = draft or ['Ask anything… "Fix a TODO in the codebase"']
@@ -1292,8 +1290,15 @@ class Stand:
         self.note({"answer": answer})  # after the screen: a source test waits for this, then for idle
 
 
-    def start(self) -> None:
-        """The first screen: the trust question first, for an agent that asks it in a folder with ``.pi/``."""
+    def start(self, start_s: float) -> None:
+        """The first screen: after ``start_s`` of a blank one (what was typed then dropped), the trust
+        question first, for an agent that asks it in a folder with ``.pi/``."""
+        if start_s:
+            sys.stdout.write("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J")
+            sys.stdout.flush()
+            time.sleep(start_s)  # shapes the scenario: the agent starts this long
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+            sys.stdout.write("\x1b[?25h")
         if self.look.asks_trust and Path(".pi").is_dir():
             self.ask()
         self.draw()
@@ -1341,6 +1346,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agent", choices=sorted(LOOKS), required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--work-s", type=float, default=0.2)
+    ap.add_argument("--start-s", type=float)
     args = ap.parse_args(argv)
     with open("/proc/self/comm", "w") as f:
         f.write(LOOKS[args.agent].comm)
@@ -1349,7 +1355,7 @@ def main(argv: list[str] | None = None) -> int:
     tty.setraw(fd)
     sys.stdout.write("\x1b[?2004h")
     stand = Stand(args.agent, args.log, args.work_s)
-    stand.start()
+    stand.start(LOOKS[args.agent].start_s if args.start_s is None else args.start_s)
     pending, pasting, pasted = b"", False, b""
     try:
         while True:
