@@ -104,3 +104,32 @@ async def test_a_hand_off_to_an_opencode_just_started_is_typed_once_it_is_ready_
         tg.cancel_scope.cancel()
     assert [d.state for d in deliveries] == ["delivered"]
     assert messages(log) == [text]
+
+
+@pytest.mark.tmux
+@pytest.mark.anyio
+async def test_a_hand_off_whose_paste_never_landed_is_typed_again_and_received_once(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """The box shows, yet the paste and its Enter are dropped (a target that takes nothing for a while:
+    the stand-in's ``deaf_s``): the turn never starts, the input stays empty and the store holds no such
+    prompt. The dispatcher sees the paste was lost and types it again, once it is ready — delivered, taken
+    once — instead of ending unconfirmed with the hand-off lost."""
+    log = tmp_path / "oc.jsonl"
+    pane = tmux_server.new_pane(agent_tui_command("opencode", log, start_s=0.0, deaf_s=2.0), cwd=tmp_path,
+                                env={"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(REPO)},
+                                width=160, height=45)
+    wait_for(lambda: input_box(tmux_server.capture(pane)) == "", what="the stand-in's box")
+    config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": pane, "agent": "opencode"}}})
+    deliveries: list[Delivery] = []
+    pipeline = Pipeline(config, load_registries(), tmux_server.tmux,
+                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+    text = "HANDOFF: the paste that was dropped"
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        await pipeline.submit(Prompt(route="r", source="src", target="oc", text=text, turn_id="t-1", hop=0))
+        await until(lambda: deliveries, 60, "the hand-off's outcome")
+        await aquiet_for(1.0, "a second hand-off")
+        tg.cancel_scope.cancel()
+    assert [d.state for d in deliveries] == ["delivered"]
+    assert messages(log) == [text]

@@ -117,10 +117,12 @@ _RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _
           "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi, "cline": _cline}
 
 
-def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2, start_s: float | None = None) -> str:
+def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2, start_s: float | None = None,
+                      deaf_s: float = 0.0) -> str:
     """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``); ``start_s``: how
-    long it starts (default: its look's :attr:`Look.start_s`)."""
-    start = [] if start_s is None else ["--start-s", str(start_s)]
+    long it starts (default: its look's :attr:`Look.start_s`); ``deaf_s``: how long, once it shows its input,
+    it drops what is typed all the same (a target that takes no paste although it looks ready)."""
+    start = ([] if start_s is None else ["--start-s", str(start_s)]) + ["--deaf-s", str(deaf_s)]
     return shlex.join(
         [sys.executable, "-m", "tests.fakes.agent_tui", "--agent", agent, "--log", str(log), "--work-s",
          str(work_s), *start]
@@ -1347,6 +1349,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", required=True)
     ap.add_argument("--work-s", type=float, default=0.2)
     ap.add_argument("--start-s", type=float)
+    ap.add_argument("--deaf-s", type=float, default=0.0)
     args = ap.parse_args(argv)
     with open("/proc/self/comm", "w") as f:
         f.write(LOOKS[args.agent].comm)
@@ -1357,11 +1360,14 @@ def main(argv: list[str] | None = None) -> int:
     stand = Stand(args.agent, args.log, args.work_s)
     stand.start(LOOKS[args.agent].start_s if args.start_s is None else args.start_s)
     pending, pasting, pasted = b"", False, b""
+    deaf_until = time.monotonic() + args.deaf_s
     try:
         while True:
             data = os.read(fd, 65536)
             if not data:
                 return 0
+            if time.monotonic() < deaf_until:
+                continue  # dropped, the screen unchanged
             pending += data
             while pending:
                 if pasting:
