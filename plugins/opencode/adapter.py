@@ -69,6 +69,9 @@ class OpenCodeAdapter(StoreFollowing):
     placeholders = ("Ask anything",)
     #: the first prompt of a fresh OpenCode takes ~1 s to reach the store (it creates the session then)
     confirm_timeout_s = 8.0
+    #: a prompt it took is in its store, or (no session yet) drawn in its session view: a paste it never
+    #: took is typed again
+    retype_lost_paste = True
 
     async def resolve(self) -> list[ResolveStep]:
         steps = await self.find_process_steps()

@@ -66,8 +66,11 @@ async def _type_once(adapter: AgentAdapter, clean: str,
 
 async def _paste_lost(adapter: AgentAdapter, clean: str) -> bool:
     """Whether a prompt whose turn was not seen to start never reached the target: it is ready (no turn, no
-    dialog, no draft), its input is empty and its records say it did not take ``clean`` — False, not None:
-    an agent that cannot tell is never typed into twice."""
+    dialog, no draft), its input is empty and it shows it did not take ``clean`` — only for an agent whose
+    ``received`` False proves that (:attr:`~pipeline.plugin.agents.AgentAdapter.retype_lost_paste`): one
+    that may take text and show none of it is never typed into twice."""
+    if not adapter.retype_lost_paste:
+        return False
     look_again()
     try:
         return (await adapter.target_state() == "ready" and await adapter.input_holds(clean) == "empty"
