@@ -71,8 +71,8 @@ async def one_run(root: Path, binary: Path, url: str, shots: dict[str, tuple[str
                 break
             pasted.append((len(pasted) + 1, now))
             await tmux.paste(pane, f"T{len(pasted)} ")
-            await anyio.sleep(STEP_S)
-        await anyio.sleep(1.0)
+            await anyio.sleep(STEP_S)  # shapes the scenario: a token every STEP_S
+        await anyio.sleep(1.0)  # shapes the scenario: the last tokens drawn before the input is read
         held = input_box(await tmux.run("capture-pane", "-p", "-J", "-t", pane)) or ""
         kept = sorted(int(n) for n in re.findall(r"T(\d+)", held))
         return {"began_s": began, "pasted": pasted, "kept": kept}
