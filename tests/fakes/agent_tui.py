@@ -10,6 +10,9 @@ text — so a crash between a paste and its Enter leaves the target exactly as a
 timing too, where it matters to delivery (measured on the pinned CLIs): Copilot CLI draws a paste 0.25 s
 after it arrived; Gemini CLI takes an Enter 30 ms or less after a typed key, or ~0.1 s after a paste, for a
 newline (so an Enter read together with its paste leaves the paste in the input, as the real one did).
+OpenCode starts on a blank screen, dropping what is typed, for ``start_s`` (0.5 s; the real one for
+seconds: tests/fixtures/opencode-1.18.33/screens/start_blank.txt); ``deaf_s`` has any of them drop what is
+typed for that long once it shows its input.
 
 On Enter the stand-in writes the turn's start to the agent's files (Claude Code: ``sessions/<pid>.json``
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
