@@ -59,15 +59,35 @@ def test_the_recording_shows_that_what_is_typed_once_the_box_shows_is_kept() -> 
         assert input_box((RECORDED / "start_box.txt").read_text()) == ""
 
 
+def _standin(tmux_server: TmuxServer, log: Path, **timing: float) -> str:
+    """A pane running the OpenCode stand-in of tests/fakes/agent_tui.py, in the recordings' size."""
+    return tmux_server.new_pane(agent_tui_command("opencode", log, **timing), cwd=log.parent,
+                                env={"XDG_DATA_HOME": str(log.parent / "data"), "PYTHONPATH": str(REPO)},
+                                width=160, height=45)
+
+
+async def _hand_off(tmux_server: TmuxServer, pane: str, text: str) -> list[Delivery]:
+    """A hand-off of ``text`` to the pane's OpenCode through the real dispatcher: its outcomes."""
+    config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": pane, "agent": "opencode"}}})
+    deliveries: list[Delivery] = []
+    pipeline = Pipeline(config, load_registries(), tmux_server.tmux,
+                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+    async with anyio.create_task_group() as tg:
+        await tg.start(pipeline.run)
+        await pipeline.submit(Prompt(route="r", source="src", target="oc", text=text, turn_id="t-1", hop=0))
+        await until(lambda: deliveries, 60, "the hand-off's outcome")
+        await aquiet_for(1.0, "a second hand-off")
+        tg.cancel_scope.cancel()
+    return deliveries
+
+
 @pytest.mark.tmux
 @pytest.mark.anyio
 async def test_the_stand_in_starts_as_the_recorded_opencode_does(tmux_server: TmuxServer,
                                                                    tmp_path: Path) -> None:
     """Blank and busy while it starts, what is pasted then dropped; then its box, ready, as recorded."""
     log = tmp_path / "oc.jsonl"
-    pane = tmux_server.new_pane(agent_tui_command("opencode", log, start_s=2.0), cwd=tmp_path,
-                                env={"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(REPO)},
-                                width=160, height=45)
+    pane = _standin(tmux_server, log, start_s=2.0)
     adapter = _adapter(pane, tmux_server.tmux)
     blank = (RECORDED / "start_blank.txt").read_text()
     wait_for(lambda: tmux_server.run("display-message", "-p", "-t", pane, "#{alternate_on}").strip() == "1",
@@ -88,21 +108,9 @@ async def test_a_hand_off_to_an_opencode_just_started_is_typed_once_it_is_ready_
     """The real dispatcher, a hand-off queued the moment the pane's OpenCode (its stand-in) runs: it waits
     out the blank start, then is typed, taken as a prompt once, and delivered."""
     log = tmp_path / "oc.jsonl"
-    pane = tmux_server.new_pane(agent_tui_command("opencode", log, start_s=2.0), cwd=tmp_path,
-                                env={"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(REPO)},
-                                width=160, height=45)
-    config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": pane, "agent": "opencode"}}})
-    deliveries: list[Delivery] = []
-    pipeline = Pipeline(config, load_registries(), tmux_server.tmux,
-                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+    pane = _standin(tmux_server, log, start_s=2.0)
     text = "HANDOFF: review the change"
-    async with anyio.create_task_group() as tg:
-        await tg.start(pipeline.run)
-        await pipeline.submit(Prompt(route="r", source="src", target="oc", text=text, turn_id="t-1", hop=0))
-        await until(lambda: deliveries, 30, "the hand-off's outcome")
-        await aquiet_for(1.0, "a second hand-off")
-        tg.cancel_scope.cancel()
-    assert [d.state for d in deliveries] == ["delivered"]
+    assert [d.state for d in await _hand_off(tmux_server, pane, text)] == ["delivered"]
     assert messages(log) == [text]
 
 
@@ -116,20 +124,8 @@ async def test_a_hand_off_whose_paste_never_landed_is_typed_again_and_received_o
     prompt. The dispatcher sees the paste was lost and types it again, once it is ready — delivered, taken
     once — instead of ending unconfirmed with the hand-off lost."""
     log = tmp_path / "oc.jsonl"
-    pane = tmux_server.new_pane(agent_tui_command("opencode", log, start_s=0.0, deaf_s=2.0), cwd=tmp_path,
-                                env={"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(REPO)},
-                                width=160, height=45)
+    pane = _standin(tmux_server, log, start_s=0.0, deaf_s=2.0)
     wait_for(lambda: input_box(tmux_server.capture(pane)) == "", what="the stand-in's box")
-    config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": pane, "agent": "opencode"}}})
-    deliveries: list[Delivery] = []
-    pipeline = Pipeline(config, load_registries(), tmux_server.tmux,
-                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
     text = "HANDOFF: the paste that was dropped"
-    async with anyio.create_task_group() as tg:
-        await tg.start(pipeline.run)
-        await pipeline.submit(Prompt(route="r", source="src", target="oc", text=text, turn_id="t-1", hop=0))
-        await until(lambda: deliveries, 60, "the hand-off's outcome")
-        await aquiet_for(1.0, "a second hand-off")
-        tg.cancel_scope.cancel()
-    assert [d.state for d in deliveries] == ["delivered"]
+    assert [d.state for d in await _hand_off(tmux_server, pane, text)] == ["delivered"]
     assert messages(log) == [text]

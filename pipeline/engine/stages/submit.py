@@ -47,7 +47,7 @@ async def type_prompt(adapter: AgentAdapter, text: str,
             break
         log.warning("retyping    %s: no turn started, its input is empty and it shows no such prompt: the "
                     "paste never reached it", adapter.ctx.name)
-        confirmed, pane_id = await _type_once(adapter, clean, on_submit)
+        confirmed, pane_id = await _type_once(adapter, clean, None)  # on_submit's hop is expected already
     return confirmed, pane_id
 
 
