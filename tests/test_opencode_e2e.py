@@ -253,3 +253,55 @@ def test_real_opencode_as_target_killed_between_paste_and_enter_takes_the_prompt
     finally:
         tmux_server.kill()
         stop_left_behind(started)
+
+
+
+#: how many fresh starts the next test makes (BATON_OPENCODE_STARTS=N for a measurement: docs/agents.md)
+STARTS = int(os.environ.get("BATON_OPENCODE_STARTS", "1"))
+
+
+@pytest.mark.tmux
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_real_opencode_takes_a_hand_off_queued_the_moment_it_starts_once(
+    tmux_server: TmuxServer, tmp_path: Path, opencode_bin: Path, fake_chat: FakeChat
+) -> None:
+    """A fresh OpenCode and a hand-off queued to it at once, through the real dispatcher: typed at the first
+    moment batonpass calls it ready — never while it starts and drops what is typed (docs/agents.md,
+    OpenCode) — delivered, and the prompt reaches its store and the model exactly once. Per start."""
+    for k in range(STARTS):
+        await _hand_off_at_start(tmux_server, tmp_path / f"start{k}", opencode_bin, fake_chat,
+                                 f"HANDOFF-{k}: look at the listing")
+
+
+async def _hand_off_at_start(tmux_server: TmuxServer, root: Path, opencode_bin: Path, fake_chat: FakeChat,
+                             text: str) -> None:
+    home, project = root / "home", root / "web"
+    project.mkdir(parents=True)
+    env = opencode_env(home, opencode_bin)
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "opencode.json").write_text(json.dumps(opencode_config(fake_chat.url)))
+    oc = tmux_server.new_pane("opencode", cwd=project, env=env)
+    config = Config.model_validate({"version": 1, "tiles": {"oc": {"pane": oc, "agent": "opencode"}}})
+    deliveries: list[Delivery] = []
+    pipeline = Pipeline(config, load_registries(), tmux_server.tmux,
+                        report=lambda e: deliveries.append(e) if isinstance(e, Delivery) else None)
+    started: list[proc.Proc] = []
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(pipeline.run)
+            await pipeline.submit(Prompt(route="r", source="src", target="oc", text=text, turn_id="t", hop=0))
+            await until(lambda: deliveries, 180, "the hand-off's outcome")
+            found = proc.find_agent(tmux_server.pane_pid(oc), {"opencode"})
+            started = list(proc.subtree(found.pid)) if found else []
+            await until(lambda: any(r.last_user_text == text for r in fake_chat.turns()), 60,
+                        "the hand-off reaching the model")
+            await aquiet_for(1.0, "a second copy")
+            tg.cancel_scope.cancel()
+        assert [d.state for d in deliveries] == ["delivered"], text
+        db = home / ".local/share/opencode/opencode.db"
+        assert [p for s in OpenCodeStore(db).sessions(str(project)) for p in s.recent_prompts] == [text]
+        assert sum(r.last_user_text == text for r in fake_chat.turns()) == 1
+    finally:
+        tmux_server.run("kill-pane", "-t", oc, check=False)
+        stop_left_behind(started)

@@ -129,8 +129,23 @@ def test_rows_only_in_the_wal_are_read_in_place_and_a_bare_copy_misses_them(tmp_
     assert (tmp_path / "opencode.db-wal").stat().st_size > 0
     assert OpenCodeStore(tmp_path / "opencode.db").last_turn(session).turn_id == turn
     shutil.copy(tmp_path / "opencode.db", tmp_path / "copy.db")
-    with pytest.raises(UnknownSchema):  # the schema itself is still only in the WAL
+    with pytest.raises(StoreMissing, match="no tables yet"):  # the schema itself is still only in the WAL
         OpenCodeStore(tmp_path / "copy.db").sessions()
+    writer.close()
+
+
+def test_a_store_whose_tables_are_not_made_yet_is_missing_not_unknown(tmp_path: Path) -> None:
+    """A fresh OpenCode creates its store seconds before its tables (docs/agents.md, OpenCode): read in
+    between, the file is a store not there yet — waited for — not one of an unknown layout, which would have
+    the tile read from the screen for as long as that OpenCode runs. Once the tables are made, it reads."""
+    db = tmp_path / "opencode.db"
+    sqlite3.connect(db).close()
+    store = OpenCodeStore(db)
+    with pytest.raises(StoreMissing, match="no tables yet"):
+        store.sessions()
+    writer = StoreWriter(db)
+    session = writer.session(tmp_path)
+    assert [s.id for s in store.sessions()] == [session]
     writer.close()
 
 

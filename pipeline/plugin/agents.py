@@ -152,6 +152,11 @@ class AgentAdapter(abc.ABC):
     #: CPU: Gemini CLI): when the turn has not started this long after the Enter and :meth:`input_holds` says
     #: the input still holds the prompt, Enter is pressed again (and again, at this pace, until confirmed)
     enter_again_s: ClassVar[float | None] = None
+    #: True when a False from :meth:`received` is proof that the agent never took the prompt (it shows every
+    #: prompt it took: its records, a screen that always draws it): a paste whose turn did not start, with
+    #: the target ready and its input empty, is then typed again (``pipeline/engine/stages/submit.py``).
+    #: False (the default) for an agent that may take text and show none of it: it is never typed twice
+    retype_lost_paste: ClassVar[bool] = False
     #: True for adapters that answer from the screen; others get the ``terminal`` adapter as fallback
     reads_screen: ClassVar[bool] = False
     #: a short description for `baton plugins`

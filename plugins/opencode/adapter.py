@@ -35,6 +35,7 @@ from plugins.opencode.resolve import (
     same_prompt,
 )
 from plugins.opencode.screen import (
+    input_box,
     input_draft,
     paste_placeholder,
     permission_answer,
@@ -68,6 +69,9 @@ class OpenCodeAdapter(StoreFollowing):
     placeholders = ("Ask anything",)
     #: the first prompt of a fresh OpenCode takes ~1 s to reach the store (it creates the session then)
     confirm_timeout_s = 8.0
+    #: a prompt it took is in its store, or (no session yet) drawn in its session view: a paste it never
+    #: took is typed again
+    retype_lost_paste = True
 
     async def resolve(self) -> list[ResolveStep]:
         steps = await self.find_process_steps()
@@ -194,11 +198,21 @@ class OpenCodeAdapter(StoreFollowing):
             screen = await self.ctx.capture()
         except (PaneGone, ServerGone):
             return "gone"
-        if self.waiting_for(screen) is not None:  # never type into the dialog: it would answer it
+        state = self.screen_state(screen)
+        if state != "busy" and (self._in_turn or await self._store_busy(read_process(found))):
             return "busy"
-        if self.is_busy(screen) or self._in_turn or await self._store_busy(read_process(found)):
+        return state
+
+    def screen_state(self, screen: str) -> TargetState:
+        """What the screen alone says: ``busy`` under the permission dialog (typing would answer it), while
+        a turn shows, and while no input box shows — OpenCode starting: it drops what is typed until
+        shortly before it draws the box (docs/agents.md, OpenCode); else ``draft`` or ``ready``."""
+        if self.waiting_for(screen) is not None or self.is_busy(screen):
             return "busy"
-        return "draft" if self.draft(screen) else "ready"
+        draft = input_box(screen, self.placeholders)
+        if draft is None:
+            return "busy"
+        return "draft" if draft else "ready"
 
     async def _store_busy(self, p: OpenCodeProcess) -> bool:
         """Whether the newest turn of this pane's session is still open (a permission prompt, too)."""

@@ -191,6 +191,8 @@ class OpenCodeStore:
             raise UnknownSchema(f"{self.path} is not a readable SQLite database ({exc})") from None
         except UnicodeDecodeError:  # SQLite's own error message quoting a damaged schema's bytes
             raise UnknownSchema(f"{self.path} is not a readable SQLite database (a damaged schema)") from None
+        if not any(columns.values()):  # a fresh OpenCode makes the file seconds before its tables
+            raise StoreMissing(f"{self.path} has no tables yet (OpenCode makes them a moment after the file)")
         missing = [f"{t}.{c}" for t, need in REQUIRED_COLUMNS.items() for c in sorted(need - columns[t])]
         if missing:
             raise UnknownSchema(

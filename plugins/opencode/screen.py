@@ -12,21 +12,23 @@ import re
 from pipeline.plugin.dialogs import asked, menu_keys, unboxed
 from pipeline.plugin.tools import line_count, strip_ansi, utf16_length
 
-__all__ = ["input_draft", "paste_placeholder", "permission_answer", "permission_prompt",
+__all__ = ["input_box", "input_draft", "paste_placeholder", "permission_answer", "permission_prompt",
            "permission_question"]
 
 #: how many lines from the bottom the dialog is looked for (it is drawn over the input box)
 DIALOG_LINES = 30
 
 
-def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
+def input_box(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str | None:
     """The text in OpenCode's input box: the ``┃`` lines above its mode line (``┃  Build · …``), which sits
     on the box's bottom border (``╹▀▀▀``), up to the border's width (the sidebar of a wide terminal is on
-    the same rows). Empty when the box is empty or shows its placeholder."""
+    the same rows). "" when the box is empty or shows its placeholder; None when no box shows — OpenCode
+    still starting (it drops what is typed until shortly before it draws the box: docs/agents.md, OpenCode),
+    or a dialog over it."""
     lines = strip_ansi(screen).rstrip("\n").split("\n")
     bottom = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].lstrip().startswith("╹▀")), None)
-    if bottom is None or bottom < 1:
-        return ""
+    if bottom is None or bottom < 1 or not lines[bottom - 1].strip().startswith("┃"):
+        return None
     # a wide terminal shows the session's sidebar on the same rows: the box ends where its border does
     width = len(lines[bottom].rstrip())
     box = []
@@ -37,6 +39,11 @@ def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) 
         box.append(stripped[1:].strip())
     text = "\n".join(reversed(box)).strip()
     return "" if any(text.startswith(p) for p in placeholders) else text
+
+
+def input_draft(screen: str, placeholders: tuple[str, ...] = ("Ask anything",)) -> str:
+    """What :func:`input_box` reads, "" when no box shows."""
+    return input_box(screen, placeholders) or ""
 
 
 #: a paste of 3 lines or more, or of over 150 characters, in the input box (docs/agent-versions.md, "Pasted

@@ -10,6 +10,9 @@ text — so a crash between a paste and its Enter leaves the target exactly as a
 timing too, where it matters to delivery (measured on the pinned CLIs): Copilot CLI draws a paste 0.25 s
 after it arrived; Gemini CLI takes an Enter 30 ms or less after a typed key, or ~0.1 s after a paste, for a
 newline (so an Enter read together with its paste leaves the paste in the input, as the real one did).
+OpenCode starts on a blank screen, dropping what is typed, for ``start_s`` (0.5 s; the real one for
+seconds: tests/fixtures/opencode-1.18.33/screens/start_blank.txt); ``deaf_s`` has any of them drop what is
+typed for that long once it shows its input.
 
 On Enter the stand-in writes the turn's start to the agent's files (Claude Code: ``sessions/<pid>.json``
 busy and a ``user`` transcript line, the paste wrapped in ``<pasted_content>`` when it was a placeholder;
@@ -118,20 +121,15 @@ _RULES = {"claude": _claude, "codex": _codex, "opencode": _opencode, "gemini": _
           "qwen": _qwen, "pi": _pi, "pi-0.73.1": _pi, "cline": _cline}
 
 
-def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2) -> str:
-    """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``)."""
+def agent_tui_command(agent: str, log: Path, *, work_s: float = 0.2, start_s: float | None = None,
+                      deaf_s: float = 0.0) -> str:
+    """The shell command that runs the stand-in of ``agent`` (for ``TmuxServer.new_pane``); ``start_s``: how
+    long it starts (default: its look's :attr:`Look.start_s`); ``deaf_s``: how long, once it shows its input,
+    it drops what is typed all the same (a target that takes no paste although it looks ready)."""
+    start = ([] if start_s is None else ["--start-s", str(start_s)]) + ["--deaf-s", str(deaf_s)]
     return shlex.join(
-        [
-            sys.executable,
-            "-m",
-            "tests.fakes.agent_tui",
-            "--agent",
-            agent,
-            "--log",
-            str(log),
-            "--work-s",
-            str(work_s),
-        ]
+        [sys.executable, "-m", "tests.fakes.agent_tui", "--agent", agent, "--log", str(log), "--work-s",
+         str(work_s), *start]
     )
 
 
@@ -174,6 +172,8 @@ class Look:
     #: last :meth:`input` asks for that render
     render_again_s = 0.0
     moved = False
+    #: how long it starts: a blank screen, its cursor hidden, and what is typed meanwhile dropped
+    start_s = 0.0
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -297,6 +297,9 @@ class OpenCodeLook(Look):
 
     comm = "opencode"
     box = 76
+    #: 1.18.33 shows a blank screen for seconds, dropping what is typed until shortly before its box shows
+    #: (tests/fixtures/opencode-1.18.33/screens/start_blank.txt, start.json; docs/agents.md, OpenCode)
+    start_s = 0.5
 
     def input(self, draft: list[str], busy: bool) -> list[str]:
         shown = draft or ['Ask anything… "Fix a TODO in the codebase"']
@@ -1344,8 +1347,15 @@ class Stand:
         self.note({"answer": answer})  # after the screen: a source test waits for this, then for idle
 
 
-    def start(self) -> None:
-        """The first screen: the trust question first, for an agent that asks it in a folder with ``.pi/``."""
+    def start(self, start_s: float) -> None:
+        """The first screen: after ``start_s`` of a blank one (what was typed then dropped), the trust
+        question first, for an agent that asks it in a folder with ``.pi/``."""
+        if start_s:
+            sys.stdout.write("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J")
+            sys.stdout.flush()
+            time.sleep(start_s)  # shapes the scenario: the agent starts this long
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+            sys.stdout.write("\x1b[?25h")
         if self.look.asks_trust and Path(".pi").is_dir():
             self.ask()
         self.draw()
@@ -1393,6 +1403,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agent", choices=sorted(LOOKS), required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--work-s", type=float, default=0.2)
+    ap.add_argument("--start-s", type=float)
+    ap.add_argument("--deaf-s", type=float, default=0.0)
     args = ap.parse_args(argv)
     with open("/proc/self/comm", "w") as f:
         f.write(LOOKS[args.agent].comm)
@@ -1401,13 +1413,16 @@ def main(argv: list[str] | None = None) -> int:
     tty.setraw(fd)
     sys.stdout.write("\x1b[?2004h")
     stand = Stand(args.agent, args.log, args.work_s)
-    stand.start()
+    stand.start(LOOKS[args.agent].start_s if args.start_s is None else args.start_s)
     pending, pasting, pasted = b"", False, b""
+    deaf_until = time.monotonic() + args.deaf_s
     try:
         while True:
             data = os.read(fd, 65536)
             if not data:
                 return 0
+            if time.monotonic() < deaf_until:
+                continue  # dropped, the screen unchanged
             pending += data
             while pending:
                 if pasting:

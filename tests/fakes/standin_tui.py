@@ -33,8 +33,10 @@ def standin_command(
     answer: str = "Answer {n}: {message}",
     work_s: float = 0.5,
     log: str | None = None,
+    below: tuple[str, ...] = (),
 ) -> str:
-    """The shell command that runs the stand-in (for ``TmuxServer.new_pane``)."""
+    """The shell command that runs the stand-in (for ``TmuxServer.new_pane``); ``below``: lines drawn under
+    the prompt each time it shows (OpenCode's mode line and the border of its input box)."""
     cmd = [
         sys.executable,
         "-m",
@@ -50,7 +52,7 @@ def standin_command(
         "--work-s",
         str(work_s),
     ]
-    return shlex.join(cmd + (["--log", log] if log else []))
+    return shlex.join(cmd + (["--log", log] if log else []) + [f"--below={line}" for line in below])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answer", default="Answer {n}: {message}")
     ap.add_argument("--work-s", type=float, default=0.5)
     ap.add_argument("--log")
+    ap.add_argument("--below", action="append", default=[])
     args = ap.parse_args(argv)
+    if args.below:  # the prompt, the lines under it, the cursor back after the prompt
+        up = len(args.below)
+        args.prompt = f"{args.prompt}\r\n" + "\r\n".join(args.below) + f"\x1b[{up}A\r{args.prompt}"
     with open("/proc/self/comm", "w") as f:
         f.write(args.comm[:15])
     fd, out = sys.stdin.fileno(), sys.stdout
@@ -97,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                     out.write(ch)
             out.flush()
     finally:
-        out.write("\x1b[?2004l")
+        out.write("\x1b[?2004l\x1b[J")  # what it drew under the prompt goes with it
         out.flush()
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 

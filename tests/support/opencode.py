@@ -18,9 +18,12 @@ from tests.support.paths import FIXTURES, REPO
 from tests.support.polling import wait_for
 from tests.support.tmux import TmuxServer
 
-__all__ = ["SCREENS", "Scene", "opencode_env", "stop_left_behind"]
+__all__ = ["BOX_BELOW", "SCREENS", "Scene", "opencode_env", "stop_left_behind"]
 
 SCREENS = FIXTURES / "opencode" / "screens"
+#: what the stand-in draws under its prompt: the rest of OpenCode's input box (its mode line and ``╹▀``
+#: border) — a pane without the box is an OpenCode still starting (docs/agents.md, OpenCode)
+BOX_BELOW = ("┃  Build · Fake Fake", "╹" + "▀" * 40)
 
 
 class Scene:
@@ -40,7 +43,8 @@ class Scene:
     def start(self, *, shell: bool = False) -> str:
         """A pane running the stand-in (``shell``: typed into a bash, so that it can exit to a bare shell)."""
         command = standin_command(
-            "opencode", prompt="┃  ", busy="⬝⬝■■  esc interrupt", answer="screen answer {n}"
+            "opencode", prompt="┃  ", busy="⬝⬝■■  esc interrupt", answer="screen answer {n}",
+            below=BOX_BELOW,
         )
         if shell:
             pane = self.server.new_pane(cwd=self.project, env=self.env())

@@ -1,7 +1,9 @@
 """Typing one prompt into a pane, the one safe way: sanitized, pasted as one unit, Enter once the paste has
 landed (:mod:`~pipeline.engine.stages.landing`) and always as a tmux command of its own, then a look for the
-turn it started. The dispatcher, ``baton send`` and the page's Send all type through here; a run that died
-between a paste and its Enter submits what it left with :func:`submit_paste`.
+turn it started. A paste the target never took — no turn started, the target ready again with its input
+empty, its own records without the prompt — is typed again (:data:`RETYPES` times at most), never one it may
+hold. The dispatcher, ``baton send`` and the page's Send all type through here; a run that died between a
+paste and its Enter submits what it left with :func:`submit_paste`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pipeline.plugin.agents import AgentAdapter
 from pipeline.system.text import sanitize
 from pipeline.system.tmux import TmuxError
 
-__all__ = ["submit_paste", "type_prompt"]
+__all__ = ["RETYPES", "submit_paste", "type_prompt"]
 
 log = logging.getLogger("batonpass")
+#: how many times a prompt whose paste never reached the target is typed again
+RETYPES = 2
 
 
 async def type_prompt(adapter: AgentAdapter, text: str,
@@ -30,12 +34,26 @@ async def type_prompt(adapter: AgentAdapter, text: str,
 
     Sanitize; paste as one unit; wait until the paste has landed (:func:`until_landed`); Enter
     (:func:`submit_paste`) — always a tmux command of its own, never the paste's (Qwen Code submits its
-    placeholder when it reads both at once). Returns (confirmed, pane_id). Raises
+    placeholder when it reads both at once). Unconfirmed, and the paste lost (:func:`_paste_lost`): all
+    again, :data:`RETYPES` times at most. Returns (confirmed, pane_id). Raises
     :class:`pipeline.system.tmux.TmuxError` if the pane could not be typed into.
     """
     clean = sanitize(text)
     if not clean:
         raise ValueError("nothing printable left to type after sanitizing")
+    confirmed, pane_id = await _type_once(adapter, clean, on_submit)
+    for _ in range(RETYPES):
+        if confirmed or not await _paste_lost(adapter, clean):
+            break
+        log.warning("retyping    %s: no turn started, its input is empty and it shows no such prompt: the "
+                    "paste never reached it", adapter.ctx.name)
+        confirmed, pane_id = await _type_once(adapter, clean, None)  # on_submit's hop is expected already
+    return confirmed, pane_id
+
+
+async def _type_once(adapter: AgentAdapter, clean: str,
+                     on_submit: Callable[[], None] | None) -> tuple[bool, str]:
+    """Paste ``clean``, wait for it to land, Enter, and look for the turn: one try of :func:`type_prompt`."""
     ctx = engine_context(adapter)
     info = await ctx.pane()
     await ctx.tmux.paste(info.pane_id, clean)
@@ -44,6 +62,21 @@ async def type_prompt(adapter: AgentAdapter, text: str,
     await until_landed(adapter, clean, pasted)
     crash_points.before_enter()  # the tests' crash window (BATON_CRASH_BEFORE_ENTER), else nothing
     return await submit_paste(adapter, clean, on_submit, pane_id=info.pane_id)
+
+
+async def _paste_lost(adapter: AgentAdapter, clean: str) -> bool:
+    """Whether a prompt whose turn was not seen to start never reached the target: it is ready (no turn, no
+    dialog, no draft), its input is empty and it shows it did not take ``clean`` — only for an agent whose
+    ``received`` False proves that (:attr:`~pipeline.plugin.agents.AgentAdapter.retype_lost_paste`): one
+    that may take text and show none of it is never typed into twice."""
+    if not adapter.retype_lost_paste:
+        return False
+    look_again()
+    try:
+        return (await adapter.target_state() == "ready" and await adapter.input_holds(clean) == "empty"
+                and await adapter.received(clean) is False)
+    except TmuxError:
+        return False
 
 
 async def submit_paste(adapter: AgentAdapter, clean: str, on_submit: Callable[[], None] | None = None,
