@@ -62,13 +62,13 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
 
 async def _route(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux],
                  journal: Journal, dry_run: bool, host: str) -> None:
-    if pruned := await journal.until_done(journal.prune):
-        log.info("journal: forgot %d hand-offs older than 30 days", pruned)
+    await journal.prune_now()  # and once a day while it runs (keep_pruned)
     watcher, notifier = FileWatcher(), Notifier()
     async with anyio.create_task_group() as outer:
         outer.start_soon(watcher.run)
         outer.start_soon(notifier.run)
         outer.start_soon(_stop_on_signal, outer.cancel_scope)
+        outer.start_soon(journal.keep_pruned)
         with watcher.subscribe(path.resolve()) as sub:
             while True:
                 tmux = server(config)
