@@ -38,13 +38,14 @@ FORGOTTEN: dict[str, set[str]] = {
 #: each table's column that tells old rows from new, and its times
 _TIMES = {
     "handoffs": ("turn_id", ("created", "updated")), "completions": ("turn_id", ("at", "seen")),
-    "actions": ("id", ("created", "updated")), "hops": ("tile", ("at",)), "turn_origins": ("turn_id", ("at",)),
-    "join_answers": ("turn_id", ("at",)), "join_groups": ("substr(grp, 7)", ("started", "updated")),
+    "actions": ("id", ("created", "updated")), "hops": ("tile", ("at",)),
+    "turn_origins": ("turn_id", ("at",)), "join_answers": ("turn_id", ("at",)),
+    "join_groups": ("substr(grp, 7)", ("started", "updated")),
 }
 #: each table's row, as one id
 _IDS = {
-    "handoffs": "key", "completions": "tile || ':' || turn_id", "hops": "tile", "actions": "id", "gates": "key",
-    "turn_origins": "tile || ':' || turn_id", "join_groups": "grp",
+    "handoffs": "key", "completions": "tile || ':' || turn_id", "hops": "tile", "actions": "id",
+    "gates": "key", "turn_origins": "tile || ':' || turn_id", "join_groups": "grp",
     "join_answers": "grp || '/' || source || '/' || late",
 }
 
