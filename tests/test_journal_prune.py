@@ -53,9 +53,9 @@ def test_old_finished_records_of_every_table_go_and_the_rest_stays(tmp_path: Pat
     before = rows(path)
     for table, gone in FORGOTTEN.items():
         assert gone <= before[table], (table, gone - before[table])  # the seed holds what must go
-    gone = journal.prune()
+    said = journal.prune()
     assert rows(path) == {table: ids - FORGOTTEN.get(table, set()) for table, ids in before.items()}
-    assert gone == {"hand-off": 8, "completion": 14, "hop": 1, "action": 1, "gate": 1, "turn origin": 1,
+    assert said == {"hand-off": 8, "completion": 14, "hop": 1, "action": 1, "gate": 1, "turn origin": 1,
                     "join answer": 4, "join group": 2}
     assert journal.prune() == {}  # nothing more to forget
 
