@@ -19,6 +19,7 @@ from pipeline.engine.journal import Journal
 from tests.support.journal import add_handoff
 from tests.support.old_journal import FORGOTTEN, rows, seed
 from tests.support.paths import REPO
+from tests.support.polling import until
 
 #: a child that opens the journal and prunes it, killing itself (SIGKILL) as SQLite starts its Nth
 #: statement of the prune: the transaction's BEGIN is the first, its COMMIT the last
@@ -111,8 +112,7 @@ async def test_a_running_daemon_prunes_again_each_interval(tmp_path: Path,
     caplog.set_level(logging.INFO, logger="batonpass")
     async with anyio.create_task_group() as tg:
         tg.start_soon(journal.keep_pruned, 0.01)
-        while journal.handoff("r@t1") is not None:
-            await anyio.sleep(0.01)
+        await until(lambda: journal.handoff("r@t1") is None, what="the old hand-off pruned")
         tg.cancel_scope.cancel()
     assert journal.handoff("r@t2") is not None
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("journal: forgot")]

@@ -9,7 +9,8 @@ announced again, and a notice still being tried is not dropped. A reload reads t
 a plugin installed while the daemon runs is used without a restart (one upgraded needs a restart, and a line
 says so: :func:`pipeline.plugin.manager.reload_registries`).
 It prunes the journal as it starts and once a day (what finished more than 30 days ago:
-:mod:`pipeline.engine.journal.prune`). SIGINT/SIGTERM stop the daemon cleanly with exit status 0. A state folder or journal it cannot write
+:mod:`pipeline.engine.journal.prune`).
+SIGINT/SIGTERM stop the daemon cleanly with exit status 0. A state folder or journal it cannot write
 (read-only, full, locked, damaged) stops it at start with one line naming the file and the fix, exit status
 1; one that fails while it runs pauses delivery until it can be written again
 (:mod:`pipeline.engine.journal`).
