@@ -8,6 +8,8 @@ the notifier (``settings.notify``) lives as long as the daemon: a tile still wai
 announced again, and a notice still being tried is not dropped. A reload reads the installed plugins again, so
 a plugin installed while the daemon runs is used without a restart (one upgraded needs a restart, and a line
 says so: :func:`pipeline.plugin.manager.reload_registries`).
+It prunes the journal as it starts and once a day (what finished more than 30 days ago:
+:mod:`pipeline.engine.journal.prune`).
 SIGINT/SIGTERM stop the daemon cleanly with exit status 0. A state folder or journal it cannot write
 (read-only, full, locked, damaged) stops it at start with one line naming the file and the fix, exit status
 1; one that fails while it runs pauses delivery until it can be written again
@@ -62,13 +64,13 @@ async def run_daemon(config: Config, path: Path, registries: Registries, server:
 
 async def _route(config: Config, path: Path, registries: Registries, server: Callable[[Config], Tmux],
                  journal: Journal, dry_run: bool, host: str) -> None:
-    if pruned := await journal.until_done(journal.prune):
-        log.info("journal: forgot %d hand-offs older than 30 days", pruned)
+    await journal.prune_now()  # and once a day while it runs (keep_pruned)
     watcher, notifier = FileWatcher(), Notifier()
     async with anyio.create_task_group() as outer:
         outer.start_soon(watcher.run)
         outer.start_soon(notifier.run)
         outer.start_soon(_stop_on_signal, outer.cancel_scope)
+        outer.start_soon(journal.keep_pruned)
         with watcher.subscribe(path.resolve()) as sub:
             while True:
                 tmux = server(config)

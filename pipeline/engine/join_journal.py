@@ -14,6 +14,9 @@ then ``handed-on`` (``on_timeout: hand-on``) or ``dropped``. Each step is writte
 typed, and each write is idempotent (the same turn recorded twice changes nothing), so a daemon killed
 anywhere finishes the group on restart without losing an answer or handing it on twice
 (:mod:`pipeline.engine.stages.join`).
+
+A group handed on or dropped is forgotten with its answers once it is older than the journal keeps
+finished records (30 days: :mod:`pipeline.engine.journal.prune`); one joining or complete never is.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.engine.journal import Journal
+from pipeline.engine.journal import FINISHED_GROUPS, Journal
 
 __all__ = ["GROUP_STATES", "Group", "JoinBook", "joining_by_target", "joining_groups", "joining_words",
            "read_joining"]
@@ -41,7 +44,7 @@ CREATE TABLE IF NOT EXISTS join_answers (
     PRIMARY KEY (route, grp, source, late));
 """
 #: the states a group passes (``joining`` is the one ``baton history`` and the board show)
-GROUP_STATES = ("joining", "complete", "handed-on", "dropped")
+GROUP_STATES = ("joining", "complete", *FINISHED_GROUPS)
 ARRIVAL = "arrival:"
 
 

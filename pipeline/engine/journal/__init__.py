@@ -28,11 +28,13 @@ first, and every hand-off is still there after.
 Its parts, one module each: ``schema`` (the tables, upgrades of an older file, the connection), ``records``
 (what callers read: states, records, the history filter), ``handoffs`` (completions and hand-offs),
 ``actions`` (people's actions and held routes), ``tiles`` (each tile's followed-until mark and hop counts),
-``faults`` (a journal that cannot be written) and ``core`` (:class:`Journal`, made of those parts).
+``prune`` (what is forgotten after 30 days), ``faults`` (a journal that cannot be written) and ``core``
+(:class:`Journal`, made of those parts).
 """
 
-from pipeline.engine.journal.core import KEEP_S, Journal, open_journal
+from pipeline.engine.journal.core import Journal, open_journal
 from pipeline.engine.journal.faults import JournalUnusable, check_folder, describe, is_fault
+from pipeline.engine.journal.prune import FINISHED_GROUPS, KEEP_S, PRUNE_EVERY_S
 from pipeline.engine.journal.records import (
     FINAL_STATES,
     STATES,
@@ -43,6 +45,6 @@ from pipeline.engine.journal.records import (
 )
 from pipeline.engine.journal.schema import MEMORY, default_journal_path
 
-__all__ = ["FINAL_STATES", "KEEP_S", "MEMORY", "STATES", "ActionRecord", "HandoffRecord", "HandoffState",
-           "HistoryFilter", "Journal", "JournalUnusable", "check_folder", "default_journal_path", "describe",
-           "is_fault", "open_journal"]
+__all__ = ["FINAL_STATES", "FINISHED_GROUPS", "KEEP_S", "MEMORY", "PRUNE_EVERY_S", "STATES", "ActionRecord",
+           "HandoffRecord", "HandoffState", "HistoryFilter", "Journal", "JournalUnusable", "check_folder",
+           "default_journal_path", "describe", "is_fault", "open_journal"]

@@ -6,23 +6,22 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import time
 from pathlib import Path
+
+import anyio
 
 from pipeline.engine.journal.actions import Actions
 from pipeline.engine.journal.faults import FaultPauses, JournalUnusable, check_folder, describe, is_fault
 from pipeline.engine.journal.handoffs import Handoffs
-from pipeline.engine.journal.records import FINAL_STATES
+from pipeline.engine.journal.prune import KEEP_S, PRUNE_EVERY_S, Pruning
 from pipeline.engine.journal.schema import BUSY_TIMEOUT_S, MEMORY, connect, default_journal_path, migrate
 from pipeline.engine.journal.tiles import Tiles
+from pipeline.system.text import count
 
 log = logging.getLogger("batonpass")
 
-#: how long finished records are kept (``baton history`` looks back this far)
-KEEP_S = 30 * 24 * 3600.0
 
-
-class Journal(Handoffs, Actions, Tiles, FaultPauses):
+class Journal(Handoffs, Actions, Tiles, Pruning, FaultPauses):
     """The journal at ``path`` (default: the user's state folder), or one in memory for ``MEMORY``:
     the same code either way, so the stages never ask whether there is a journal."""
 
@@ -59,18 +58,20 @@ class Journal(Handoffs, Actions, Tiles, FaultPauses):
     def close(self) -> None:
         self.db.close()
 
-    def prune(self, older_than_s: float = KEEP_S) -> int:
-        """Forget finished hand-offs and completions older than ``older_than_s`` (the journal of a tool
-        left running for months must not grow without end). Returns how many hand-offs went."""
-        cutoff = time.time() - older_than_s
-        with self._tx():
-            gone = self.db.execute(f"DELETE FROM handoffs WHERE updated < ? AND state IN {FINAL_STATES}",
-                                   (cutoff,)).rowcount
-            self.db.execute("DELETE FROM completions WHERE seen < ? AND routed = 1", (cutoff,))
-            self.db.execute("DELETE FROM hops WHERE at < ?", (cutoff,))
-            self.db.execute("DELETE FROM actions WHERE updated < ?", (cutoff,))
-            self.db.execute("DELETE FROM gates WHERE key NOT IN (SELECT key FROM handoffs)")
+    async def prune_now(self, older_than_s: float = KEEP_S) -> dict[str, int]:
+        """:meth:`prune`, waiting out a journal that cannot be written; one line at info says what went."""
+        gone = await self.until_done(lambda: self.prune(older_than_s))
+        if gone:
+            what = ", ".join(count(n, noun) for noun, n in gone.items())
+            log.info("journal: forgot %s finished more than %g days ago", what, older_than_s / 86400)
         return gone
+
+    async def keep_pruned(self, every_s: float = PRUNE_EVERY_S, older_than_s: float = KEEP_S) -> None:
+        """Prune every ``every_s`` while the daemon runs (it pruned at its start): a daemon left running
+        for months keeps no more than :data:`KEEP_S` of history."""
+        while True:
+            await anyio.sleep(every_s)
+            await self.prune_now(older_than_s)
 
 
 def open_journal(path: str | os.PathLike[str] | None = None) -> Journal:
