@@ -290,7 +290,7 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             for pane, home in ((src, src_home), (dst, dst_home)):
                 await tmux.run("send-keys", "-t", pane.pane_id, "-l", home.command)
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
-            started = time.monotonic()
+            started, started_at = time.monotonic(), time.strftime("%H:%M:%S")
             # the pipeline watches the agents from their start, as `baton run` beside a fresh agent does: a
             # store not made yet (OpenCode makes its tables tens of seconds in) is waited for by the adapter
             await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "0")))
@@ -307,8 +307,9 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                        "src_pane": src.pane_id, "dst_pane": dst.pane_id}
                 await until(lambda: ready(pipeline, "dst"), f"{agent} ready", 180)
                 screen = await tmux.run("capture-pane", "-p", "-t", dst.pane_id)
-                print(f"{agent:>8} ready {time.monotonic() - started:.1f} s after its start; the screen's "
-                      f"last lines then: {[ln for ln in screen.splitlines() if ln.strip()][-3:]}", flush=True)
+                bottom = [ln.strip()[:40] for ln in screen.splitlines() if ln.strip()][-3:]
+                print(f"{agent:>8} ready {time.monotonic() - started:.1f} s after its start at {started_at}; "
+                      f"the screen's last lines then: {bottom}", flush=True)
                 await until(lambda: ready(pipeline, "src"), "claude ready", 180)
                 await anyio.sleep(2.0)  # the agents settle (a Qwen Code loads its tools)
                 if os.environ.get("BENCH_WARMUP", "1") != "0":  # a first prompt costs more (OpenCode: 4–15 s)
