@@ -50,6 +50,7 @@ from feel_agents import AGENTS, fake_api, make_home  # noqa: E402
 
 from pipeline.engine.config import Config  # noqa: E402
 from pipeline.engine.journal import MEMORY, Journal  # noqa: E402
+from pipeline.engine.journal.records import FINAL_STATES  # noqa: E402
 from pipeline.engine.runtime import Pipeline  # noqa: E402
 from pipeline.engine.stages import dispatch, submit  # noqa: E402
 from pipeline.engine.stages.detect import CompletionDetector  # noqa: E402
@@ -320,6 +321,9 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                         row = await one(mode, i, ctx)
                         if row is not None:
                             results[mode].append(row)
+                with contextlib.suppress(TimeoutError):  # the last hand-off's confirmation, before the count
+                    await until(lambda: _async(all(h.state in FINAL_STATES for h in _handoffs(pipeline))),
+                                "every hand-off settled", 15)
                 tg.cancel_scope.cancel()
             report(agent, results, files, load)
             states = [h.state for h in _handoffs(pipeline)]
