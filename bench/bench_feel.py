@@ -11,6 +11,13 @@ hand-off in every mode, interleaved:
   fake API → the target's request, with the fixed ``submit_delay_s`` between the paste and the Enter.
 - ``watch``: the same with the Enter pressed once the paste shows in the input (``until_landed``).
 
+The pipeline watches both agents from their start, and a person types (once) only when it reads the tile
+``ready``, as a person goes by the board: a fresh OpenCode is ``busy`` until its input box shows (it drops
+what is typed before, docs/agents.md), its store waited for until it has tables — so no wait of the bench's
+own for its tables, no typing again. A hand-off lost or left unconfirmed prints its journal state and the
+target's screen; each target's run ends with the journal's hand-offs by state and batonpass's warnings
+(its retypes among them).
+
 A hand-off counts once the target's request holds the whole text (its last word): an Enter that
 submitted a placeholder or a part of the paste shows as a hand-off that never arrived. Prints p50/p90 per
 mode and, for the hand-offs, where the time went (p50 of each step: the answer's end → the
@@ -19,7 +26,8 @@ files (the session file's ``idle``, the transcript's end-of-turn line) against t
 
 Run: ``.venv/bin/python bench/bench_feel.py`` — ``BENCH_AGENTS=claude,codex`` (default: all of
 bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``,
-``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
+``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_SETTLE=8`` seconds between the agents'
+start and the pipeline's (0), ``BENCH_HOOKS=1`` the source's
 Stop hook installed (``baton hooks install --claude``), ``BENCH_WARMUP=0`` no unmeasured first prompt to the
 target (by default one, a person's, before the rounds). Needs tmux; ends every process it started.
 """
