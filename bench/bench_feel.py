@@ -301,7 +301,7 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
             started, started_at = time.monotonic(), time.strftime("%H:%M:%S")
             # the pipeline watches the agents from their start, as `baton run` beside a fresh agent does: a
-            # store not made yet (OpenCode makes its tables tens of seconds in) is waited for by the adapter
+            # store not made yet (OpenCode's tables: 2–6 s in) is waited for by the adapter itself
             await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "0")))
             config = Config.model_validate({"version": 1, "tiles": {
                 "src": {"pane": src.pane_id, "agent": "claude"},
@@ -321,8 +321,9 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                       f"the screen's last lines then: {bottom}", flush=True)
                 await until(lambda: ready(pipeline, "src"), "claude ready", 180)
                 await anyio.sleep(2.0)  # the agents settle (a Qwen Code loads its tools)
-                # kept: one unmeasured first prompt, a person's — the target's first costs more than the rest
-                # (OpenCode makes its session then: seconds, printed here), its own cost, not a hand-off's
+                # kept: one unmeasured first prompt, a person's — a target's first costs more than the rest,
+                # its own cost, not a hand-off's (2026-12-07, Enter → request: OpenCode 1.6–2.5 s at load
+                # 7–12, 0.2 s at load 1; Claude Code 0.5–0.6 s against 0.06–0.1 s for the next ones)
                 if os.environ.get("BENCH_WARMUP", "1") != "0" and (first := await one("person", -1, ctx)):
                     print(f"{agent:>8} first prompt (unmeasured): Enter → request {first['total']:.0f} ms",
                           flush=True)
