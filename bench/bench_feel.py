@@ -11,6 +11,13 @@ hand-off in every mode, interleaved:
   fake API → the target's request, with the fixed ``submit_delay_s`` between the paste and the Enter.
 - ``watch``: the same with the Enter pressed once the paste shows in the input (``until_landed``).
 
+The pipeline watches both agents from their start, and a person types (once) only when it reads the tile
+``ready``, as a person goes by the board: a fresh OpenCode is ``busy`` until its input box shows (it drops
+what is typed before, docs/agents.md), its store waited for until it has tables — so no wait of the bench's
+own for its tables, no typing again. A hand-off lost or left unconfirmed prints its journal state and the
+target's screen; each target's run ends with the journal's hand-offs by state and batonpass's warnings
+(its retypes among them).
+
 A hand-off counts once the target's request holds the whole text (its last word): an Enter that
 submitted a placeholder or a part of the paste shows as a hand-off that never arrived. Prints p50/p90 per
 mode and, for the hand-offs, where the time went (p50 of each step: the answer's end → the
@@ -19,7 +26,8 @@ files (the session file's ``idle``, the transcript's end-of-turn line) against t
 
 Run: ``.venv/bin/python bench/bench_feel.py`` — ``BENCH_AGENTS=claude,codex`` (default: all of
 bench/feel_agents.py), ``BENCH_N=10``, ``BENCH_MODES=person,fixed,watch``,
-``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_HOOKS=1`` the source's
+``BENCH_LONG=1`` a 14-line answer (drawn as a placeholder), ``BENCH_SETTLE=8`` seconds between the agents'
+start and the pipeline's (0), ``BENCH_HOOKS=1`` the source's
 Stop hook installed (``baton hooks install --claude``), ``BENCH_WARMUP=0`` no unmeasured first prompt to the
 target (by default one, a person's, before the rounds). Needs tmux; ends every process it started.
 """
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import statistics
@@ -45,10 +54,11 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from feel_agents import AGENTS, fake_api, make_home, store_made  # noqa: E402
+from feel_agents import AGENTS, fake_api, make_home  # noqa: E402
 
 from pipeline.engine.config import Config  # noqa: E402
 from pipeline.engine.journal import MEMORY, Journal  # noqa: E402
+from pipeline.engine.journal.records import FINAL_STATES  # noqa: E402
 from pipeline.engine.runtime import Pipeline  # noqa: E402
 from pipeline.engine.stages import dispatch, submit  # noqa: E402
 from pipeline.engine.stages.detect import CompletionDetector  # noqa: E402
@@ -146,21 +156,17 @@ async def ready(pipeline: Pipeline, tile: str) -> bool:
 
 
 async def type_and_enter(tmux: Tmux, pipeline: Pipeline, tile: str, pane: str, text: str) -> float:
-    """Type ``text`` as a person would, wait until the input shows it, then Enter: the Enter's time. Keys
-    an agent dropped (OpenCode, a while after it starts, clears its input once) are typed again, as a
-    person would, while the input stays empty."""
+    """Type ``text`` as a person would, once, wait until the input shows it, then Enter: the Enter's time.
+    Typed only when batonpass reads the tile ``ready`` (:func:`one`, :func:`measure`), as a person goes by
+    the board; an input that never shows the text fails the round with the screen it was read from."""
     adapter = pipeline.tiles[tile].adapter
-    for attempt in range(3):
-        await tmux.run("send-keys", "-t", pane, "-l", text)
-        try:
-            await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 5)
-            break
-        except TimeoutError:  # say what the adapter read instead, and the screen it read it from
-            draft = await adapter.current_draft()
-            print(f"  {tile} ({adapter.name}) input: {draft!r}; the screen:\n"
-                  f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
-            if draft.strip() or attempt == 2:
-                raise
+    await tmux.run("send-keys", "-t", pane, "-l", text)
+    try:
+        await until(lambda: _holds(adapter, text), f"{text!r} in {tile}'s input", 5)
+    except TimeoutError:  # say what the adapter read instead, and the screen it read it from
+        print(f"  {tile} ({adapter.name}) input: {await adapter.current_draft()!r}; the screen:\n"
+              f"{await tmux.run('capture-pane', '-p', '-t', pane)}", flush=True)
+        raise
     await anyio.sleep(0.3)
     t = time.time()
     await tmux.run("send-keys", "-t", pane, "Enter")
@@ -192,10 +198,34 @@ async def one(mode: str, i: int, ctx: dict[str, Any]) -> dict[str, float] | None
         arrived = await until(lambda: _async(dst_api.first_arrival(f"{marker}-END", since)),
                               f"{marker} at the target")
     except TimeoutError:
-        print(f"  {mode} {i}: no request at the target within {TIMEOUT_S:.0f}s", flush=True)
+        print(f"  {mode} {i}: no request at the target within {TIMEOUT_S:.0f}s; its hand-off: "
+              f"{[(h.state, h.attempts, h.last_error) for h in _handoffs(pipeline, marker)]}; the target's "
+              f"screen:\n{await tmux.run('capture-pane', '-p', '-t', ctx['dst_pane'])}", flush=True)
         return None
     out = {"total": (arrived - start) * 1000, "start": start, "arrived": arrived, **marks}
     return out
+
+
+def _handoffs(pipeline: Pipeline, marker: str = "") -> list[Any]:
+    """The journal's hand-offs whose prompt names ``marker`` (every one: "")."""
+    return [h for h in pipeline.journal.history(limit=1000) if marker in (h.prompt or "")]
+
+
+class Warnings(logging.Handler):
+    """batonpass's warnings during a run: the dispatcher's retypes (a paste the target never took, typed
+    again: submit.py) and any other (an adapter reading a store it does not know from the screen instead)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.said: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.append(record.getMessage())
+
+    def summary(self) -> str:
+        retyped = sum(m.startswith("retyping") for m in self.said)
+        other = sorted({m for m in self.said if not m.startswith("retyping")})
+        return f"retyped by the dispatcher {retyped} times; other warnings: {other or 'none'}"
 
 
 async def _async(value: Any) -> Any:
@@ -260,6 +290,8 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                               " ".join(hook_command("claude")))
         tmux = Tmux(socket_name=f"baton-feel-{os.getpid()}-{agent}", config_file="/dev/null")
         files = SourceFiles(Path(src_home.env["CLAUDE_CONFIG_DIR"]))
+        warnings = Warnings()
+        logging.getLogger("batonpass").addHandler(warnings)
         try:
             src = await tmux.new_session("src", src_home.shell(), cwd=str(src_home.cwd), width=120, height=40)
             dst = await tmux.new_session("dst", dst_home.shell(), cwd=str(dst_home.cwd), width=120, height=40)
@@ -267,9 +299,10 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
             for pane, home in ((src, src_home), (dst, dst_home)):
                 await tmux.run("send-keys", "-t", pane.pane_id, "-l", home.command)
                 await tmux.run("send-keys", "-t", pane.pane_id, "Enter")
-            # their stores made before they are read
-            await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "8")))
-            await until(lambda: _async(store_made(agent, dst_home)), f"{agent}'s store", 120)
+            started, started_at = time.monotonic(), time.strftime("%H:%M:%S")
+            # the pipeline watches the agents from their start, as `baton run` beside a fresh agent does: a
+            # store not made yet (OpenCode's tables: 2–6 s in) is waited for by the adapter itself
+            await anyio.sleep(float(os.environ.get("BENCH_SETTLE", "0")))
             config = Config.model_validate({"version": 1, "tiles": {
                 "src": {"pane": src.pane_id, "agent": "claude"},
                 "dst": {"pane": dst.pane_id, "agent": agent}},
@@ -281,22 +314,38 @@ async def measure(agent: str, tmp: Path, n: int, modes: list[str]) -> None:
                 await tg.start(pipeline.run)
                 ctx = {"tmux": tmux, "pipeline": pipeline, "src_api": src_api, "dst_api": dst_api,
                        "src_pane": src.pane_id, "dst_pane": dst.pane_id}
-                await until(lambda: ready(pipeline, "dst"), f"{agent} ready", 120)
-                await until(lambda: ready(pipeline, "src"), "claude ready", 120)
+                await until(lambda: ready(pipeline, "dst"), f"{agent} ready", 180)
+                screen = await tmux.run("capture-pane", "-p", "-t", dst.pane_id)
+                bottom = [ln.strip()[:40] for ln in screen.splitlines() if ln.strip()][-3:]
+                print(f"{agent:>8} ready {time.monotonic() - started:.1f} s after its start at {started_at}; "
+                      f"the screen's last lines then: {bottom}", flush=True)
+                await until(lambda: ready(pipeline, "src"), "claude ready", 180)
                 await anyio.sleep(2.0)  # the agents settle (a Qwen Code loads its tools)
-                if os.environ.get("BENCH_WARMUP", "1") != "0":  # a first prompt costs more (OpenCode: 4–15 s)
-                    await one("person", -1, ctx)
+                # kept: one unmeasured first prompt, a person's — a target's first costs more than the rest,
+                # its own cost, not a hand-off's (2026-12-07, Enter → request: OpenCode 1.6–2.5 s at load
+                # 7–12, 0.2 s at load 1; Claude Code 0.5–0.6 s against 0.06–0.1 s for the next ones)
+                if os.environ.get("BENCH_WARMUP", "1") != "0" and (first := await one("person", -1, ctx)):
+                    print(f"{agent:>8} first prompt (unmeasured): Enter → request {first['total']:.0f} ms",
+                          flush=True)
                 results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
                 for i in range(n):
                     for mode in modes:
                         row = await one(mode, i, ctx)
                         if row is not None:
                             results[mode].append(row)
+                with contextlib.suppress(TimeoutError):  # the last hand-off's confirmation, before the count
+                    await until(lambda: _async(all(h.state in FINAL_STATES for h in _handoffs(pipeline))),
+                                "every hand-off settled", 15)
                 tg.cancel_scope.cancel()
             report(agent, results, files, load)
+            states = [h.state for h in _handoffs(pipeline)]
+            print(f"{agent:>8} hand-offs in the journal: "
+                  f"{ {st: states.count(st) for st in sorted(set(states))} }; {warnings.summary()}",
+                  flush=True)
         finally:
             files.stop.set()
             submit.until_landed = _landed
+            logging.getLogger("batonpass").removeHandler(warnings)
             await tmux.kill_server()
             end_left_behind(tmp)
             dst_home.end()

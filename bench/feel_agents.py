@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 from tests.agent_versions import resolve
 from tests.fakes.npm_agents import install, node_22, node_22_dir
 
-__all__ = ["AGENTS", "Fake", "Home", "fake_api", "make_home", "store_made"]
+__all__ = ["AGENTS", "Fake", "Home", "fake_api", "make_home"]
 
 #: what every target answers (short: its turn ends quickly)
 TARGET_ANSWER = "Noted."
@@ -144,24 +143,6 @@ def make_home(agent: str, root: Path, url: str) -> Home:
         cl = make_cline_home(root, api_url=url, cline_bin=binary)
         return Home(cl.env, cl.project, "cline", end=cl.end)  # its hub daemon outlives the pane
     raise ValueError(f"no real CLI for {agent!r}")
-
-
-def store_made(agent: str, home: Home) -> bool:
-    """Whether the agent's store can be read yet. OpenCode makes its SQLite tables a while after it starts
-    (tens of seconds on a loaded machine); a pipeline that reads the file before then warns that it is no
-    OpenCode 1.18 store and reads OpenCode from its screen instead, and the bench measures the store's
-    path. The others: always."""
-    if agent != "opencode":
-        return True
-    db = Path(home.env["XDG_DATA_HOME"]) / "opencode" / "opencode.db"
-    if not db.exists():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)) as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return False
-    return {"session", "message", "part"} <= tables
 
 
 #: the agents this bench knows, in the order it runs them
