@@ -4,21 +4,18 @@ real ``baton`` command, against a real journal file and a real tmux pane (docs/j
 from __future__ import annotations
 
 import json
-import queue
-import signal
-import subprocess
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from pipeline.engine.journal import Journal, default_journal_path
 from tests.support.agents import start_agent, transcript_answers
-from tests.support.cli import BATON, baton, baton_env, baton_read_by_head, json_lines
+from tests.support.cli import baton, baton_read_by_head, json_lines
 from tests.support.daemons import write_config
+from tests.support.follower import Follower, ctrl_c_as_in_a_terminal
 from tests.support.journal import add_handoff
 from tests.support.paths import FIXTURES
 from tests.support.polling import quiet_for, wait_for
@@ -122,48 +119,6 @@ def test_rows_not_written_by_batonpass_show_on_one_line_each_without_a_traceback
     finally:
         status, err = follower.interrupt()
     assert status == 0 and err.strip() == "", err
-
-
-def _ctrl_c_as_in_a_terminal() -> None:
-    """SIGINT back to its default: a suite started in the background (CI, a script's ``&``) passes it on
-    ignored, and a Ctrl-C typed in a terminal is what the test stands for."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class Follower:
-    """``baton history --follow`` running, its standard output read line by line on a thread."""
-
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([*BATON, "history", "--follow", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                     env=baton_env(env), preexec_fn=_ctrl_c_as_in_a_terminal)
-        self.lines: queue.Queue[str] = queue.Queue()
-        assert self.proc.stdout is not None
-        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
-        self.reader.start()
-
-    def _read(self, out: IO[str]) -> None:
-        for line in out:
-            self.lines.put(line.rstrip("\n"))
-
-    def rest(self) -> list[str]:
-        """Every line not read yet, up to the end of standard output (after :meth:`interrupt`)."""
-        self.reader.join(timeout=15)
-        assert not self.reader.is_alive(), "standard output still open"
-        return [self.lines.get() for _ in range(self.lines.qsize())]
-
-    def next(self, timeout: float = 15.0) -> str:
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no line from baton history --follow within {timeout}s") from None
-
-    def interrupt(self) -> tuple[int, str]:
-        """Ctrl-C, as a person ends it: the exit status and standard error."""
-        self.proc.send_signal(signal.SIGINT)
-        status = self.proc.wait(timeout=15)
-        assert self.proc.stderr is not None
-        return status, self.proc.stderr.read()
 
 
 def test_follow_json_prints_the_backlog_then_each_change_and_ctrl_c_exits_0(journal: Journal) -> None:
@@ -305,7 +260,7 @@ def test_follow_ends_when_its_reader_closes_the_pipe_not_at_the_next_change(jour
     it has nothing more to print (no write fails) until the journal changes."""
     # the journal does not change while it runs
     status, (header, backlog), err = baton_read_by_head("history", "--follow", "-n", "1", lines=2, timeout=15,
-                                                        preexec_fn=_ctrl_c_as_in_a_terminal)
+                                                        preexec_fn=ctrl_c_as_in_a_terminal)
     assert header.split()[0] == b"WHEN"
     assert b"review" in backlog  # the backlog: all it prints
     assert status == 0

@@ -1,5 +1,5 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs and actions as the journal records them (:mod:`pipeline.views.history_follow`).
+keeps printing hand-offs, a join's groups as they fill and actions as the journal records them (:mod:`pipeline.views.history_follow`).
 The table is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
 exit status 0.
 
@@ -16,19 +16,18 @@ import os
 import shutil
 import sqlite3
 import sys
-import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pipeline.cmdline.output import json_line, quiet_stdout
 from pipeline.engine.action_kinds import KINDS
 from pipeline.engine.gate_journal import gate_fields
-from pipeline.engine.join_journal import Group, JoinBook
 from pipeline.engine.journal import ActionRecord, HandoffRecord, HistoryFilter, Journal, default_journal_path
 from pipeline.views.handoff_table import FollowTable, handoff_table, in_time_order, no_match
+from pipeline.views.join_rows import joining_rows
 
-__all__ = ["action_row", "group_row", "history_command", "history_rows", "record_row"]
+__all__ = ["action_row", "history_command", "history_rows", "record_row"]
 
 def record_row(record: HandoffRecord) -> dict[str, Any]:
     """A hand-off as ``--json`` prints it (the field names docs/json.md promises)."""
@@ -46,42 +45,18 @@ def action_row(action: ActionRecord) -> dict[str, Any]:
             "host": action.host, "created": action.created, "updated": action.updated}
 
 
-def group_row(group: Group) -> dict[str, Any]:
-    """A join's group still joining, as a row of the same table: keyed as its hand-off will be
-    (``route@<group>``), state ``joining``, ``joining`` its progress (``1 of 2: security``: the table shows
-    ``joining (1 of 2: security)``), ``group`` its answers so far (docs/json.md)."""
-    until = time.strftime("%H:%M:%S", time.localtime(group.deadline)) if group.deadline else ""
-    deadline = f" (until {until})" if until else ""
-    return {"kind": "join", "key": f"{group.route}@{group.id}", "route": group.route,
-            "source": ",".join(group.sources), "target": group.target, "turn_id": group.id,
-            "hop": group.hop + 1, "state": "joining", "joining": group.progress, "response": None,
-            "prompt": None, "attempts": 0, "last_error": "", "pane": None, "usage": None,
-            "note": f"waiting for {', '.join(group.missing)}{deadline}",
-            "group": {"id": group.id, "answered": group.answered, "missing": group.missing,
-                      "needs": group.needs, "deadline": group.deadline},
-            "created": group.started, "updated": group.started}
-
-
-def _group_rows(journal: Journal, match: HistoryFilter) -> list[dict[str, Any]]:
-    """The joining groups that ``match`` (``--tile``: a source of the group, or its target)."""
-    rows = [group_row(g) for g in JoinBook(journal).in_state("joining")]
-    anywhere = replace(match, tile=None)
-    return [row for row in rows if anywhere.matches(row) and (
-        match.tile is None or match.tile in (*row["group"]["answered"], *row["group"]["missing"],
-                                             *row["target"].split(",")))]
-
-
 def history_rows(journal: Journal, limit: int, match: HistoryFilter) -> list[dict[str, Any]]:
     """The ``limit`` hand-offs, joining groups and actions that ``match`` which changed last, in time
     order."""
     rows = gate_fields(journal, [record_row(r) for r in journal.history(limit, match)])
-    rows += _group_rows(journal, match)
+    rows += joining_rows(journal, match)
     rows += map(action_row, journal.actions(limit, match))
     return in_time_order(rows)[-limit:]
 
 
 class _FollowedRows:
-    """What ``--follow`` follows: hand-offs and actions that match, as ``--json`` prints them."""
+    """What ``--follow`` follows: hand-offs, joining groups and actions that match, as ``--json`` prints
+    them."""
 
     def __init__(self, limit: int, match: HistoryFilter) -> None:
         self.limit, self.match = limit, match
@@ -91,6 +66,7 @@ class _FollowedRows:
 
     def changed_since(self, journal: Journal, at: float) -> list[dict[str, Any]]:
         rows = gate_fields(journal, [record_row(r) for r in journal.changed_since(at, self.match)])
+        rows += joining_rows(journal, self.match, since=at)
         rows += map(action_row, journal.actions_changed_since(at, self.match))
         return in_time_order(rows)
 
@@ -168,9 +144,8 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
 
 
 def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
-    """The latest ``limit`` hand-offs and actions, then every change, until Ctrl-C (exit 0) or a closed
-    pipe. Ctrl-C
-    ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
+    """The latest ``limit`` hand-offs, joining groups and actions, then every change, until Ctrl-C (exit
+    0) or a closed pipe. Ctrl-C ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
     per line, nothing else."""
     from pipeline.views.history_follow import follow_journal
 

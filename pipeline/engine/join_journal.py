@@ -63,6 +63,9 @@ class Group:
     deadline: float | None
     #: source -> (turn id, hop, answer): each source's last answer before the group was handed on
     answers: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    #: when its answers last changed (``started`` until it has one): ``baton history --follow`` shows a
+    #: joining group again each time this moves
+    changed: float = 0.0
 
     @property
     def answered(self) -> list[str]:
@@ -172,9 +175,12 @@ class JoinBook:
     def _of(self, row: tuple[object, ...]) -> Group:
         route, grp, target, sources, needs, state, timed_out, started, deadline = row
         answers = {s: (t, h, x) for s, t, h, x in self._answers(str(route), str(grp), late=0)}
+        [last] = self.journal.db.execute("SELECT max(at) FROM join_answers WHERE route=? AND grp=? AND late=0",
+                                         (route, grp)).fetchone()
         return Group(str(route), str(grp), str(target), tuple(str(sources).split(",")), int(str(needs)),
                      str(state), bool(timed_out), float(str(started)),
-                     None if deadline is None else float(str(deadline)), answers)
+                     None if deadline is None else float(str(deadline)), answers,
+                     float(str(started)) if last is None else float(last))
 
     def _answers(self, route: str, group_id: str, late: int | None) -> list[tuple[str, str, int, str]]:
         """(source, turn id, hop, text) of a group's answers (``late``: 0 those it holds, 1 those after it

@@ -183,6 +183,8 @@ class FollowTable:
         :meth:`total`."""
         self.latest[_text(row.get("key"))] = row
         cells = handoff_cells(row, ai_width=self.widths[6])
+        if row.get("joining") and text_width(str(cells[4])) > self.widths[4]:  # the count must not be cut
+            cells = (*cells[:4], "joining", *cells[5:-1], f"{_text(row['joining'])}; {cells[-1]}")
         if not self.why_below:
             return self._cut(self._columns(cells))
         columns = self._cut(self._columns([*cells[:-1], ""]))

@@ -1,6 +1,7 @@
 """``baton history --follow``: the latest hand-offs and actions, then a line each time a record changes, so
 one hand-off shows as it goes ``transformed`` → ``delivered`` (states it passed between two looks show as
-the last one) and a person's ``baton approve`` as it goes ``started`` → ``done``. What a row is, and which
+the last one), a join's group as its answers come (``joining (1 of 2: security)``, then its hand-off) and a
+person's ``baton approve`` as it goes ``started`` → ``done``. What a row is, and which
 rows match, is the command's business: this module reads them through :class:`Rows`.
 
 It looks at the journal when the journal changes, not on a timer: the daemon's commits write the journal's
