@@ -1,7 +1,7 @@
 """``baton history``: the hand-off journal, filtered, as a table or one JSON object per line; ``--follow``
-keeps printing hand-offs, a join's groups as they fill and actions as the journal records them (:mod:`pipeline.views.history_follow`).
-The table is :mod:`pipeline.views.handoff_table`'s, shared with ``--all-hosts``. Ctrl-C ends ``--follow`` with
-exit status 0.
+keeps printing hand-offs, a join's groups as they fill and actions as the journal records them
+(:mod:`pipeline.views.history_follow`). The table is :mod:`pipeline.views.handoff_table`'s, shared with
+``--all-hosts``. Ctrl-C ends ``--follow`` with exit status 0.
 
 Rows come in time order, by when each last changed (the time WHEN shows): the table, ``--json`` and
 ``--follow`` alike. An action refused before it changed anything (``baton hold`` of a route that does not
@@ -145,8 +145,8 @@ def _print_history(path: Path, limit: int, match: HistoryFilter, as_json: bool) 
 
 def _follow(path: Path, limit: int, match: HistoryFilter, as_json: bool) -> int:
     """The latest ``limit`` hand-offs, joining groups and actions, then every change, until Ctrl-C (exit
-    0) or a closed pipe. Ctrl-C ends the table with the AI transforms' total, as ``baton history`` does; ``--json`` stays one object
-    per line, nothing else."""
+    0) or a closed pipe. Ctrl-C ends the table with the AI transforms' total, as ``baton history`` does;
+    ``--json`` stays one object per line, nothing else."""
     from pipeline.views.history_follow import follow_journal
 
     printer = _JsonLines() if as_json else _FollowPrinter()

@@ -175,8 +175,8 @@ class JoinBook:
     def _of(self, row: tuple[object, ...]) -> Group:
         route, grp, target, sources, needs, state, timed_out, started, deadline = row
         answers = {s: (t, h, x) for s, t, h, x in self._answers(str(route), str(grp), late=0)}
-        [last] = self.journal.db.execute("SELECT max(at) FROM join_answers WHERE route=? AND grp=? AND late=0",
-                                         (route, grp)).fetchone()
+        [last] = self.journal.db.execute(
+            "SELECT max(at) FROM join_answers WHERE route=? AND grp=? AND late=0", (route, grp)).fetchone()
         return Group(str(route), str(grp), str(target), tuple(str(sources).split(",")), int(str(needs)),
                      str(state), bool(timed_out), float(str(started)),
                      None if deadline is None else float(str(deadline)), answers,

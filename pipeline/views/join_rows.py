@@ -35,7 +35,8 @@ def group_row(group: Group) -> dict[str, Any]:
 def joining_rows(journal: Journal, match: HistoryFilter, since: float | None = None) -> list[dict[str, Any]]:
     """The joining groups that ``match`` (``--tile``: a source of the group, or its target); with
     ``since``, only those whose answers changed at or after it (``--follow``'s next look)."""
-    rows = [group_row(g) for g in JoinBook(journal).in_state("joining") if since is None or g.changed >= since]
+    groups = JoinBook(journal).in_state("joining")
+    rows = [group_row(g) for g in groups if since is None or g.changed >= since]
     anywhere = replace(match, tile=None)
     return [row for row in rows if anywhere.matches(row) and (
         match.tile is None or match.tile in (*row["group"]["answered"], *row["group"]["missing"],
